@@ -1,0 +1,2 @@
+// Package part implements a persistent adaptive radix tree.
+package part

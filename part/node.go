@@ -1,0 +1,421 @@
+package part
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
+)
+
+// kind tells which concrete struct a *header is the first field of.
+type kind uint8
+
+const (
+	kindLeaf kind = iota
+	kindNode4
+	kindNode16
+	kindNode48
+	kindNode256
+)
+
+// Shrink thresholds. A node shrinks to the next smaller kind when its child
+// count drops to the threshold, which is below the smaller kind's capacity so
+// that a key added and removed at the boundary does not make the node change
+// kind every time (hysteresis).
+const (
+	shrink16  = 3  // node16 -> node4
+	shrink48  = 12 // node48 -> node16
+	shrink256 = 37 // node256 -> node48
+)
+
+// header is the first field of every node, so a *header can be converted to
+// the concrete node type its kind names.
+//
+// Ownership: a node whose txn equals the id of the transaction currently
+// writing is owned by that transaction: it was created there, no reader can
+// reach it, and the transaction changes it in place. Every other node is
+// shared with some committed tree and is never changed again, except for its
+// watch field.
+type header struct {
+	// watch holds the node's watch channel (a chan struct{} stored as a
+	// pointer), nil until a reader first asks for it. Readers install it
+	// with compare-and-swap; a committing transaction replaces it with the
+	// closed sentinel when the node leaves the tree, closing what was there.
+	// Accessed only atomically.
+	watch unsafe.Pointer
+	// txn is the id of the transaction that created the node. Written only
+	// at creation.
+	txn   uint64
+	kind  kind
+	_     uint8
+	count uint16 // number of children (inner nodes only)
+}
+
+// leaf holds one key and its value. The key is the full key, owned by the
+// tree and never changed.
+type leaf[T any] struct {
+	header
+	key   []byte
+	value T
+}
+
+// leafKey has the layout of every leaf[T] up to and including the key, so
+// code that only needs the key need not be generic.
+type leafKey struct {
+	header
+	key []byte
+}
+
+// inner is the part shared by all inner node kinds.
+type inner struct {
+	header
+	// prefix is the full key path from the root to this node: every key
+	// below the node starts with it. It aliases the key of some leaf that
+	// is (or was) below the node, so it costs no allocation. The root's
+	// prefix is empty.
+	prefix []byte
+	// leaf is the leaf whose key equals prefix, or nil.
+	leaf *header
+}
+
+type node4 struct {
+	inner
+	keys     [4]byte // sorted edge bytes of children[:count]
+	children [4]*header
+}
+
+type node16 struct {
+	inner
+	keys     [16]byte
+	children [16]*header
+}
+
+// node48 keeps its children sorted by edge byte; the bitmap says which edge
+// bytes are present, and a child's slot is the number of present bytes
+// below its own.
+type node48 struct {
+	inner
+	bitmap   [4]uint64
+	children [48]*header
+}
+
+// node256 has a slot per edge byte; absent children are nil.
+type node256 struct {
+	inner
+	children [256]*header
+}
+
+func (h *header) inner() *inner     { return (*inner)(unsafe.Pointer(h)) }
+func (h *header) node4() *node4     { return (*node4)(unsafe.Pointer(h)) }
+func (h *header) node16() *node16   { return (*node16)(unsafe.Pointer(h)) }
+func (h *header) node48() *node48   { return (*node48)(unsafe.Pointer(h)) }
+func (h *header) node256() *node256 { return (*node256)(unsafe.Pointer(h)) }
+func (h *header) leafKey() []byte   { return (*leafKey)(unsafe.Pointer(h)).key }
+func (h *header) isLeaf() bool      { return h.kind == kindLeaf }
+
+func asLeaf[T any](h *header) *leaf[T] { return (*leaf[T])(unsafe.Pointer(h)) }
+
+// nodeKey returns the key of a leaf or the prefix of an inner node.
+func (h *header) nodeKey() []byte {
+	if h.kind == kindLeaf {
+		return h.leafKey()
+	}
+	return h.inner().prefix
+}
+
+// children returns the child slots of an inner node in edge-byte order. For
+// node256 the slice has 256 entries, nil where there is no child.
+func (h *header) children() []*header {
+	switch h.kind {
+	case kindNode4:
+		n := h.node4()
+		return n.children[:n.count]
+	case kindNode16:
+		n := h.node16()
+		return n.children[:n.count]
+	case kindNode48:
+		n := h.node48()
+		return n.children[:n.count]
+	default:
+		return h.node256().children[:]
+	}
+}
+
+// rank48 returns the number of edge bytes below b present in the bitmap.
+func rank48(bm *[4]uint64, b byte) int {
+	w := int(b >> 6)
+	r := bits.OnesCount64(bm[w] & (1<<(b&63) - 1))
+	for i := range w {
+		r += bits.OnesCount64(bm[i])
+	}
+	return r
+}
+
+func has48(bm *[4]uint64, b byte) bool { return bm[b>>6]&(1<<(b&63)) != 0 }
+
+// findChild returns the slot of the child under edge byte b, or nil.
+func (h *header) findChild(b byte) **header {
+	switch h.kind {
+	case kindNode4:
+		n := h.node4()
+		for i := range int(n.count) {
+			if n.keys[i] == b {
+				return &n.children[i]
+			}
+		}
+	case kindNode16:
+		n := h.node16()
+		for i := range int(n.count) {
+			if n.keys[i] == b {
+				return &n.children[i]
+			}
+		}
+	case kindNode48:
+		n := h.node48()
+		if has48(&n.bitmap, b) {
+			return &n.children[rank48(&n.bitmap, b)]
+		}
+	case kindNode256:
+		n := h.node256()
+		if n.children[b] != nil {
+			return &n.children[b]
+		}
+	}
+	return nil
+}
+
+// lowerBound returns the position in children() of the first child whose
+// edge byte is at least b.
+func (h *header) lowerBound(b byte) int {
+	switch h.kind {
+	case kindNode4:
+		n := h.node4()
+		i := 0
+		for i < int(n.count) && n.keys[i] < b {
+			i++
+		}
+		return i
+	case kindNode16:
+		n := h.node16()
+		i := 0
+		for i < int(n.count) && n.keys[i] < b {
+			i++
+		}
+		return i
+	case kindNode48:
+		return rank48(&h.node48().bitmap, b)
+	default:
+		return int(b)
+	}
+}
+
+// edgeAt returns the edge byte of the child at position i of children().
+func (h *header) edgeAt(i int) byte {
+	switch h.kind {
+	case kindNode4:
+		return h.node4().keys[i]
+	case kindNode16:
+		return h.node16().keys[i]
+	case kindNode48:
+		// The edge byte is also the child's key byte at the node's depth.
+		return h.node48().children[i].nodeKey()[len(h.inner().prefix)]
+	default:
+		return byte(i)
+	}
+}
+
+// isFull reports whether adding a child requires a bigger node.
+func (h *header) isFull() bool {
+	switch h.kind {
+	case kindNode4:
+		return h.count == 4
+	case kindNode16:
+		return h.count == 16
+	case kindNode48:
+		return h.count == 48
+	default:
+		return false
+	}
+}
+
+// shouldShrink reports whether, after removing one child, the node should
+// become the next smaller kind.
+func (h *header) shouldShrink() bool {
+	c := h.count - 1
+	switch h.kind {
+	case kindNode16:
+		return c <= shrink16
+	case kindNode48:
+		return c <= shrink48
+	case kindNode256:
+		return c <= shrink256
+	default:
+		return false
+	}
+}
+
+// newInner allocates an empty inner node of the given kind.
+func newInner(k kind, txn uint64, prefix []byte, leaf *header) *header {
+	in := inner{header: header{txn: txn, kind: k}, prefix: prefix, leaf: leaf}
+	switch k {
+	case kindNode4:
+		return &(&node4{inner: in}).header
+	case kindNode16:
+		return &(&node16{inner: in}).header
+	case kindNode48:
+		return &(&node48{inner: in}).header
+	default:
+		return &(&node256{inner: in}).header
+	}
+}
+
+// cloneInner returns a copy of the inner node h owned by txn. The fields are
+// copied one by one rather than by struct assignment so that the watch field,
+// which readers change concurrently, is never read here.
+func cloneInner(h *header, txn uint64) *header {
+	src := h.inner()
+	in := inner{header: header{txn: txn, kind: h.kind, count: h.count}, prefix: src.prefix, leaf: src.leaf}
+	switch h.kind {
+	case kindNode4:
+		n := h.node4()
+		return &(&node4{inner: in, keys: n.keys, children: n.children}).header
+	case kindNode16:
+		n := h.node16()
+		return &(&node16{inner: in, keys: n.keys, children: n.children}).header
+	case kindNode48:
+		n := h.node48()
+		return &(&node48{inner: in, bitmap: n.bitmap, children: n.children}).header
+	default:
+		return &(&node256{inner: in, children: h.node256().children}).header
+	}
+}
+
+// resized returns a copy of the inner node h, owned by txn, of kind k, which
+// must be able to hold h's children.
+func resized(h *header, k kind, txn uint64) *header {
+	src := h.inner()
+	nn := newInner(k, txn, src.prefix, src.leaf)
+	nn.count = h.count
+	kids := h.children()
+	switch k {
+	case kindNode4:
+		d := nn.node4()
+		i := 0
+		for j, c := range kids {
+			if c != nil {
+				d.keys[i], d.children[i] = h.edgeAt(j), c
+				i++
+			}
+		}
+	case kindNode16:
+		d := nn.node16()
+		i := 0
+		for j, c := range kids {
+			if c != nil {
+				d.keys[i], d.children[i] = h.edgeAt(j), c
+				i++
+			}
+		}
+	case kindNode48:
+		d := nn.node48()
+		i := 0
+		for j, c := range kids {
+			if c != nil {
+				b := h.edgeAt(j)
+				d.bitmap[b>>6] |= 1 << (b & 63)
+				d.children[i] = c
+				i++
+			}
+		}
+	case kindNode256:
+		d := nn.node256()
+		for j, c := range kids {
+			if c != nil {
+				d.children[h.edgeAt(j)] = c
+			}
+		}
+	}
+	return nn
+}
+
+// insertChild adds child c under edge byte b to h, which must be owned, must
+// not be full and must not have a child under b.
+func (h *header) insertChild(b byte, c *header) {
+	switch h.kind {
+	case kindNode4:
+		n := h.node4()
+		i := h.lowerBound(b)
+		copy(n.keys[i+1:n.count+1], n.keys[i:n.count])
+		copy(n.children[i+1:n.count+1], n.children[i:n.count])
+		n.keys[i], n.children[i] = b, c
+	case kindNode16:
+		n := h.node16()
+		i := h.lowerBound(b)
+		copy(n.keys[i+1:n.count+1], n.keys[i:n.count])
+		copy(n.children[i+1:n.count+1], n.children[i:n.count])
+		n.keys[i], n.children[i] = b, c
+	case kindNode48:
+		n := h.node48()
+		i := rank48(&n.bitmap, b)
+		copy(n.children[i+1:n.count+1], n.children[i:n.count])
+		n.children[i] = c
+		n.bitmap[b>>6] |= 1 << (b & 63)
+	case kindNode256:
+		h.node256().children[b] = c
+	}
+	h.count++
+}
+
+// removeChild removes the child under edge byte b from h, which must be owned
+// and must have such a child.
+func (h *header) removeChild(b byte) {
+	switch h.kind {
+	case kindNode4:
+		n := h.node4()
+		i := h.lowerBound(b)
+		copy(n.keys[i:], n.keys[i+1:n.count])
+		copy(n.children[i:], n.children[i+1:n.count])
+		n.children[n.count-1] = nil
+	case kindNode16:
+		n := h.node16()
+		i := h.lowerBound(b)
+		copy(n.keys[i:], n.keys[i+1:n.count])
+		copy(n.children[i:], n.children[i+1:n.count])
+		n.children[n.count-1] = nil
+	case kindNode48:
+		n := h.node48()
+		i := rank48(&n.bitmap, b)
+		copy(n.children[i:], n.children[i+1:n.count])
+		n.children[n.count-1] = nil
+		n.bitmap[b>>6] &^= 1 << (b & 63)
+	case kindNode256:
+		h.node256().children[b] = nil
+	}
+	h.count--
+}
+
+// firstChild returns the only child of an inner node with count 1.
+func (h *header) firstChild() *header {
+	for _, c := range h.children() {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+8 <= n {
+		x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
+		if x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+		i += 8
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}

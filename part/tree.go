@@ -1,0 +1,270 @@
+package part
+
+import (
+	"bytes"
+	"iter"
+	"sync/atomic"
+)
+
+// Tree is an immutable map from byte-string keys to values of type T. A Tree
+// is a small value (three words) that is cheap to copy; all copies share the
+// same nodes. Nothing ever changes a Tree: changes are made in a Txn, whose
+// Commit returns a new Tree sharing every unchanged node with the old one.
+//
+// A Tree is safe for concurrent use by any number of goroutines, including
+// while transactions derived from it are being written and committed.
+//
+// The zero Tree is not usable; create trees with New.
+type Tree[T any] struct {
+	opts *options
+	root *header // an inner node with an empty prefix, never nil
+	size int
+}
+
+type options struct {
+	rootOnlyWatch bool
+}
+
+// Option configures a Tree created by New.
+type Option func(*options)
+
+// RootOnlyWatch makes the tree keep a watch channel for its root only: every
+// watch query returns the root's channel, which closes on any change, and a
+// commit has a single channel to close. Use it for trees whose readers only
+// ever watch the whole tree (such as revision indexes), where per-node
+// channels would be bookkeeping nobody reads.
+func RootOnlyWatch() Option {
+	return func(o *options) { o.rootOnlyWatch = true }
+}
+
+// New returns an empty tree.
+func New[T any](opts ...Option) Tree[T] {
+	o := &options{}
+	for _, opt := range opts {
+		opt(o)
+	}
+	return Tree[T]{opts: o, root: newInner(kindNode4, 0, nil, nil)}
+}
+
+// lastTxnID hands out transaction ids; see header.txn.
+var lastTxnID atomic.Uint64
+
+func nextTxnID() uint64 { return lastTxnID.Add(1) }
+
+// Txn returns a new transaction that starts from t. t itself is not changed
+// by anything the transaction does.
+func (t Tree[T]) Txn() *Txn[T] {
+	txn := &Txn[T]{}
+	txn.Reset(t)
+	return txn
+}
+
+// Len returns the number of keys in the tree.
+func (t Tree[T]) Len() int { return t.size }
+
+// Get returns the value stored under key.
+func (t Tree[T]) Get(key []byte) (value T, found bool) {
+	if l := search(t.root, key); l != nil {
+		return asLeaf[T](l).value, true
+	}
+	return value, false
+}
+
+// GetWatch returns the value stored under key and a channel that is closed
+// when the result of the same lookup changes. If the key is present, the
+// channel closes exactly when the key is updated or deleted. If it is absent,
+// the channel closes when it is inserted and may also close when keys that
+// share a long prefix with it change.
+func (t Tree[T]) GetWatch(key []byte) (value T, watch <-chan struct{}, found bool) {
+	if l := search(t.root, key); l != nil {
+		if t.opts.rootOnlyWatch {
+			return asLeaf[T](l).value, t.root.watchChan(), true
+		}
+		return asLeaf[T](l).value, l.watchChan(), true
+	}
+	if t.opts.rootOnlyWatch {
+		return value, t.root.watchChan(), false
+	}
+	return value, closestNode(t.root, key).watchChan(), false
+}
+
+// RootWatch returns a channel that is closed when anything in the tree
+// changes.
+func (t Tree[T]) RootWatch() <-chan struct{} { return t.root.watchChan() }
+
+// search returns the leaf with the given key, or nil. It descends by edge
+// bytes only and compares the full key once at the leaf: a leaf holds its
+// whole key, so the prefixes passed on the way need not be checked.
+func search(root *header, key []byte) *header {
+	n := root
+	for {
+		in := n.inner()
+		d := len(in.prefix)
+		if d >= len(key) {
+			if d == len(key) && in.leaf != nil && bytes.Equal(in.leaf.leafKey(), key) {
+				return in.leaf
+			}
+			return nil
+		}
+		slot := n.findChild(key[d])
+		if slot == nil {
+			return nil
+		}
+		n = *slot
+		if n.kind == kindLeaf {
+			if bytes.Equal(n.leafKey(), key) {
+				return n
+			}
+			return nil
+		}
+	}
+}
+
+// closestNode returns the deepest inner node whose prefix is a prefix of key
+// and below which key would be inserted: the node that changes when key is
+// inserted.
+func closestNode(root *header, key []byte) *header {
+	n := root
+	for {
+		d := len(n.inner().prefix)
+		if d >= len(key) {
+			return n
+		}
+		slot := n.findChild(key[d])
+		if slot == nil {
+			return n
+		}
+		c := *slot
+		if c.kind == kindLeaf {
+			return n
+		}
+		p := c.inner().prefix
+		if len(p) > len(key) || !bytes.Equal(p[d+1:], key[d+1:len(p)]) {
+			return n
+		}
+		n = c
+	}
+}
+
+// prefixNode finds the subtree holding exactly the keys that start with
+// prefix. It returns the subtree's top node (nil if no key has the prefix),
+// and the node whose watch channel closes whenever a key with the prefix
+// changes: the subtree's top if its own prefix is exactly prefix, otherwise
+// its parent, which changes when a key with the prefix is added beside it.
+func prefixNode(root *header, prefix []byte) (top, watch *header) {
+	n := root
+	if len(prefix) == 0 {
+		return n, n
+	}
+	for {
+		d := len(n.inner().prefix)
+		slot := n.findChild(prefix[d])
+		if slot == nil {
+			return nil, n
+		}
+		c := *slot
+		k := c.nodeKey()
+		if len(k) < len(prefix) {
+			if c.kind == kindLeaf || !bytes.Equal(k[d+1:], prefix[d+1:len(k)]) {
+				return nil, n
+			}
+			n = c
+			continue
+		}
+		if !bytes.Equal(k[d+1:len(prefix)], prefix[d+1:]) {
+			return nil, n
+		}
+		if c.kind != kindLeaf && len(k) == len(prefix) {
+			return c, c
+		}
+		return c, n
+	}
+}
+
+// All returns an iterator over all keys and values in ascending key order.
+// The key slices belong to the tree and must not be modified.
+func (t Tree[T]) All() iter.Seq2[[]byte, T] {
+	return func(yield func([]byte, T) bool) {
+		var it Iterator[T]
+		it.seekAll(t.root, false)
+		it.yieldAll(yield)
+	}
+}
+
+// ReverseAll returns an iterator over all keys and values in descending key
+// order.
+func (t Tree[T]) ReverseAll() iter.Seq2[[]byte, T] {
+	return func(yield func([]byte, T) bool) {
+		var it Iterator[T]
+		it.seekAll(t.root, true)
+		it.yieldAll(yield)
+	}
+}
+
+// Prefix returns an iterator over the keys that start with prefix, in
+// ascending order.
+func (t Tree[T]) Prefix(prefix []byte) iter.Seq2[[]byte, T] {
+	seq, _ := t.PrefixWatch(prefix)
+	return seq
+}
+
+// PrefixWatch is Prefix that also returns a channel that is closed when any
+// key starting with prefix is inserted, updated or deleted. It may also close
+// when keys that share a long prefix with prefix change.
+func (t Tree[T]) PrefixWatch(prefix []byte) (iter.Seq2[[]byte, T], <-chan struct{}) {
+	top, w := prefixNode(t.root, prefix)
+	if t.opts.rootOnlyWatch {
+		w = t.root
+	}
+	seq := func(yield func([]byte, T) bool) {
+		if top == nil {
+			return
+		}
+		var it Iterator[T]
+		it.seekSubtree(top, false)
+		it.yieldAll(yield)
+	}
+	return seq, w.watchChan()
+}
+
+// ReversePrefix returns an iterator over the keys that start with prefix, in
+// descending order.
+func (t Tree[T]) ReversePrefix(prefix []byte) iter.Seq2[[]byte, T] {
+	return func(yield func([]byte, T) bool) {
+		top, _ := prefixNode(t.root, prefix)
+		if top == nil {
+			return
+		}
+		var it Iterator[T]
+		it.seekSubtree(top, true)
+		it.yieldAll(yield)
+	}
+}
+
+// LowerBound returns an iterator over the keys greater than or equal to key,
+// in ascending order.
+func (t Tree[T]) LowerBound(key []byte) iter.Seq2[[]byte, T] {
+	return func(yield func([]byte, T) bool) {
+		var it Iterator[T]
+		it.seekLowerBound(t.root, key)
+		it.yieldAll(yield)
+	}
+}
+
+// ReverseLowerBound returns an iterator over the keys less than or equal to
+// key, in descending order.
+func (t Tree[T]) ReverseLowerBound(key []byte) iter.Seq2[[]byte, T] {
+	return func(yield func([]byte, T) bool) {
+		var it Iterator[T]
+		it.seekReverseLowerBound(t.root, key)
+		it.yieldAll(yield)
+	}
+}
+
+// Iterator returns an Iterator positioned before the smallest key of t.
+// Reuse it with its Seek methods to scan again without allocating.
+func (t Tree[T]) Iterator() *Iterator[T] {
+	it := &Iterator[T]{root: t.root}
+	it.seekAll(t.root, false)
+	return it
+}

@@ -1,0 +1,455 @@
+package part
+
+import (
+	"bytes"
+	"iter"
+)
+
+// Txn is a batch of changes to a tree. It starts from a Tree and builds the
+// next one: nodes it creates are its own and are changed in place by later
+// writes in the same transaction; nodes it shares with the tree it started
+// from are copied before they change (path copying), so that tree and every
+// older one keep reading exactly as before.
+//
+// Commit returns the new tree. The Txn stays usable after Commit and goes on
+// from the tree it returned. To abandon changes, drop the Txn or Reset it.
+//
+// A Txn is not safe for concurrent use. Reads through the Txn see its own
+// writes.
+type Txn[T any] struct {
+	opts *options
+	root *header
+	size int
+	// id owns the nodes this transaction created since it began or last
+	// committed (see header.txn). Commit takes a new id, which freezes
+	// everything created before.
+	id uint64
+	// retired lists the nodes of committed trees that this transaction has
+	// copied or removed, in no particular order and each once. Notify seals
+	// them, closing their watch channels.
+	retired []*header
+	// path is scratch space for the inner nodes an operation passed
+	// through, root first, with the edge byte taken from each.
+	path []pathEntry
+}
+
+type pathEntry struct {
+	n *header
+	b byte
+}
+
+// Reset discards the transaction's changes and starts it again from tree.
+// The watch channels of nodes the discarded changes would have replaced stay
+// open.
+func (t *Txn[T]) Reset(tree Tree[T]) {
+	t.opts, t.root, t.size = tree.opts, tree.root, tree.size
+	t.id = nextTxnID()
+	clear(t.retired)
+	t.retired = t.retired[:0]
+}
+
+// Len returns the number of keys in the transaction's current tree.
+func (t *Txn[T]) Len() int { return t.size }
+
+// Get returns the value stored under key, including the transaction's own
+// uncommitted writes.
+func (t *Txn[T]) Get(key []byte) (value T, found bool) {
+	if l := search(t.root, key); l != nil {
+		return asLeaf[T](l).value, true
+	}
+	return value, false
+}
+
+// Insert stores value under key, replacing and returning any previous value.
+// The tree keeps its own copy of key.
+func (t *Txn[T]) Insert(key []byte, value T) (old T, hadOld bool) {
+	return t.upsert(key, value, nil)
+}
+
+// Modify stores under key the value returned by fn, which is called with the
+// current value and whether there is one, and returns the previous value.
+func (t *Txn[T]) Modify(key []byte, fn func(old T, found bool) T) (old T, hadOld bool) {
+	var zero T
+	return t.upsert(key, zero, fn)
+}
+
+// Delete removes key and returns the value it had.
+func (t *Txn[T]) Delete(key []byte) (old T, hadOld bool) {
+	t.path = t.path[:0]
+	n := t.root
+	for {
+		in := n.inner()
+		d := len(in.prefix)
+		if d >= len(key) {
+			l := in.leaf
+			if d != len(key) || l == nil || !bytes.Equal(l.leafKey(), key) {
+				return old, false
+			}
+			t.retire(l)
+			t.size--
+			t.removeLeaf(n)
+			return asLeaf[T](l).value, true
+		}
+		b := key[d]
+		slot := n.findChild(b)
+		if slot == nil {
+			return old, false
+		}
+		c := *slot
+		if c.kind == kindLeaf {
+			if !bytes.Equal(c.leafKey(), key) {
+				return old, false
+			}
+			t.retire(c)
+			t.size--
+			t.removeChild(n, b, c)
+			return asLeaf[T](c).value, true
+		}
+		t.path = append(t.path, pathEntry{n, b})
+		n = c
+	}
+}
+
+// DeletePrefix removes every key that starts with prefix and returns how
+// many it removed.
+func (t *Txn[T]) DeletePrefix(prefix []byte) int {
+	if len(prefix) == 0 {
+		removed := t.retireSubtree(t.root)
+		t.root = newInner(kindNode4, t.id, nil, nil)
+		t.size = 0
+		return removed
+	}
+	t.path = t.path[:0]
+	n := t.root
+	for {
+		d := len(n.inner().prefix)
+		b := prefix[d]
+		slot := n.findChild(b)
+		if slot == nil {
+			return 0
+		}
+		c := *slot
+		k := c.nodeKey()
+		if len(k) < len(prefix) {
+			if c.kind == kindLeaf || !bytes.Equal(k[d+1:], prefix[d+1:len(k)]) {
+				return 0
+			}
+			t.path = append(t.path, pathEntry{n, b})
+			n = c
+			continue
+		}
+		if !bytes.Equal(k[d+1:len(prefix)], prefix[d+1:]) {
+			return 0
+		}
+		removed := t.retireSubtree(c)
+		t.size -= removed
+		t.removeChild(n, b, c)
+		return removed
+	}
+}
+
+// CommitOnly returns the transaction's tree without closing the watch
+// channels of the nodes it replaced; Notify does that. Splitting the two
+// lets a caller publish the new tree (and anything built from it) before
+// waking the watchers. The transaction goes on from the returned tree.
+func (t *Txn[T]) CommitOnly() Tree[T] {
+	t.id = nextTxnID()
+	tree := Tree[T]{opts: t.opts, root: t.root, size: t.size}
+	if invariants {
+		if err := tree.validate(); err != nil {
+			panic(err)
+		}
+	}
+	return tree
+}
+
+// Notify closes the watch channels of every node that the transaction's
+// committed changes replaced or removed.
+func (t *Txn[T]) Notify() {
+	for _, n := range t.retired {
+		n.seal()
+	}
+	clear(t.retired)
+	t.retired = t.retired[:0]
+}
+
+// Commit returns the transaction's tree and closes the watch channels of the
+// nodes its changes replaced: CommitOnly followed by Notify.
+func (t *Txn[T]) Commit() Tree[T] {
+	tree := t.CommitOnly()
+	t.Notify()
+	return tree
+}
+
+// snapshot freezes the transaction's current state as a Tree for reading: the
+// nodes created so far become immutable, so later writes copy them and leave
+// iterators over the snapshot undisturbed.
+func (t *Txn[T]) snapshot() Tree[T] {
+	t.id = nextTxnID()
+	return Tree[T]{opts: t.opts, root: t.root, size: t.size}
+}
+
+// All returns an iterator over the transaction's keys and values in
+// ascending order. Writes made while iterating are not seen by the iterator.
+func (t *Txn[T]) All() iter.Seq2[[]byte, T] { return t.snapshot().All() }
+
+// ReverseAll is All in descending order.
+func (t *Txn[T]) ReverseAll() iter.Seq2[[]byte, T] { return t.snapshot().ReverseAll() }
+
+// Prefix iterates over the keys starting with prefix in ascending order.
+func (t *Txn[T]) Prefix(prefix []byte) iter.Seq2[[]byte, T] {
+	return t.snapshot().Prefix(prefix)
+}
+
+// ReversePrefix is Prefix in descending order.
+func (t *Txn[T]) ReversePrefix(prefix []byte) iter.Seq2[[]byte, T] {
+	return t.snapshot().ReversePrefix(prefix)
+}
+
+// LowerBound iterates over the keys >= key in ascending order.
+func (t *Txn[T]) LowerBound(key []byte) iter.Seq2[[]byte, T] {
+	return t.snapshot().LowerBound(key)
+}
+
+// ReverseLowerBound iterates over the keys <= key in descending order.
+func (t *Txn[T]) ReverseLowerBound(key []byte) iter.Seq2[[]byte, T] {
+	return t.snapshot().ReverseLowerBound(key)
+}
+
+// upsert stores value (or, if fn is not nil, fn's result) under key.
+func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld bool) {
+	t.path = t.path[:0]
+	n := t.root
+	for {
+		in := n.inner()
+		d := len(in.prefix)
+		if d == len(key) {
+			// The key ends at n: it is n's own leaf.
+			l := in.leaf
+			if l != nil {
+				old, hadOld = asLeaf[T](l).value, true
+			}
+			if fn != nil {
+				value = fn(old, hadOld)
+			}
+			if l != nil && l.txn == t.id {
+				asLeaf[T](l).value = value
+				return old, hadOld
+			}
+			if l != nil {
+				t.retire(l)
+			} else {
+				t.size++
+			}
+			t.setLeaf(n, t.newLeaf(key, value))
+			return old, hadOld
+		}
+		b := key[d]
+		slot := n.findChild(b)
+		if slot == nil {
+			if fn != nil {
+				value = fn(old, false)
+			}
+			t.size++
+			t.addChild(n, b, t.newLeaf(key, value))
+			return old, false
+		}
+		c := *slot
+		if c.kind == kindLeaf {
+			ck := c.leafKey()
+			if bytes.Equal(ck, key) {
+				old, hadOld = asLeaf[T](c).value, true
+				if fn != nil {
+					value = fn(old, true)
+				}
+				if c.txn == t.id {
+					asLeaf[T](c).value = value
+					return old, true
+				}
+				t.retire(c)
+				t.setChild(n, slot, b, t.newLeaf(key, value))
+				return old, true
+			}
+			if fn != nil {
+				value = fn(old, false)
+			}
+			t.size++
+			t.setChild(n, slot, b, t.split(c, ck, t.newLeaf(key, value), d+1))
+			return old, false
+		}
+		p := c.inner().prefix
+		if m := d + 1 + commonPrefix(p[d+1:], key[d+1:]); m < len(p) {
+			// key leaves c's prefix early: a new node above c holds both.
+			if fn != nil {
+				value = fn(old, false)
+			}
+			t.size++
+			t.setChild(n, slot, b, t.split(c, p, t.newLeaf(key, value), d+1))
+			return old, false
+		}
+		t.path = append(t.path, pathEntry{n, b})
+		n = c
+	}
+}
+
+func (t *Txn[T]) newLeaf(key []byte, value T) *header {
+	l := &leaf[T]{header: header{txn: t.id, kind: kindLeaf}, key: bytes.Clone(key), value: value}
+	return &l.header
+}
+
+// split returns a new node4 holding the node c (whose key or prefix is ck)
+// and the new leaf nl, at the depth where ck and nl's key part. Both are
+// known to agree on the bytes before from. c itself is moved, not changed,
+// so its watch channel stays open.
+func (t *Txn[T]) split(c *header, ck []byte, nl *header, from int) *header {
+	nk := nl.leafKey()
+	m := from + commonPrefix(ck[from:], nk[from:])
+	nn := newInner(kindNode4, t.id, nk[:m:m], nil)
+	n4 := nn.node4()
+	switch {
+	case len(ck) == m:
+		n4.leaf = c
+		n4.keys[0], n4.children[0] = nk[m], nl
+		nn.count = 1
+	case len(nk) == m:
+		n4.leaf = nl
+		n4.keys[0], n4.children[0] = ck[m], c
+		nn.count = 1
+	default:
+		nn.count = 2
+		if ck[m] < nk[m] {
+			n4.keys[0], n4.children[0], n4.keys[1], n4.children[1] = ck[m], c, nk[m], nl
+		} else {
+			n4.keys[0], n4.children[0], n4.keys[1], n4.children[1] = nk[m], nl, ck[m], c
+		}
+	}
+	return nn
+}
+
+// retire records that the node n leaves the tree, unless the transaction
+// created it (then no reader has seen it). With RootOnlyWatch only the root
+// carries a channel, so only it is recorded.
+func (t *Txn[T]) retire(n *header) {
+	if n.txn == t.id || (t.opts.rootOnlyWatch && n != t.root) {
+		return
+	}
+	t.retired = append(t.retired, n)
+}
+
+// retireSubtree retires every node below and including n, and returns the
+// number of leaves there.
+func (t *Txn[T]) retireSubtree(n *header) int {
+	t.retire(n)
+	if n.kind == kindLeaf {
+		return 1
+	}
+	leaves := 0
+	if l := n.inner().leaf; l != nil {
+		t.retire(l)
+		leaves++
+	}
+	for _, c := range n.children() {
+		if c != nil {
+			leaves += t.retireSubtree(c)
+		}
+	}
+	return leaves
+}
+
+// replaceUp puts r in the place of the node below the last entry of t.path,
+// copying the ancestors that are not owned and stopping at the first that is.
+func (t *Txn[T]) replaceUp(r *header) {
+	for i := len(t.path) - 1; i >= 0; i-- {
+		e := t.path[i]
+		if e.n.txn == t.id {
+			*e.n.findChild(e.b) = r
+			return
+		}
+		np := cloneInner(e.n, t.id)
+		*np.findChild(e.b) = r
+		t.retire(e.n)
+		r = np
+	}
+	t.root = r
+}
+
+// own returns n if the transaction owns it, or else a copy that it owns, put
+// in n's place in the tree.
+func (t *Txn[T]) own(n *header) *header {
+	if n.txn == t.id {
+		return n
+	}
+	nn := cloneInner(n, t.id)
+	t.retire(n)
+	t.replaceUp(nn)
+	return nn
+}
+
+// setLeaf makes l the leaf of the inner node n (which the path leads to).
+func (t *Txn[T]) setLeaf(n *header, l *header) {
+	t.own(n).inner().leaf = l
+}
+
+// setChild replaces the child in slot (n's slot for edge byte b) with c.
+func (t *Txn[T]) setChild(n *header, slot **header, b byte, c *header) {
+	if n.txn == t.id {
+		*slot = c
+		return
+	}
+	*t.own(n).findChild(b) = c
+}
+
+// addChild adds c under the new edge byte b to the inner node n, growing n
+// into a bigger kind if it is full.
+func (t *Txn[T]) addChild(n *header, b byte, c *header) {
+	if n.isFull() {
+		nn := resized(n, n.kind+1, t.id)
+		nn.insertChild(b, c)
+		t.retire(n)
+		t.replaceUp(nn)
+		return
+	}
+	t.own(n).insertChild(b, c)
+}
+
+// removeLeaf removes the leaf of the inner node n; a node left with a single
+// child (other than the root) is replaced by that child.
+func (t *Txn[T]) removeLeaf(n *header) {
+	if len(t.path) > 0 && n.count == 1 {
+		t.retire(n)
+		t.replaceUp(n.firstChild())
+		return
+	}
+	t.own(n).inner().leaf = nil
+}
+
+// removeChild removes the child c under edge byte b from the inner node n.
+// A node other than the root that is left with one entry is replaced by it,
+// and a node that becomes sparse shrinks to a smaller kind.
+func (t *Txn[T]) removeChild(n *header, b byte, c *header) {
+	if len(t.path) > 0 {
+		in := n.inner()
+		switch {
+		case n.count == 1:
+			t.retire(n)
+			t.replaceUp(in.leaf)
+			return
+		case n.count == 2 && in.leaf == nil:
+			t.retire(n)
+			for _, o := range n.children() {
+				if o != nil && o != c {
+					t.replaceUp(o)
+					return
+				}
+			}
+		}
+	}
+	if n.shouldShrink() {
+		nn := resized(n, n.kind-1, t.id)
+		nn.removeChild(b)
+		t.retire(n)
+		t.replaceUp(nn)
+		return
+	}
+	t.own(n).removeChild(b)
+}
