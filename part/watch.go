@@ -16,7 +16,7 @@ var (
 )
 
 func chanPtr(ch chan struct{}) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&ch)) }
-func ptrChan(p unsafe.Pointer) chan struct{} { return *(*chan struct{})(unsafe.Pointer(&p)) }
+func ptrChan(p unsafe.Pointer) chan struct{}  { return *(*chan struct{})(unsafe.Pointer(&p)) }
 
 // watchChan returns the node's watch channel, creating it on first use. Safe
 // for concurrent use by any number of readers and one sealing writer.
