@@ -22,6 +22,7 @@ type Iterator[T any] struct {
 	stack   [][]*header
 	one     [1]*header // backs the stack entry for a scan that starts at one node
 	reverse bool
+	buf     [8][]*header // initial backing array of stack, deep enough for most trees
 }
 
 // Next returns the next key and value. ok is false when the scan is done.
@@ -103,6 +104,9 @@ func (it *Iterator[T]) SeekLowerBound(key []byte) { it.seekLowerBound(it.root, k
 func (it *Iterator[T]) SeekReverseLowerBound(key []byte) { it.seekReverseLowerBound(it.root, key) }
 
 func (it *Iterator[T]) start(reverse bool) {
+	if it.stack == nil {
+		it.stack = it.buf[:0]
+	}
 	clear(it.stack)
 	it.stack = it.stack[:0]
 	it.reverse = reverse

@@ -31,6 +31,11 @@ type Txn[T any] struct {
 	// path is scratch space for the inner nodes an operation passed
 	// through, root first, with the edge byte taken from each.
 	path []pathEntry
+
+	// Initial backing arrays of retired and path, so that a short
+	// transaction allocates neither.
+	retiredBuf [8]*header
+	pathBuf    [8]pathEntry
 }
 
 type pathEntry struct {
@@ -44,6 +49,9 @@ type pathEntry struct {
 func (t *Txn[T]) Reset(tree Tree[T]) {
 	t.opts, t.root, t.size = tree.opts, tree.root, tree.size
 	t.id = nextTxnID()
+	if t.retired == nil {
+		t.retired, t.path = t.retiredBuf[:0], t.pathBuf[:0]
+	}
 	clear(t.retired)
 	t.retired = t.retired[:0]
 }

@@ -1,0 +1,106 @@
+package index
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// sinkKey keeps benchmarked keys alive, so that they are allocated as
+// they would be in real use rather than on the benchmark's stack.
+var sinkKey Key
+
+func BenchmarkAppendUint64(b *testing.B) {
+	b.ReportAllocs()
+	buf := make([]byte, 0, 8)
+	for b.Loop() {
+		buf = AppendUint64(buf[:0], 0x0123456789abcdef)
+	}
+}
+
+func BenchmarkInt64(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkKey = Int64(-12345)
+	}
+}
+
+func BenchmarkString(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkKey = String("some-object-name")
+	}
+}
+
+func BenchmarkAppendTime(b *testing.B) {
+	b.ReportAllocs()
+	t := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	buf := make([]byte, 0, timeKeyLen)
+	for b.Loop() {
+		buf = AppendTime(buf[:0], t)
+	}
+}
+
+func BenchmarkNetIPPrefix(b *testing.B) {
+	b.ReportAllocs()
+	p := netip.MustParsePrefix("2001:db8::/48")
+	for b.Loop() {
+		sinkKey = NetIPPrefix(p)
+	}
+}
+
+func BenchmarkComposite(b *testing.B) {
+	b.ReportAllocs()
+	name, id := String("eu-west"), Uint64(7)
+	for b.Loop() {
+		sinkKey = Composite(name, id)
+	}
+}
+
+func BenchmarkBuilder(b *testing.B) {
+	b.ReportAllocs()
+	var kb Builder
+	for b.Loop() {
+		kb.Reset()
+		_ = kb.String("eu-west").Uint64(7).Build()
+	}
+}
+
+// BenchmarkKeySetIterate guards the per-object path of the database:
+// building a KeySet and walking it with Len and At.
+func BenchmarkKeySetIterate(b *testing.B) {
+	k := String("key")
+	b.Run("one", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			s := NewKeySet(k)
+			for i := range s.Len() {
+				n += len(s.At(i))
+			}
+		}
+		_ = n
+	})
+	b.Run("many", func(b *testing.B) {
+		b.ReportAllocs()
+		s := NewKeySet(k, k, k, k)
+		n := 0
+		for b.Loop() {
+			for i := range s.Len() {
+				n += len(s.At(i))
+			}
+		}
+		_ = n
+	})
+	b.Run("All", func(b *testing.B) {
+		b.ReportAllocs()
+		s := NewKeySet(k, k, k, k)
+		n := 0
+		for b.Loop() {
+			for key := range s.All() {
+				n += len(key)
+			}
+		}
+		_ = n
+	})
+}

@@ -1,0 +1,81 @@
+package index_test
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/strata-db/strata/index"
+)
+
+// An index over signed integers: sorting the keys with bytes.Compare, as
+// the radix tree does, puts negative numbers first.
+func ExampleInt64() {
+	values := []int64{3, -1, 0, math.MinInt64, 42, -300}
+	slices.SortFunc(values, func(a, b int64) int {
+		return bytes.Compare(index.Int64(a), index.Int64(b))
+	})
+	for _, v := range values {
+		fmt.Println(v, index.Int64(v))
+	}
+	// Output:
+	// -9223372036854775808 0x0000000000000000
+	// -300 0x7ffffffffffffed4
+	// -1 0x7fffffffffffffff
+	// 0 0x8000000000000000
+	// 3 0x8000000000000003
+	// 42 0x800000000000002a
+}
+
+// A composite key of (region, id). The parts are escaped, so "eu" never
+// matches the start of "eu-west", and keys sort by region, then by id.
+func ExampleComposite() {
+	type row struct {
+		region string
+		id     int64
+	}
+	rows := []row{{"eu-west", 1}, {"eu", 7}, {"us", -2}, {"eu", -5}}
+	keys := make([]index.Key, len(rows))
+	for i, r := range rows {
+		keys[i] = index.Composite(index.String(r.region), index.Int64(r.id))
+	}
+	slices.SortFunc(keys, func(a, b index.Key) int { return bytes.Compare(a, b) })
+
+	prefix := index.CompositePrefix(index.String("eu"))
+	for _, k := range keys {
+		parts, _ := index.SplitComposite(k)
+		fmt.Printf("%s %v in eu: %v\n", parts[0], parts[1], bytes.HasPrefix(k, prefix))
+	}
+
+	var b index.Builder
+	fmt.Println(b.String("eu").Int64(7).Build().Equal(keys[1]))
+	// Output:
+	// eu 0x7ffffffffffffffb in eu: true
+	// eu 0x8000000000000007 in eu: true
+	// eu-west 0x8000000000000001 in eu: false
+	// us 0x7ffffffffffffffe in eu: false
+	// true
+}
+
+// An object with several tags yields one key per tag for a tag index.
+func ExampleKeySet() {
+	tags := []string{"red", "blue"}
+	keys := make([]index.Key, len(tags))
+	for i, t := range tags {
+		keys[i] = index.String(t)
+	}
+	s := index.NewKeySet(keys...)
+	fmt.Println(s.Len(), s.Contains(index.String("blue")), s.Contains(index.String("green")))
+	for k := range s.All() {
+		fmt.Println(k)
+	}
+	// A single key is stored without allocating.
+	one := index.NewKeySet(index.Uint64(7))
+	fmt.Println(one.Len(), one.At(0))
+	// Output:
+	// 2 true false
+	// red
+	// blue
+	// 1 0x0000000000000007
+}

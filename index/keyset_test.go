@@ -1,0 +1,90 @@
+package index
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestKeySet(t *testing.T) {
+	a, b, c := String("a"), String("b"), String("")
+	for _, keys := range [][]Key{nil, {a}, {c}, {a, b}, {a, b, c, a}} {
+		s := NewKeySet(keys...)
+		if s.Len() != len(keys) {
+			t.Fatalf("NewKeySet(%v).Len() = %d", keys, s.Len())
+		}
+		for i, k := range keys {
+			if !s.At(i).Equal(k) {
+				t.Errorf("NewKeySet(%v).At(%d) = %v", keys, i, s.At(i))
+			}
+			if !s.Contains(k) {
+				t.Errorf("NewKeySet(%v) does not contain %v", keys, k)
+			}
+		}
+		if got := slices.Collect(s.All()); len(got) != len(keys) || !slices.EqualFunc(got, keys, Key.Equal) {
+			t.Errorf("NewKeySet(%v).All() = %v", keys, got)
+		}
+		if s.Contains(String("z")) {
+			t.Errorf("NewKeySet(%v) contains z", keys)
+		}
+	}
+	if (KeySet{}).Len() != 0 {
+		t.Errorf("zero KeySet is not empty")
+	}
+}
+
+func TestKeySetAllStops(t *testing.T) {
+	s := NewKeySet(String("a"), String("b"), String("c"))
+	n := 0
+	for range s.All() {
+		n++
+		if n == 2 {
+			break
+		}
+	}
+	if n != 2 {
+		t.Errorf("iterated %d keys after break at 2", n)
+	}
+}
+
+func TestKeySetCopiesSlice(t *testing.T) {
+	keys := []Key{String("a"), String("b")}
+	s := NewKeySet(keys...)
+	keys[1] = String("x")
+	if !s.At(1).Equal(String("b")) {
+		t.Errorf("KeySet changed with the caller's slice: %v", s.At(1))
+	}
+}
+
+func TestKeySetAtOutOfRange(t *testing.T) {
+	for _, s := range []KeySet{{}, NewKeySet(String("a")), NewKeySet(String("a"), String("b"))} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("At(%d) on a set of %d keys did not panic", s.Len(), s.Len())
+				}
+			}()
+			s.At(s.Len())
+		}()
+	}
+}
+
+func TestKeyString(t *testing.T) {
+	for _, c := range []struct {
+		k    Key
+		want string
+	}{
+		{nil, "0x"},
+		{Key("hello world"), "hello world"},
+		{Key("a\x00"), "0x6100"},
+		{Uint16(0x1234), "0x1234"},
+		{Key("\x7f"), "0x7f"},
+		{Key("~ !"), "~ !"},
+	} {
+		if got := c.k.String(); got != c.want {
+			t.Errorf("Key(%q).String() = %q, want %q", []byte(c.k), got, c.want)
+		}
+	}
+	if !Key(nil).Equal(Key{}) || Key("a").Equal(Key("b")) {
+		t.Errorf("Key.Equal is wrong")
+	}
+}

@@ -1,0 +1,265 @@
+package part
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// watchRec is a watch channel handed out by the tree, with what it covers:
+// the exact key of a leaf, or every key under an inner node's prefix.
+type watchRec struct {
+	what   string
+	ch     <-chan struct{}
+	isLeaf bool
+	key    []byte // the leaf's key, or the inner node's prefix
+	// mustClose lists keys whose change must close the channel even though
+	// it was handed out for them (GetWatch's key, PrefixWatch's prefix).
+	mustKey    []byte
+	mustPrefix bool
+}
+
+func (w *watchRec) covers(k []byte) bool {
+	if w.isLeaf {
+		return bytes.Equal(k, w.key)
+	}
+	return bytes.HasPrefix(k, w.key)
+}
+
+// TestWatchExact checks, against a model of which keys each commit changed,
+// that a watch channel closes if and only if a key below the node it belongs
+// to changed, and that the channels returned by GetWatch and PrefixWatch
+// belong to nodes that cover the key or prefix asked for.
+func TestWatchExact(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { testWatchExact(t, seed) })
+	}
+}
+
+func testWatchExact(t *testing.T, seed uint64) {
+	c := &randChooser{r: rand.New(rand.NewPCG(seed, 99))}
+	tree := New[int]()
+	txn := tree.Txn()
+	var watches []*watchRec
+	changed := map[string]bool{}
+	model := map[string]int{}
+	for step := range 3000 {
+		switch op := c.intn(100); {
+		case op < 30:
+			k := genKey(c)
+			txn.Insert(k, step)
+			model[string(k)] = step
+			changed[string(k)] = true
+		case op < 45:
+			k := genKey(c)
+			if _, found := txn.Delete(k); found {
+				changed[string(k)] = true
+				delete(model, string(k))
+			}
+		case op < 48:
+			p := genKey(c)
+			if len(p) == 0 {
+				p = []byte{'b'}
+			}
+			for k := range model {
+				if bytes.HasPrefix([]byte(k), p) {
+					changed[k] = true
+					delete(model, k)
+				}
+			}
+			txn.DeletePrefix(p)
+		case op < 70: // watch a key
+			k := genKey(c)
+			_, ch, found := tree.GetWatch(k)
+			w := &watchRec{what: fmt.Sprintf("GetWatch(%x)", k), ch: ch, mustKey: k}
+			if l := search(tree.root, k); l != nil {
+				w.isLeaf, w.key = true, l.leafKey()
+				if !found || l.watchChan() != ch {
+					t.Fatalf("%s: not the leaf's channel", w.what)
+				}
+			} else {
+				n := closestNode(tree.root, k)
+				w.key = n.inner().prefix
+				if found || n.watchChan() != ch || !bytes.HasPrefix(k, w.key) {
+					t.Fatalf("%s: not the closest node's channel", w.what)
+				}
+			}
+			watches = append(watches, w)
+		case op < 85: // watch a prefix
+			p := genKey(c)
+			_, ch := tree.PrefixWatch(p)
+			_, n := prefixNode(tree.root, p)
+			if n.watchChan() != ch {
+				t.Fatalf("PrefixWatch(%x): not the expected node's channel", p)
+			}
+			w := &watchRec{what: fmt.Sprintf("PrefixWatch(%x)", p), ch: ch, mustKey: p, mustPrefix: true}
+			w.key = n.inner().prefix
+			watches = append(watches, w)
+		case op < 90: // abort: nothing closes
+			txn.Reset(tree)
+			clear(changed)
+			clear(model)
+			for k, v := range tree.All() {
+				model[string(k)] = v
+			}
+		default: // commit and check every outstanding watch
+			tree = txn.Commit()
+			kept := watches[:0]
+			for _, w := range watches {
+				want := false
+				for k := range changed {
+					if w.covers([]byte(k)) {
+						want = true
+					}
+					must := bytes.Equal([]byte(k), w.mustKey) ||
+						(w.mustPrefix && bytes.HasPrefix([]byte(k), w.mustKey))
+					if must && !w.covers([]byte(k)) {
+						t.Fatalf("step %d: %s covers %x (leaf %v) which does not include changed key %x",
+							step, w.what, w.key, w.isLeaf, k)
+					}
+				}
+				if got := isClosed(w.ch); got != want {
+					t.Fatalf("step %d: %s on node %x (leaf %v): closed=%v, want %v (changed: %d keys)",
+						step, w.what, w.key, w.isLeaf, got, want, len(changed))
+				}
+				if !want {
+					kept = append(kept, w)
+				}
+			}
+			watches = kept
+			clear(changed)
+		}
+	}
+}
+
+func TestRootOnlyWatch(t *testing.T) {
+	tree := New[int](RootOnlyWatch())
+	txn := tree.Txn()
+	txn.Insert([]byte("a"), 1)
+	txn.Insert([]byte("b"), 2)
+	tree = txn.Commit()
+
+	root := tree.RootWatch()
+	_, getCh, _ := tree.GetWatch([]byte("a"))
+	_, missCh, _ := tree.GetWatch([]byte("zzz"))
+	_, prefixCh := tree.PrefixWatch([]byte("b"))
+	for _, ch := range []<-chan struct{}{getCh, missCh, prefixCh} {
+		if ch != root {
+			t.Fatalf("watch is not the root's channel")
+		}
+	}
+	// A commit without changes closes nothing.
+	tree = txn.Commit()
+	if isClosed(root) {
+		t.Fatalf("root closed without a change")
+	}
+	txn.Insert([]byte("b"), 3)
+	tree2 := txn.Commit()
+	if !isClosed(root) {
+		t.Fatalf("root not closed after a change")
+	}
+	// Only the root was recorded for closing.
+	txn.Insert([]byte("c"), 4)
+	if len(txn.retired) != 1 {
+		t.Fatalf("retired %d nodes, want only the root", len(txn.retired))
+	}
+	txn.Commit()
+	if isClosed(tree2.RootWatch()) != true {
+		t.Fatalf("second root not closed")
+	}
+	_ = tree
+}
+
+// TestWatchOldSnapshot checks that asking an old, replaced node for its
+// channel gives a closed channel, and that a node is closed once even when
+// two transactions from the same tree both replace it.
+func TestWatchOldSnapshot(t *testing.T) {
+	base := New[int]()
+	txn := base.Txn()
+	txn.Insert([]byte("k"), 1)
+	base = txn.Commit()
+
+	t1, t2 := base.Txn(), base.Txn()
+	t1.Insert([]byte("k"), 2)
+	t2.Insert([]byte("k"), 3)
+	t1.Commit()
+	t2.Commit() // seals the same nodes again: must not close twice
+
+	_, ch, _ := base.GetWatch([]byte("k"))
+	if !isClosed(ch) {
+		t.Fatalf("watch on a replaced leaf is open")
+	}
+	if !isClosed(base.RootWatch()) {
+		t.Fatalf("watch on a replaced root is open")
+	}
+}
+
+// TestWatchConcurrent has readers take watches on the latest tree while a
+// writer commits, and checks under the race detector that a channel on a
+// present key closes exactly when the key's value changes.
+func TestWatchConcurrent(t *testing.T) {
+	const keys, commits, readers = 8, 2000, 4
+	var latest atomic.Pointer[Tree[int]]
+	tree := New[int]()
+	txn := tree.Txn()
+	for i := range keys {
+		txn.Insert([]byte{byte(i)}, 0)
+	}
+	tree = txn.Commit()
+	latest.Store(&tree)
+
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, readers)
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 1))
+			for !done.Load() {
+				k := []byte{byte(rng.IntN(keys))}
+				v, ch, _ := latest.Load().GetWatch(k)
+				select {
+				case <-ch:
+					// Closed: the key must have a newer value now.
+					if nv, _ := latest.Load().Get(k); nv == v {
+						errs <- fmt.Errorf("key %x: channel closed but value still %d", k, v)
+						return
+					}
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+	}
+	for i := range commits {
+		txn.Insert([]byte{byte(i % keys)}, i+1)
+		tr := txn.CommitOnly()
+		latest.Store(&tr)
+		txn.Notify()
+	}
+	done.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Every key was written, so every channel taken at the start is closed.
+	for i := range keys {
+		if _, ch, _ := tree.GetWatch([]byte{byte(i)}); !isClosed(ch) {
+			t.Fatalf("initial watch on key %d still open", i)
+		}
+	}
+}
