@@ -3,6 +3,7 @@ package part
 import (
 	"bytes"
 	"iter"
+	"sync/atomic"
 )
 
 // Txn is a batch of changes to a tree. It starts from a Tree and builds the
@@ -189,39 +190,57 @@ func (t *Txn[T]) Commit() Tree[T] {
 	return tree
 }
 
-// snapshot freezes the transaction's current state as a Tree for reading: the
-// nodes created so far become immutable, so later writes copy them and leave
-// iterators over the snapshot undisturbed.
-func (t *Txn[T]) snapshot() Tree[T] {
+// Snapshot returns the transaction's current contents as a Tree, without
+// ending the transaction or closing any watch channel. The nodes written so
+// far become immutable, so later writes in the transaction copy them again
+// and leave the snapshot, and iterators over it, undisturbed.
+func (t *Txn[T]) Snapshot() Tree[T] {
 	t.id = nextTxnID()
 	return Tree[T]{opts: t.opts, root: t.root, size: t.size}
 }
 
+// GetWatch is Get that also returns a watch channel for the key, as
+// Tree.GetWatch does. For a key the transaction wrote, the channel closes
+// when a commit after this transaction's replaces or deletes the key, or
+// when this transaction deletes it and commits.
+func (t *Txn[T]) GetWatch(key []byte) (value T, watch <-chan struct{}, found bool) {
+	if l := search(t.root, key); l != nil {
+		if t.opts.rootOnlyWatch {
+			return asLeaf[T](l).value, t.root.watchChan(), true
+		}
+		return asLeaf[T](l).value, l.watchChan(), true
+	}
+	if t.opts.rootOnlyWatch {
+		return value, t.root.watchChan(), false
+	}
+	return value, closestNode(t.root, key).watchChan(), false
+}
+
 // All returns an iterator over the transaction's keys and values in
 // ascending order. Writes made while iterating are not seen by the iterator.
-func (t *Txn[T]) All() iter.Seq2[[]byte, T] { return t.snapshot().All() }
+func (t *Txn[T]) All() iter.Seq2[[]byte, T] { return t.Snapshot().All() }
 
 // ReverseAll is All in descending order.
-func (t *Txn[T]) ReverseAll() iter.Seq2[[]byte, T] { return t.snapshot().ReverseAll() }
+func (t *Txn[T]) ReverseAll() iter.Seq2[[]byte, T] { return t.Snapshot().ReverseAll() }
 
 // Prefix iterates over the keys starting with prefix in ascending order.
 func (t *Txn[T]) Prefix(prefix []byte) iter.Seq2[[]byte, T] {
-	return t.snapshot().Prefix(prefix)
+	return t.Snapshot().Prefix(prefix)
 }
 
 // ReversePrefix is Prefix in descending order.
 func (t *Txn[T]) ReversePrefix(prefix []byte) iter.Seq2[[]byte, T] {
-	return t.snapshot().ReversePrefix(prefix)
+	return t.Snapshot().ReversePrefix(prefix)
 }
 
 // LowerBound iterates over the keys >= key in ascending order.
 func (t *Txn[T]) LowerBound(key []byte) iter.Seq2[[]byte, T] {
-	return t.snapshot().LowerBound(key)
+	return t.Snapshot().LowerBound(key)
 }
 
 // ReverseLowerBound iterates over the keys <= key in descending order.
 func (t *Txn[T]) ReverseLowerBound(key []byte) iter.Seq2[[]byte, T] {
-	return t.snapshot().ReverseLowerBound(key)
+	return t.Snapshot().ReverseLowerBound(key)
 }
 
 // upsert stores value (or, if fn is not nil, fn's result) under key.
@@ -334,11 +353,15 @@ func (t *Txn[T]) split(c *header, ck []byte, nl *header, from int) *header {
 	return nn
 }
 
-// retire records that the node n leaves the tree, unless the transaction
-// created it (then no reader has seen it). With RootOnlyWatch only the root
-// carries a channel, so only it is recorded.
+// retire records that the node n leaves the tree. A node the transaction
+// created is recorded only if it has a watch channel (taken with
+// Txn.GetWatch): no reader can have seen it otherwise. With RootOnlyWatch
+// only the root carries a channel, so only it is recorded.
 func (t *Txn[T]) retire(n *header) {
-	if n.txn == t.id || (t.opts.rootOnlyWatch && n != t.root) {
+	if t.opts.rootOnlyWatch && n != t.root {
+		return
+	}
+	if n.txn == t.id && atomic.LoadPointer(&n.watch) == nil {
 		return
 	}
 	t.retired = append(t.retired, n)
