@@ -1,0 +1,114 @@
+package strata
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"sync/atomic"
+)
+
+// DB is an in-memory database of tables. Readers take snapshots (ReadTxn)
+// that never change and cost one atomic load; writers lock the tables they
+// write (WriteTxn), change them as one unit, and publish the result with one
+// atomic store.
+//
+// A DB runs no goroutines of its own and needs no Start or Stop. It is safe
+// for concurrent use.
+type DB struct {
+	// root is the published snapshot of every table. It is replaced, never
+	// changed, by a commit or a table registration, both under mu.
+	root atomic.Pointer[dbRoot]
+
+	// mu serializes changes to root and to tables. Commits hold it only to
+	// copy the root array and store the new root.
+	mu sync.Mutex
+	// tables lists the registered tables by position (registration order,
+	// which is also the order write transactions lock them in).
+	// Appended under mu; entries never change.
+	tables []*tableMeta
+
+	opts dbOptions
+}
+
+type dbOptions struct{}
+
+// Option configures a DB created by New.
+type Option func(*dbOptions)
+
+// New returns an empty database.
+func New(opts ...Option) *DB {
+	db := &DB{}
+	for _, opt := range opts {
+		opt(&db.opts)
+	}
+	db.root.Store(&dbRoot{db: db})
+	return db
+}
+
+// NamePattern is the pattern table and index names must match: a letter,
+// then up to 63 letters, digits, '_', '-' or '.'.
+const NamePattern = `^[a-zA-Z][a-zA-Z0-9_.\-]{0,63}$`
+
+var nameRegexp = regexp.MustCompile(NamePattern)
+
+// ReadTxn returns a snapshot of the whole database. It never changes: later
+// commits are not seen through it. It costs one atomic load and does not
+// allocate.
+func (db *DB) ReadTxn() ReadTxn { return db.root.Load() }
+
+// WriteTxn returns a write transaction over the given tables, locking them.
+// It blocks until every table is free. Tables are locked in one global order
+// (their registration order), so transactions over overlapping sets of
+// tables never deadlock; a table passed twice is locked once.
+//
+// The transaction must end with Commit or Abort, which unlock the tables.
+// A transaction that is dropped without either is reported and aborted when
+// the garbage collector finds it, but its tables stay locked until then.
+//
+// WriteTxn panics if a table belongs to another DB.
+func (db *DB) WriteTxn(table TableMeta, tables ...TableMeta) WriteTxn {
+	txn, _ := db.writeTxn(nil, table, tables)
+	return txn
+}
+
+// WriteTxnContext is WriteTxn that gives up waiting for the table locks when
+// ctx is done, and then returns ctx's error, holding no lock.
+func (db *DB) WriteTxnContext(ctx context.Context, table TableMeta, tables ...TableMeta) (WriteTxn, error) {
+	txn, err := db.writeTxn(ctx, table, tables)
+	if err != nil {
+		return nil, err
+	}
+	return txn, nil
+}
+
+// registerTable adds a table: its empty state is published in a new root.
+func (db *DB) registerTable(m *tableMeta, empty *stateHeader) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for _, other := range db.tables {
+		if other.name == m.name {
+			return fmt.Errorf("table %q: %w", m.name, ErrDuplicateTable)
+		}
+	}
+	m.db = db
+	m.pos = len(db.tables)
+	db.tables = append(db.tables, m)
+	old := db.root.Load()
+	tables := make([]*stateHeader, len(old.tables)+1)
+	copy(tables, old.tables)
+	tables[m.pos] = empty
+	db.root.Store(&dbRoot{db: db, tables: tables})
+	return nil
+}
+
+// Tables returns the registered tables in registration order.
+func (db *DB) Tables() []TableMeta {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	out := make([]TableMeta, len(db.tables))
+	for i, m := range db.tables {
+		out[i] = m.table
+	}
+	return out
+}

@@ -1,0 +1,60 @@
+package strata
+
+import "errors"
+
+// Errors from table registration (NewTable). They are returned wrapped with
+// the table's name; test for them with errors.Is.
+var (
+	// ErrInvalidTableName: a table name must match NamePattern.
+	ErrInvalidTableName = errors.New("invalid table name")
+	// ErrDuplicateTable: a table with the same name is already registered.
+	ErrDuplicateTable = errors.New("table already registered")
+	// ErrEmptyIndexName: every index needs a name.
+	ErrEmptyIndexName = errors.New("empty index name")
+	// ErrInvalidIndexName: an index name must match NamePattern.
+	ErrInvalidIndexName = errors.New("invalid index name")
+	// ErrDuplicateIndex: two indexes of one table have the same name.
+	ErrDuplicateIndex = errors.New("duplicate index name")
+	// ErrPrimaryIndexNotUnique: the primary index must be unique.
+	ErrPrimaryIndexNotUnique = errors.New("primary index is not unique")
+	// ErrTooManyIndexes: a table has more than MaxSecondaryIndexes
+	// secondary indexes.
+	ErrTooManyIndexes = errors.New("too many secondary indexes")
+)
+
+// Errors from transactions.
+var (
+	// ErrTransactionClosed: the write transaction was already committed or
+	// aborted.
+	ErrTransactionClosed = errors.New("transaction is closed")
+	// ErrTableNotLockedForWriting: the table was not passed to WriteTxn, so
+	// the transaction cannot write to it.
+	ErrTableNotLockedForWriting = errors.New("table not locked for writing")
+)
+
+// Errors from table writes. A write that returns one of them changes
+// nothing.
+var (
+	// ErrPrimaryKey: the primary index yielded no key or more than one key
+	// for the object. A primary index must give every object exactly one.
+	ErrPrimaryKey = errors.New("primary index must yield exactly one key")
+	// ErrUniqueConstraint: the object has a key in a unique secondary index
+	// that another object already holds.
+	ErrUniqueConstraint = errors.New("unique index constraint violated")
+	// ErrObjectMutated: the object is the very pointer that is already
+	// stored. Stored objects are immutable: copy the object, change the
+	// copy and insert that.
+	ErrObjectMutated = errors.New("object is the stored object itself (mutated in place?)")
+	// ErrPrimaryKeyChanged: a Modify merge function returned an object
+	// with a different primary key.
+	ErrPrimaryKeyChanged = errors.New("merge changed the primary key")
+	// ErrRevisionNotEqual: CompareAndSwap or CompareAndDelete found the
+	// object at a different revision.
+	ErrRevisionNotEqual = errors.New("revision not equal")
+	// ErrObjectNotFound: CompareAndSwap or CompareAndDelete found no object
+	// with the primary key.
+	ErrObjectNotFound = errors.New("object not found")
+)
+
+// errNoFromString: the index has no FromString function.
+var errNoFromString = errors.New("index does not parse string keys (no FromString)")

@@ -1,0 +1,320 @@
+package strata
+
+import (
+	"fmt"
+	"iter"
+	"reflect"
+
+	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/part"
+)
+
+// Revision orders the changes of a table: every insert and delete takes the
+// table's next revision, and an object carries the revision it was written
+// at.
+type Revision = uint64
+
+// TableName is the name of a table.
+type TableName = string
+
+// MaxSecondaryIndexes is the most secondary indexes a table may have.
+const MaxSecondaryIndexes = 62
+
+// TableMeta is what every table is, whatever its object type: the handle
+// passed to DB.WriteTxn.
+type TableMeta interface {
+	// Name returns the table's name.
+	Name() TableName
+	// Indexes returns the names of the table's indexes, the primary first.
+	Indexes() []string
+	// NumObjects returns the number of objects in the table.
+	NumObjects(ReadTxn) int
+	// Revision returns the table's revision: that of its latest change.
+	Revision(ReadTxn) Revision
+
+	tableMeta() *tableMeta
+}
+
+// Table is a table of objects of type Obj, for reading. Obj values are
+// immutable once inserted: never change an object that is in a table (or
+// was read from one); insert a changed copy instead.
+//
+// Every read takes a ReadTxn and sees the snapshot it holds. Iterators
+// (iter.Seq2 of objects and their revisions) read that snapshot too, so
+// they may be kept and run later, any number of times. Objects come in the
+// order of the index's keys: byte order, which the encoders of package index
+// make equal to value order.
+//
+// The Watch variants also return a channel that is closed when the result
+// of the same query in a newer snapshot may differ. Get and List watches on
+// keys that exist close exactly when the result changes; the others may also
+// close on nearby changes.
+type Table[Obj any] interface {
+	TableMeta
+
+	// PrimaryIndexer returns the table's primary index.
+	PrimaryIndexer() Indexer[Obj]
+
+	// Get returns the first object whose key in the query's index is the
+	// query's key.
+	Get(ReadTxn, Query[Obj]) (obj Obj, rev Revision, found bool)
+	// GetWatch is Get with a watch channel.
+	GetWatch(ReadTxn, Query[Obj]) (obj Obj, rev Revision, watch <-chan struct{}, found bool)
+	// List returns the objects whose key in the query's index is the
+	// query's key: at most one in a unique index.
+	List(ReadTxn, Query[Obj]) iter.Seq2[Obj, Revision]
+	// ListWatch is List with a watch channel.
+	ListWatch(ReadTxn, Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
+	// Prefix returns the objects whose key in the query's index starts
+	// with the query's key.
+	Prefix(ReadTxn, Query[Obj]) iter.Seq2[Obj, Revision]
+	// PrefixWatch is Prefix with a watch channel.
+	PrefixWatch(ReadTxn, Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
+	// LowerBound returns the objects whose key in the query's index is at
+	// least the query's key.
+	LowerBound(ReadTxn, Query[Obj]) iter.Seq2[Obj, Revision]
+	// LowerBoundWatch is LowerBound with a watch channel.
+	LowerBoundWatch(ReadTxn, Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
+	// Range returns the objects whose key in the index is at least from's
+	// key and less than to's. Both queries must be for the same index.
+	Range(txn ReadTxn, from, to Query[Obj]) iter.Seq2[Obj, Revision]
+	// RangeWatch is Range with a watch channel.
+	RangeWatch(txn ReadTxn, from, to Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
+	// All returns every object, in primary key order.
+	All(ReadTxn) iter.Seq2[Obj, Revision]
+	// AllWatch is All with a channel that closes on any change to the
+	// table.
+	AllWatch(ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{})
+
+	// ReverseAll is All in descending order.
+	ReverseAll(ReadTxn) iter.Seq2[Obj, Revision]
+	// ReverseAllWatch is ReverseAll with a watch channel.
+	ReverseAllWatch(ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{})
+	// ReversePrefix is Prefix in descending order.
+	ReversePrefix(ReadTxn, Query[Obj]) iter.Seq2[Obj, Revision]
+	// ReversePrefixWatch is ReversePrefix with a watch channel.
+	ReversePrefixWatch(ReadTxn, Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
+	// ReverseLowerBound returns the objects whose key in the query's index
+	// is at most the query's key, in descending order.
+	ReverseLowerBound(ReadTxn, Query[Obj]) iter.Seq2[Obj, Revision]
+	// ReverseLowerBoundWatch is ReverseLowerBound with a watch channel.
+	ReverseLowerBoundWatch(ReadTxn, Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
+	// ReverseRange is Range in descending order.
+	ReverseRange(txn ReadTxn, from, to Query[Obj]) iter.Seq2[Obj, Revision]
+	// ReverseRangeWatch is ReverseRange with a watch channel.
+	ReverseRangeWatch(txn ReadTxn, from, to Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
+}
+
+// RWTable is a Table that can also be written, through a WriteTxn that
+// locked it. Every write returns the object it replaced or removed, if any.
+// A write that returns an error changes nothing.
+type RWTable[Obj any] interface {
+	Table[Obj]
+
+	// ToTable returns the table for reading only.
+	ToTable() Table[Obj]
+
+	// Insert stores obj, replacing the object with the same primary key.
+	Insert(WriteTxn, Obj) (oldObj Obj, hadOld bool, err error)
+	// InsertWatch is Insert that also returns a channel that is closed
+	// when the stored object is next replaced or deleted (by a later
+	// commit, or by a later write in this transaction once it commits).
+	InsertWatch(WriteTxn, Obj) (oldObj Obj, hadOld bool, watch <-chan struct{}, err error)
+	// Modify stores obj, or, if an object with the same primary key
+	// exists, merge(old, obj). merge must not change the primary key.
+	Modify(txn WriteTxn, obj Obj, merge func(old, new Obj) Obj) (oldObj Obj, hadOld bool, err error)
+	// CompareAndSwap stores obj if the object with its primary key is at
+	// revision rev; otherwise it returns ErrRevisionNotEqual, or
+	// ErrObjectNotFound if there is none.
+	CompareAndSwap(txn WriteTxn, rev Revision, obj Obj) (oldObj Obj, hadOld bool, err error)
+	// Delete removes the object with obj's primary key.
+	Delete(WriteTxn, Obj) (oldObj Obj, hadOld bool, err error)
+	// CompareAndDelete removes the object with obj's primary key if it is
+	// at revision rev; otherwise it returns ErrRevisionNotEqual, or
+	// ErrObjectNotFound if there is none.
+	CompareAndDelete(txn WriteTxn, rev Revision, obj Obj) (oldObj Obj, hadOld bool, err error)
+	// DeleteAll removes every object.
+	DeleteAll(WriteTxn) error
+}
+
+// tableMeta is the part of a table that does not depend on its object type.
+type tableMeta struct {
+	// db, pos: set once by registration. pos is the table's place in the
+	// root array and in the global lock order.
+	db  *DB
+	pos int
+
+	name    string
+	indexes []string // primary first
+	lock    tableLock
+	table   TableMeta // the typed table this belongs to
+}
+
+// indexDef is one of a table's indexes. Position 0 is the primary index.
+type indexDef[Obj any] struct {
+	name       string
+	pos        int
+	unique     bool
+	fromObject func(Obj) index.KeySet
+	fromString func(string) (index.Key, error)
+}
+
+// object is what the index trees store: the object and the revision it was
+// written at.
+type object[Obj any] struct {
+	obj Obj
+	rev Revision
+}
+
+// tableState is a table's contents in one snapshot. Never changed once
+// published.
+type tableState[Obj any] struct {
+	stateHeader
+	primary   part.Tree[object[Obj]]
+	revisions part.Tree[object[Obj]] // revision (8 bytes, big endian) -> object
+	secondary []part.Tree[object[Obj]]
+	// multiKey has bit i set once an object with several keys in index i
+	// was inserted: scans of such an index skip objects they have seen.
+	multiKey uint64
+}
+
+func (s *tableState[Obj]) tree(pos int) part.Tree[object[Obj]] {
+	if pos == 0 {
+		return s.primary
+	}
+	return s.secondary[pos-1]
+}
+
+// table implements RWTable.
+type table[Obj any] struct {
+	meta    tableMeta
+	indexes []indexDef[Obj] // primary first
+	primary Indexer[Obj]
+	empty   *tableState[Obj] // the state before the first write
+	// pointerObj: Obj is a pointer type, so reinserting the stored object
+	// itself can be detected (ErrObjectMutated).
+	pointerObj bool
+	// writer is the table's write state, reused by every transaction that
+	// locks the table. Guarded by meta.lock.
+	writer tableTxn[Obj]
+}
+
+// NewTable creates a table of Obj with the given primary index and secondary
+// indexes, and registers it with db. Tables may be registered at any time,
+// also while the database is in use.
+//
+// The table's name and its index names must match NamePattern; index names
+// must differ from each other; the primary index must be unique. A table
+// may have up to MaxSecondaryIndexes secondary indexes. The errors are
+// ErrInvalidTableName, ErrDuplicateTable, ErrEmptyIndexName,
+// ErrInvalidIndexName, ErrDuplicateIndex, ErrPrimaryIndexNotUnique and
+// ErrTooManyIndexes, wrapped with the table's name.
+func NewTable[Obj any](db *DB, name TableName, primary Indexer[Obj], secondary ...Indexer[Obj]) (RWTable[Obj], error) {
+	t, err := newTable(name, primary, secondary)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", name, err)
+	}
+	if err := db.registerTable(&t.meta, &t.empty.stateHeader); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// MustNewTable is NewTable that panics on error, for tables defined in
+// package initialization.
+func MustNewTable[Obj any](db *DB, name TableName, primary Indexer[Obj], secondary ...Indexer[Obj]) RWTable[Obj] {
+	t, err := NewTable(db, name, primary, secondary...)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Obj]) (*table[Obj], error) {
+	if !nameRegexp.MatchString(name) {
+		return nil, fmt.Errorf("%w: must match %s", ErrInvalidTableName, NamePattern)
+	}
+	if !primary.isUnique() {
+		return nil, ErrPrimaryIndexNotUnique
+	}
+	if len(secondary) > MaxSecondaryIndexes {
+		return nil, fmt.Errorf("%w: %d > %d", ErrTooManyIndexes, len(secondary), MaxSecondaryIndexes)
+	}
+	t := &table[Obj]{
+		primary:    primary,
+		pointerObj: reflect.TypeFor[Obj]().Kind() == reflect.Pointer,
+	}
+	t.meta.name = name
+	t.meta.lock = newTableLock()
+	t.meta.table = t
+	for i, ix := range append([]Indexer[Obj]{primary}, secondary...) {
+		n := ix.indexName()
+		switch {
+		case n == "":
+			return nil, ErrEmptyIndexName
+		case !nameRegexp.MatchString(n):
+			return nil, fmt.Errorf("index %q: %w: must match %s", n, ErrInvalidIndexName, NamePattern)
+		}
+		for _, prev := range t.meta.indexes {
+			if prev == n {
+				return nil, fmt.Errorf("index %q: %w", n, ErrDuplicateIndex)
+			}
+		}
+		t.meta.indexes = append(t.meta.indexes, n)
+		t.indexes = append(t.indexes, indexDef[Obj]{
+			name:       n,
+			pos:        i,
+			unique:     ix.isUnique(),
+			fromObject: ix.fromObject,
+			fromString: ix.fromString,
+		})
+	}
+	t.empty = &tableState[Obj]{
+		stateHeader: stateHeader{meta: &t.meta},
+		primary:     part.New[object[Obj]](),
+		revisions:   part.New[object[Obj]](part.RootOnlyWatch()),
+		secondary:   make([]part.Tree[object[Obj]], len(secondary)),
+	}
+	for i := range secondary {
+		t.empty.secondary[i] = part.New[object[Obj]]()
+	}
+	t.writer.t = t
+	return t, nil
+}
+
+func (t *table[Obj]) tableMeta() *tableMeta        { return &t.meta }
+func (t *table[Obj]) Name() TableName              { return t.meta.name }
+func (t *table[Obj]) Indexes() []string            { return append([]string(nil), t.meta.indexes...) }
+func (t *table[Obj]) PrimaryIndexer() Indexer[Obj] { return t.primary }
+func (t *table[Obj]) ToTable() Table[Obj]          { return t }
+
+func (t *table[Obj]) String() string { return fmt.Sprintf("Table[%s]", t.meta.name) }
+
+// index returns the definition of the named index. Naming an index the
+// table does not have is a programming error: it panics.
+func (t *table[Obj]) index(name string) *indexDef[Obj] {
+	for i := range t.indexes {
+		if t.indexes[i].name == name {
+			return &t.indexes[i]
+		}
+	}
+	panic(fmt.Sprintf("strata: table %q has no index %q", t.meta.name, name))
+}
+
+// stateIn returns the table's state in the snapshot r.
+func (t *table[Obj]) stateIn(r *dbRoot) *tableState[Obj] {
+	h := r.state(&t.meta)
+	if h == nil {
+		return t.empty
+	}
+	return (*tableState[Obj])(unsafeStatePointer(h))
+}
+
+// primaryKey returns obj's primary key.
+func (t *table[Obj]) primaryKey(obj Obj) (index.Key, error) {
+	keys := t.indexes[0].fromObject(obj)
+	if keys.Len() != 1 {
+		return nil, fmt.Errorf("table %q: index %q yielded %d keys: %w", t.meta.name, t.indexes[0].name, keys.Len(), ErrPrimaryKey)
+	}
+	return keys.At(0), nil
+}

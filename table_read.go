@@ -1,0 +1,312 @@
+package strata
+
+import (
+	"bytes"
+	"iter"
+
+	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/part"
+)
+
+// read returns the state reads through txn see: the committed snapshot, or,
+// if txn is a write transaction that wrote to the table, its pending state.
+func (t *table[Obj]) read(txn ReadTxn) *tableState[Obj] {
+	switch x := txn.(type) {
+	case *dbRoot:
+		return t.stateIn(x)
+	case *writeTxn:
+		if tt := t.pendingIn(x); tt != nil {
+			return tt.snapshot()
+		}
+		return t.stateIn(x.root)
+	}
+	panic("strata: unknown ReadTxn implementation")
+}
+
+// pendingIn returns the table's write state if w is open and wrote to the
+// table.
+func (t *table[Obj]) pendingIn(w *writeTxn) *tableTxn[Obj] {
+	if w.closed {
+		return nil
+	}
+	if lt := w.find(&t.meta); lt != nil && lt.w != nil {
+		return &t.writer
+	}
+	return nil
+}
+
+func (t *table[Obj]) NumObjects(txn ReadTxn) int {
+	if w, ok := txn.(*writeTxn); ok {
+		if tt := t.pendingIn(w); tt != nil {
+			return tt.primary.Len()
+		}
+	}
+	return t.read(txn).primary.Len()
+}
+
+func (t *table[Obj]) Revision(txn ReadTxn) Revision {
+	if w, ok := txn.(*writeTxn); ok {
+		if tt := t.pendingIn(w); tt != nil {
+			return tt.revision
+		}
+	}
+	return t.read(txn).revision
+}
+
+func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, found bool) {
+	ix := t.index(q.index)
+	if ix.unique {
+		var o object[Obj]
+		if w, ok := txn.(*writeTxn); ok {
+			if tt := t.pendingIn(w); tt != nil {
+				o, found = tt.indexTxn(ix.pos).Get(q.key)
+				return o.obj, o.rev, found
+			}
+		}
+		o, found = t.read(txn).tree(ix.pos).Get(q.key)
+		return o.obj, o.rev, found
+	}
+	for obj, rev := range t.List(txn, q) {
+		return obj, rev, true
+	}
+	return obj, rev, false
+}
+
+func (t *table[Obj]) GetWatch(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, watch <-chan struct{}, found bool) {
+	ix := t.index(q.index)
+	tree := t.read(txn).tree(ix.pos)
+	if ix.unique {
+		o, w, found := tree.GetWatch(q.key)
+		return o.obj, o.rev, w, found
+	}
+	seq, w := tree.PrefixWatch(index.AppendEscaped(nil, q.key))
+	for _, o := range seq {
+		return o.obj, o.rev, w, true
+	}
+	return obj, rev, w, false
+}
+
+func (t *table[Obj]) List(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
+	seq, _ := t.ListWatch(txn, q)
+	return seq
+}
+
+func (t *table[Obj]) ListWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	ix := t.index(q.index)
+	tree := t.read(txn).tree(ix.pos)
+	if ix.unique {
+		o, w, found := tree.GetWatch(q.key)
+		return func(yield func(Obj, Revision) bool) {
+			if found {
+				yield(o.obj, o.rev)
+			}
+		}, w
+	}
+	// One entry per object: the key is the object's key and its primary
+	// key, so there is nothing to skip.
+	seq, w := tree.PrefixWatch(index.AppendEscaped(nil, q.key))
+	return objects(seq), w
+}
+
+func (t *table[Obj]) Prefix(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
+	seq, _ := t.prefix(txn, q, false)
+	return seq
+}
+
+func (t *table[Obj]) PrefixWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	return t.prefix(txn, q, false)
+}
+
+func (t *table[Obj]) ReversePrefix(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
+	seq, _ := t.prefix(txn, q, true)
+	return seq
+}
+
+func (t *table[Obj]) ReversePrefixWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	return t.prefix(txn, q, true)
+}
+
+func (t *table[Obj]) prefix(txn ReadTxn, q Query[Obj], reverse bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	ix := t.index(q.index)
+	st := t.read(txn)
+	tree := st.tree(ix.pos)
+	key := q.key
+	if !ix.unique {
+		key = index.AppendEscapedPrefix(nil, key)
+	}
+	_, w := tree.PrefixWatch(key)
+	return scan(tree, scanSpec{prefix: key, usePrefix: true, reverse: reverse, dedup: st.dedup(ix.pos)}), w
+}
+
+func (t *table[Obj]) LowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
+	seq, _ := t.bounded(txn, q, nil, false)
+	return seq
+}
+
+func (t *table[Obj]) LowerBoundWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	return t.bounded(txn, q, nil, false)
+}
+
+func (t *table[Obj]) ReverseLowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
+	seq, _ := t.bounded(txn, Query[Obj]{index: q.index}, &q, true)
+	return seq
+}
+
+func (t *table[Obj]) ReverseLowerBoundWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	return t.bounded(txn, Query[Obj]{index: q.index}, &q, true)
+}
+
+func (t *table[Obj]) Range(txn ReadTxn, from, to Query[Obj]) iter.Seq2[Obj, Revision] {
+	seq, _ := t.ranged(txn, from, to, false)
+	return seq
+}
+
+func (t *table[Obj]) RangeWatch(txn ReadTxn, from, to Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	return t.ranged(txn, from, to, false)
+}
+
+func (t *table[Obj]) ReverseRange(txn ReadTxn, from, to Query[Obj]) iter.Seq2[Obj, Revision] {
+	seq, _ := t.ranged(txn, from, to, true)
+	return seq
+}
+
+func (t *table[Obj]) ReverseRangeWatch(txn ReadTxn, from, to Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	return t.ranged(txn, from, to, true)
+}
+
+func (t *table[Obj]) ranged(txn ReadTxn, from, to Query[Obj], reverse bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	if from.index != to.index {
+		panic("strata: Range: from and to are queries on different indexes")
+	}
+	return t.bounded(txn, from, &to, reverse)
+}
+
+// bounded scans the keys in [from, to) of from's index (to == nil: no upper
+// bound; reverse with to == nil is not used). For ReverseLowerBound the
+// upper bound is inclusive: it passes from as the zero query (no lower
+// bound) and the bound as to, and bounded makes it inclusive.
+func (t *table[Obj]) bounded(txn ReadTxn, from Query[Obj], to *Query[Obj], reverse bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	ix := t.index(from.index)
+	st := t.read(txn)
+	tree := st.tree(ix.pos)
+	spec := scanSpec{reverse: reverse, dedup: st.dedup(ix.pos)}
+	inclusiveUpper := reverse && from.key == nil && to != nil && from.index == to.index && isReverseLowerBound(from, to)
+	if ix.unique {
+		spec.lower = from.key
+		if to != nil {
+			spec.upper = to.key
+		}
+	} else {
+		if from.key != nil || !inclusiveUpper {
+			spec.lower = index.AppendEscaped(nil, from.key)
+		}
+		if to != nil {
+			spec.upper = index.AppendEscaped(nil, to.key)
+		}
+	}
+	if inclusiveUpper {
+		spec.lower = nil
+		spec.upperInclusive = true
+		if !ix.unique {
+			// Entries of the key itself extend its escaped form with the
+			// terminator 0x00 0x01; all of them sort below ... 0x00 0x02.
+			spec.upper = append(index.AppendEscapedPrefix(nil, to.key), 0x00, 0x02)
+		}
+	}
+	return scan(tree, spec), tree.RootWatch()
+}
+
+// isReverseLowerBound tells the ReverseLowerBound call (whose from query is
+// the zero query built by it) from a Range.
+func isReverseLowerBound[Obj any](from Query[Obj], to *Query[Obj]) bool {
+	return from.key == nil
+}
+
+func (t *table[Obj]) All(txn ReadTxn) iter.Seq2[Obj, Revision] {
+	return scan(t.read(txn).primary, scanSpec{})
+}
+
+func (t *table[Obj]) AllWatch(txn ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	tree := t.read(txn).primary
+	return scan(tree, scanSpec{}), tree.RootWatch()
+}
+
+func (t *table[Obj]) ReverseAll(txn ReadTxn) iter.Seq2[Obj, Revision] {
+	return scan(t.read(txn).primary, scanSpec{reverse: true})
+}
+
+func (t *table[Obj]) ReverseAllWatch(txn ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	tree := t.read(txn).primary
+	return scan(tree, scanSpec{reverse: true}), tree.RootWatch()
+}
+
+// dedup reports whether scans of index pos must skip objects they already
+// returned, because some object had several keys in it.
+func (s *tableState[Obj]) dedup(pos int) bool { return s.multiKey&(1<<pos) != 0 }
+
+// scanSpec describes a scan of one index tree.
+type scanSpec struct {
+	prefix    []byte
+	usePrefix bool
+	// lower (inclusive) and upper (exclusive, or inclusive if
+	// upperInclusive) bound the keys; nil is unbounded.
+	lower, upper   []byte
+	upperInclusive bool
+	reverse        bool
+	dedup          bool
+}
+
+// scan returns an iterator over the objects of tree selected by spec.
+func scan[Obj any](tree part.Tree[object[Obj]], spec scanSpec) iter.Seq2[Obj, Revision] {
+	return func(yield func(Obj, Revision) bool) {
+		it := tree.Iterator()
+		switch {
+		case spec.usePrefix && spec.reverse:
+			it.SeekReversePrefix(spec.prefix)
+		case spec.usePrefix:
+			it.SeekPrefix(spec.prefix)
+		case spec.reverse && spec.upper != nil:
+			it.SeekReverseLowerBound(spec.upper)
+		case spec.reverse:
+			it.Last()
+		case spec.lower != nil:
+			it.SeekLowerBound(spec.lower)
+		}
+		var seen map[Revision]struct{}
+		for k, o, ok := it.Next(); ok; k, o, ok = it.Next() {
+			if spec.reverse {
+				if spec.upper != nil && !spec.upperInclusive && bytes.Compare(k, spec.upper) >= 0 {
+					continue
+				}
+				if spec.lower != nil && bytes.Compare(k, spec.lower) < 0 {
+					return
+				}
+			} else if spec.upper != nil && bytes.Compare(k, spec.upper) >= 0 {
+				return
+			}
+			if spec.dedup {
+				if _, dup := seen[o.rev]; dup {
+					continue
+				}
+				if seen == nil {
+					seen = map[Revision]struct{}{}
+				}
+				seen[o.rev] = struct{}{}
+			}
+			if !yield(o.obj, o.rev) {
+				return
+			}
+		}
+	}
+}
+
+// objects adapts a tree iterator to objects and revisions.
+func objects[Obj any](seq iter.Seq2[[]byte, object[Obj]]) iter.Seq2[Obj, Revision] {
+	return func(yield func(Obj, Revision) bool) {
+		for _, o := range seq {
+			if !yield(o.obj, o.rev) {
+				return
+			}
+		}
+	}
+}

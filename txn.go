@@ -1,0 +1,251 @@
+package strata
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// ReadTxn is a consistent snapshot of the database, passed to table reads.
+// A ReadTxn from DB.ReadTxn or Commit never changes. A WriteTxn is also a
+// ReadTxn: reads through it see its own uncommitted writes to the tables it
+// locked, and the snapshot taken when it was created for the others.
+//
+// A ReadTxn is safe for concurrent use; a WriteTxn is not.
+type ReadTxn interface {
+	// committed returns the snapshot reads of tables without pending
+	// writes go to.
+	committed() *dbRoot
+	// pending returns the write transaction whose uncommitted writes reads
+	// must see, or nil.
+	pending() *writeTxn
+}
+
+// WriteTxn is a write transaction: created by DB.WriteTxn over a set of
+// tables that it holds locked until Commit or Abort.
+type WriteTxn interface {
+	ReadTxn
+
+	// Commit makes the transaction's writes visible to new readers, all at
+	// once, and unlocks its tables. It returns the snapshot that includes
+	// them. If it returns an error (ErrTransactionClosed, or a failure of
+	// the persistence layer to write the changes), nothing was published
+	// and the database is as it was before the transaction.
+	//
+	// After Commit, reads through the transaction see the snapshot Commit
+	// returned, and writes fail with ErrTransactionClosed.
+	Commit() (ReadTxn, error)
+
+	// Abort throws the transaction's writes away and unlocks its tables.
+	// Aborting a transaction that already ended does nothing.
+	Abort()
+}
+
+// dbRoot is a published snapshot: the state of every table, by table
+// position. It is never changed after publication.
+type dbRoot struct {
+	db     *DB
+	tables []*stateHeader
+}
+
+func (r *dbRoot) committed() *dbRoot { return r }
+func (r *dbRoot) pending() *writeTxn { return nil }
+
+// stateHeader is the first field of every tableState[Obj], so the root can
+// hold the states of tables of different object types in one array.
+type stateHeader struct {
+	meta     *tableMeta
+	revision Revision
+}
+
+// state returns the header of m's state in this snapshot, or nil if m was
+// registered after the snapshot was taken.
+func (r *dbRoot) state(m *tableMeta) *stateHeader {
+	if m.db != r.db {
+		panic(fmt.Sprintf("strata: table %q used with a transaction of another DB", m.name))
+	}
+	if m.pos < len(r.tables) {
+		return r.tables[m.pos]
+	}
+	return nil
+}
+
+// tableWriter is the write state of one table inside a write transaction.
+// Every table has one, reused by each transaction that locks the table, so
+// it is only touched while the table's lock is held.
+type tableWriter interface {
+	// commit finishes the table's index transactions and returns its new
+	// state, or nil if nothing was written.
+	commit() *stateHeader
+	// notify closes the watch channels the committed writes replaced.
+	notify()
+	// abort throws the table's writes away.
+	abort()
+}
+
+// writeTxn implements WriteTxn.
+type writeTxn struct {
+	db *DB
+	// root is the snapshot taken when the locks were held, which reads of
+	// unlocked tables go to; after Commit, the snapshot it published.
+	root *dbRoot
+	// locked lists the locked tables in lock order (table position), each
+	// once.
+	locked    []lockedTable
+	lockedBuf [4]lockedTable
+	closed    bool
+}
+
+type lockedTable struct {
+	meta  *tableMeta
+	w     tableWriter  // nil until the first write to the table
+	state *stateHeader // the table's new state, set by Commit
+}
+
+func (w *writeTxn) committed() *dbRoot { return w.root }
+
+func (w *writeTxn) pending() *writeTxn {
+	if w.closed {
+		return nil
+	}
+	return w
+}
+
+// find returns the locked-table entry of m, or nil.
+func (w *writeTxn) find(m *tableMeta) *lockedTable {
+	for i := range w.locked {
+		if w.locked[i].meta == m {
+			return &w.locked[i]
+		}
+	}
+	return nil
+}
+
+func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (*writeTxn, error) {
+	w := &writeTxn{db: db}
+	w.locked = w.lockedBuf[:0]
+	w.add(first.tableMeta())
+	for _, t := range rest {
+		w.add(t.tableMeta())
+	}
+	for i := range w.locked {
+		l := &w.locked[i].meta.lock
+		if ctx == nil {
+			l.lock()
+		} else if err := l.lockContext(ctx); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				w.locked[j].meta.lock.unlock()
+			}
+			return nil, err
+		}
+	}
+	w.root = db.root.Load()
+	runtime.SetFinalizer(w, (*writeTxn).forgotten)
+	return w, nil
+}
+
+// add inserts m into the lock list, keeping it sorted by table position and
+// free of duplicates.
+func (w *writeTxn) add(m *tableMeta) {
+	if m.db != w.db {
+		panic(fmt.Sprintf("strata: WriteTxn: table %q belongs to another DB", m.name))
+	}
+	i, found := slices.BinarySearchFunc(w.locked, m.pos, func(lt lockedTable, pos int) int { return lt.meta.pos - pos })
+	if !found {
+		w.locked = slices.Insert(w.locked, i, lockedTable{meta: m})
+	}
+}
+
+// writer returns the write state of table m in the transaction, beginning
+// it on first use.
+func (w *writeTxn) writer(m *tableMeta) (*lockedTable, error) {
+	if w.closed {
+		return nil, ErrTransactionClosed
+	}
+	lt := w.find(m)
+	if lt == nil {
+		return nil, fmt.Errorf("table %q: %w", m.name, ErrTableNotLockedForWriting)
+	}
+	return lt, nil
+}
+
+func (w *writeTxn) Commit() (ReadTxn, error) {
+	if w.closed {
+		return nil, ErrTransactionClosed
+	}
+	changed := false
+	for i := range w.locked {
+		lt := &w.locked[i]
+		if lt.w != nil {
+			lt.state = lt.w.commit()
+			changed = changed || lt.state != nil
+		}
+	}
+	if !changed {
+		w.root = w.db.root.Load()
+		w.release()
+		return w.root, nil
+	}
+
+	db := w.db
+	db.mu.Lock()
+	cur := db.root.Load()
+	tables := slices.Clone(cur.tables)
+	for i := range w.locked {
+		if lt := &w.locked[i]; lt.state != nil {
+			tables[lt.meta.pos] = lt.state
+		}
+	}
+	root := &dbRoot{db: db, tables: tables}
+	db.root.Store(root)
+	db.mu.Unlock()
+
+	for i := range w.locked {
+		if lt := &w.locked[i]; lt.w != nil {
+			lt.w.notify()
+		}
+	}
+	w.root = root
+	w.release()
+	return root, nil
+}
+
+func (w *writeTxn) Abort() {
+	if w.closed {
+		return
+	}
+	for i := range w.locked {
+		if lt := &w.locked[i]; lt.w != nil {
+			lt.w.abort()
+		}
+	}
+	w.release()
+}
+
+// release ends the transaction: it unlocks the tables in reverse order and
+// forgets the writers, which belong to the tables.
+func (w *writeTxn) release() {
+	w.closed = true
+	for i := len(w.locked) - 1; i >= 0; i-- {
+		lt := &w.locked[i]
+		lt.w, lt.state = nil, nil
+		lt.meta.lock.unlock()
+	}
+	runtime.SetFinalizer(w, nil)
+}
+
+// forgotten runs when the garbage collector finds a transaction that was
+// neither committed nor aborted: it reports it and aborts it, unlocking its
+// tables.
+func (w *writeTxn) forgotten() {
+	names := make([]string, len(w.locked))
+	for i, lt := range w.locked {
+		names[i] = lt.meta.name
+	}
+	slog.Error("strata: write transaction was neither committed nor aborted; aborting it",
+		"tables", strings.Join(names, ","))
+	w.Abort()
+}
