@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -94,11 +95,8 @@ func (db *DB) registerTable(m *tableMeta, empty *stateHeader) error {
 	m.db = db
 	m.pos = len(db.tables)
 	db.tables = append(db.tables, m)
-	old := db.root.Load()
-	tables := make([]*stateHeader, len(old.tables)+1)
-	copy(tables, old.tables)
-	tables[m.pos] = empty
-	db.root.Store(&dbRoot{db: db, tables: tables})
+	root := newRoot(db, append(slices.Clip(db.root.Load().tables), empty))
+	db.root.Store(root)
 	return nil
 }
 

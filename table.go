@@ -46,9 +46,11 @@ type TableMeta interface {
 // make equal to value order.
 //
 // The Watch variants also return a channel that is closed when the result
-// of the same query in a newer snapshot may differ. Get and List watches on
-// keys that exist close exactly when the result changes; the others may also
-// close on nearby changes.
+// of the same query in a newer snapshot may differ. A channel never stays
+// open after its query's result changed. It may close without a change
+// (when objects with nearby keys change), except for Get and List on a
+// unique index for a key that exists: those close exactly when that object
+// is replaced or deleted.
 type Table[Obj any] interface {
 	TableMeta
 
@@ -245,7 +247,6 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 		pointerObj: reflect.TypeFor[Obj]().Kind() == reflect.Pointer,
 	}
 	t.meta.name = name
-	t.meta.lock = newTableLock()
 	t.meta.table = t
 	for i, ix := range append([]Indexer[Obj]{primary}, secondary...) {
 		n := ix.indexName()

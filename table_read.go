@@ -66,10 +66,16 @@ func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, foun
 		o, found = t.read(txn).tree(ix.pos).Get(q.key)
 		return o.obj, o.rev, found
 	}
-	for obj, rev := range t.List(txn, q) {
-		return obj, rev, true
+	return t.getNonUnique(txn, ix, q.key)
+}
+
+// getNonUnique returns the first object with key in the non-unique index ix.
+func (t *table[Obj]) getNonUnique(txn ReadTxn, ix *indexDef[Obj], key index.Key) (Obj, Revision, bool) {
+	for _, o := range t.read(txn).tree(ix.pos).Prefix(index.AppendEscaped(nil, key)) {
+		return o.obj, o.rev, true
 	}
-	return obj, rev, false
+	var zero Obj
+	return zero, 0, false
 }
 
 func (t *table[Obj]) GetWatch(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, watch <-chan struct{}, found bool) {

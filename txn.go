@@ -51,6 +51,40 @@ type dbRoot struct {
 	tables []*stateHeader
 }
 
+// newRoot returns a new root holding a copy of tables. The root and its
+// array are one allocation for databases of up to 64 tables.
+func newRoot(db *DB, tables []*stateHeader) *dbRoot {
+	var r *dbRoot
+	switch n := len(tables); {
+	case n <= 4:
+		x := &struct {
+			dbRoot
+			a [4]*stateHeader
+		}{}
+		r = &x.dbRoot
+		r.tables = x.a[:n]
+	case n <= 16:
+		x := &struct {
+			dbRoot
+			a [16]*stateHeader
+		}{}
+		r = &x.dbRoot
+		r.tables = x.a[:n]
+	case n <= 64:
+		x := &struct {
+			dbRoot
+			a [64]*stateHeader
+		}{}
+		r = &x.dbRoot
+		r.tables = x.a[:n]
+	default:
+		r = &dbRoot{tables: make([]*stateHeader, n)}
+	}
+	r.db = db
+	copy(r.tables, tables)
+	return r
+}
+
 func (r *dbRoot) committed() *dbRoot { return r }
 func (r *dbRoot) pending() *writeTxn { return nil }
 
@@ -192,14 +226,12 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 
 	db := w.db
 	db.mu.Lock()
-	cur := db.root.Load()
-	tables := slices.Clone(cur.tables)
+	root := newRoot(db, db.root.Load().tables)
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.state != nil {
-			tables[lt.meta.pos] = lt.state
+			root.tables[lt.meta.pos] = lt.state
 		}
 	}
-	root := &dbRoot{db: db, tables: tables}
 	db.root.Store(root)
 	db.mu.Unlock()
 

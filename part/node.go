@@ -58,6 +58,12 @@ type leaf[T any] struct {
 	value T
 }
 
+// inlineLeaf is a leaf whose key lives in buf, in the same allocation.
+type inlineLeaf[T any, B [8]byte | [16]byte | [32]byte] struct {
+	leaf[T]
+	buf B
+}
+
 // leafKey has the layout of every leaf[T] up to and including the key, so
 // code that only needs the key need not be generic.
 type leafKey struct {

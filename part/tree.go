@@ -184,28 +184,26 @@ func prefixNode(root *header, prefix []byte) (top, watch *header) {
 // All returns an iterator over all keys and values in ascending key order.
 // The key slices belong to the tree and must not be modified.
 func (t Tree[T]) All() iter.Seq2[[]byte, T] {
-	return func(yield func([]byte, T) bool) {
-		var it Iterator[T]
-		it.seekAll(t.root, false)
-		it.yieldAll(yield)
-	}
+	root := t.root
+	return func(yield func([]byte, T) bool) { walk(root, yield) }
 }
 
 // ReverseAll returns an iterator over all keys and values in descending key
 // order.
 func (t Tree[T]) ReverseAll() iter.Seq2[[]byte, T] {
-	return func(yield func([]byte, T) bool) {
-		var it Iterator[T]
-		it.seekAll(t.root, true)
-		it.yieldAll(yield)
-	}
+	root := t.root
+	return func(yield func([]byte, T) bool) { walkReverse(root, yield) }
 }
 
 // Prefix returns an iterator over the keys that start with prefix, in
 // ascending order.
 func (t Tree[T]) Prefix(prefix []byte) iter.Seq2[[]byte, T] {
-	seq, _ := t.PrefixWatch(prefix)
-	return seq
+	root := t.root
+	return func(yield func([]byte, T) bool) {
+		if top, _ := prefixNode(root, prefix); top != nil {
+			walk(top, yield)
+		}
+	}
 }
 
 // PrefixWatch is Prefix that also returns a channel that is closed when any
@@ -217,12 +215,9 @@ func (t Tree[T]) PrefixWatch(prefix []byte) (iter.Seq2[[]byte, T], <-chan struct
 		w = t.root
 	}
 	seq := func(yield func([]byte, T) bool) {
-		if top == nil {
-			return
+		if top != nil {
+			walk(top, yield)
 		}
-		var it Iterator[T]
-		it.seekSubtree(top, false)
-		it.yieldAll(yield)
 	}
 	return seq, w.watchChan()
 }
@@ -230,14 +225,11 @@ func (t Tree[T]) PrefixWatch(prefix []byte) (iter.Seq2[[]byte, T], <-chan struct
 // ReversePrefix returns an iterator over the keys that start with prefix, in
 // descending order.
 func (t Tree[T]) ReversePrefix(prefix []byte) iter.Seq2[[]byte, T] {
+	root := t.root
 	return func(yield func([]byte, T) bool) {
-		top, _ := prefixNode(t.root, prefix)
-		if top == nil {
-			return
+		if top, _ := prefixNode(root, prefix); top != nil {
+			walkReverse(top, yield)
 		}
-		var it Iterator[T]
-		it.seekSubtree(top, true)
-		it.yieldAll(yield)
 	}
 }
 

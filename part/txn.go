@@ -259,7 +259,7 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 			if fn != nil {
 				value = fn(old, hadOld)
 			}
-			if l != nil && l.txn == t.id {
+			if l != nil && t.mutable(l) {
 				asLeaf[T](l).value = value
 				return old, hadOld
 			}
@@ -289,7 +289,7 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 				if fn != nil {
 					value = fn(old, true)
 				}
-				if c.txn == t.id {
+				if t.mutable(c) {
 					asLeaf[T](c).value = value
 					return old, true
 				}
@@ -319,8 +319,35 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 	}
 }
 
+// newLeaf returns a leaf owned by the transaction holding a copy of key. A
+// key of up to 32 bytes is stored in the leaf's own allocation (a leaf with a
+// trailing buffer is still a leaf[T] for every reader), so most leaves cost
+// one allocation rather than two.
+// mutable reports whether the leaf l may be changed in place: the
+// transaction created it and nobody took its watch channel (GetWatch on the
+// transaction), which must close when the value it was taken for is
+// replaced.
+func (t *Txn[T]) mutable(l *header) bool {
+	return l.txn == t.id && atomic.LoadPointer(&l.watch) == nil
+}
+
 func (t *Txn[T]) newLeaf(key []byte, value T) *header {
-	l := &leaf[T]{header: header{txn: t.id, kind: kindLeaf}, key: bytes.Clone(key), value: value}
+	h := header{txn: t.id, kind: kindLeaf}
+	switch n := len(key); {
+	case n <= 8:
+		l := &inlineLeaf[T, [8]byte]{leaf: leaf[T]{header: h, value: value}}
+		l.key = l.buf[:copy(l.buf[:], key):n]
+		return &l.header
+	case n <= 16:
+		l := &inlineLeaf[T, [16]byte]{leaf: leaf[T]{header: h, value: value}}
+		l.key = l.buf[:copy(l.buf[:], key):n]
+		return &l.header
+	case n <= 32:
+		l := &inlineLeaf[T, [32]byte]{leaf: leaf[T]{header: h, value: value}}
+		l.key = l.buf[:copy(l.buf[:], key):n]
+		return &l.header
+	}
+	l := &leaf[T]{header: h, key: bytes.Clone(key), value: value}
 	return &l.header
 }
 

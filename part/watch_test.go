@@ -263,3 +263,38 @@ func TestWatchConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnGetWatch checks that a channel taken from a transaction on a key it
+// wrote closes at commit when the same transaction later replaces or deletes
+// the key, and stays open when nothing else touches the key.
+func TestTxnGetWatch(t *testing.T) {
+	for _, then := range []string{"replace", "delete", "nothing"} {
+		tree := New[int]()
+		txn := tree.Txn()
+		txn.Insert([]byte("k"), 1)
+		txn.Insert([]byte("other"), 1)
+		_, ch, found := txn.GetWatch([]byte("k"))
+		if !found {
+			t.Fatal("GetWatch on the transaction does not find its own write")
+		}
+		switch then {
+		case "replace":
+			txn.Insert([]byte("k"), 2)
+		case "delete":
+			txn.Delete([]byte("k"))
+		}
+		txn.Insert([]byte("other"), 2)
+		tree = txn.Commit()
+		if got, want := isClosed(ch), then != "nothing"; got != want {
+			t.Fatalf("%s: closed = %v, want %v", then, got, want)
+		}
+		if then == "nothing" {
+			txn = tree.Txn()
+			txn.Insert([]byte("k"), 3)
+			txn.Commit()
+			if !isClosed(ch) {
+				t.Fatalf("channel not closed when a later transaction replaced the key")
+			}
+		}
+	}
+}

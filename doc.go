@@ -1,0 +1,62 @@
+// Package strata is a multi-version in-memory database of Go objects.
+//
+// # Tables and indexes
+//
+// A table holds immutable objects of one Go type (usually a pointer to a
+// struct). Each table has a primary index, which gives every object exactly
+// one key and identifies it, and any number of secondary indexes, unique or
+// not, which give an object zero, one or several keys. Indexes are defined
+// with Index, whose FromObject and FromKey encode keys with the
+// order-preserving encoders of package index, so that key order is value
+// order and range scans mean what they say.
+//
+//	var byID = strata.Index[*Node, uint64]{
+//		Name:       "id",
+//		FromObject: func(n *Node) index.KeySet { return index.NewKeySet(index.Uint64(n.ID)) },
+//		FromKey:    index.Uint64,
+//		Unique:     true,
+//	}
+//	nodes, err := strata.NewTable(db, "nodes", byID, byName)
+//
+// # Snapshots and transactions
+//
+// Every table index is a persistent adaptive radix tree (package part). A
+// change never modifies a tree; it builds a new one that shares all
+// unchanged nodes with the old. The database publishes the trees of all
+// tables as one immutable root, so:
+//
+//   - DB.ReadTxn returns a snapshot of every table: one atomic load, no
+//     allocation, no lock. It never changes, however long it is kept.
+//   - DB.WriteTxn locks the tables it will write, in one global order, so
+//     that writers of overlapping tables never deadlock. Its writes are
+//     visible to its own reads only, until Commit publishes all of them at
+//     once with one atomic store. Abort throws them away.
+//
+// Readers never wait for writers, and writers only wait for writers of the
+// same tables.
+//
+// # Objects are immutable
+//
+// An object that has been inserted may be read by any number of goroutines
+// through any number of snapshots, without locks. It must therefore never be
+// modified: to change an object, copy it, change the copy and insert the
+// copy. Inserting the very pointer that is already stored is refused with
+// ErrObjectMutated.
+//
+// # Watching
+//
+// The Watch variants of the read methods also return a channel that is
+// closed when the result of the query may have changed in a newer snapshot:
+// on one object (GetWatch), on a key prefix (PrefixWatch) or on the whole
+// table (AllWatch). Channels are created only when asked for and cost
+// nothing otherwise. A controller typically reads with a Watch method, acts,
+// and waits for the channel before reading again.
+//
+// # Errors
+//
+// Errors are values declared in errors.go, wrapped with the table and index
+// they concern; test them with errors.Is. A write that returns an error
+// changes nothing. Programming errors that no caller can handle, such as
+// querying an index a table does not have, or using a table with another
+// database's transaction, panic with a message that says so.
+package strata
