@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/strata-db/strata/metrics"
 )
 
 // DB is an in-memory database of tables. Readers take snapshots (ReadTxn)
@@ -32,10 +34,21 @@ type DB struct {
 	opts dbOptions
 }
 
-type dbOptions struct{}
+type dbOptions struct {
+	metrics metrics.Metrics
+	// metricsOn is false for NopMetrics: the database then makes no
+	// metrics calls and reads no clock for them. Decided once, in New.
+	metricsOn bool
+}
 
 // Option configures a DB created by New.
 type Option func(*dbOptions)
+
+// WithMetrics makes the database report to m. The default is
+// metrics.NopMetrics, which costs nothing: not even a clock read.
+func WithMetrics(m metrics.Metrics) Option {
+	return func(o *dbOptions) { o.metrics = m }
+}
 
 // New returns an empty database.
 func New(opts ...Option) *DB {
@@ -43,6 +56,7 @@ func New(opts ...Option) *DB {
 	for _, opt := range opts {
 		opt(&db.opts)
 	}
+	db.opts.metricsOn = !metrics.Nop(db.opts.metrics)
 	db.root.Store(&dbRoot{db: db})
 	return db
 }
@@ -94,6 +108,9 @@ func (db *DB) registerTable(m *tableMeta, empty *stateHeader) error {
 	}
 	m.db = db
 	m.pos = len(db.tables)
+	if db.opts.metricsOn {
+		m.metrics = db.opts.metrics.Table(m.name)
+	}
 	db.tables = append(db.tables, m)
 	root := newRoot(db, append(slices.Clip(db.root.Load().tables), empty))
 	db.root.Store(root)

@@ -62,3 +62,5 @@ func (l *tableLock) lockContext(ctx context.Context) error {
 		}
 	}
 }
+
+func (l *tableLock) tryLock() bool { return l.mu.TryLock() }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/metrics"
 	"github.com/strata-db/strata/part"
 )
 
@@ -31,6 +32,13 @@ type TableMeta interface {
 	NumObjects(ReadTxn) int
 	// Revision returns the table's revision: that of its latest change.
 	Revision(ReadTxn) Revision
+	// Initialized reports whether every initializer registered with the
+	// table (RWTable.RegisterInitializer) is done, and returns a channel
+	// that is closed once they all are.
+	Initialized(ReadTxn) (bool, <-chan struct{})
+	// PendingInitializers returns the names of the initializers that are
+	// not done yet.
+	PendingInitializers(ReadTxn) []string
 
 	tableMeta() *tableMeta
 }
@@ -105,6 +113,12 @@ type Table[Obj any] interface {
 	ReverseRange(txn ReadTxn, from, to Query[Obj]) iter.Seq2[Obj, Revision]
 	// ReverseRangeWatch is ReverseRange with a watch channel.
 	ReverseRangeWatch(txn ReadTxn, from, to Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
+
+	// Changes returns a change feed of the table: an iterator over every
+	// object inserted, replaced or deleted from now on, starting with the
+	// objects the table holds. It needs a write transaction that locked
+	// the table, so that no delete can slip past the feed's registration.
+	Changes(WriteTxn) (ChangeIterator[Obj], error)
 }
 
 // RWTable is a Table that can also be written, through a WriteTxn that
@@ -137,6 +151,16 @@ type RWTable[Obj any] interface {
 	CompareAndDelete(txn WriteTxn, rev Revision, obj Obj) (oldObj Obj, hadOld bool, err error)
 	// DeleteAll removes every object.
 	DeleteAll(WriteTxn) error
+
+	// RegisterInitializer records, in txn, that the table is not
+	// initialized until the returned function has been called with a
+	// write transaction that locked the table, and that transaction has
+	// committed. Controllers wait for Initialized before trusting that the
+	// table reflects the world. Calling the function again does nothing.
+	//
+	// Both panic if the transaction is closed or did not lock the table:
+	// that is a programming error, not a condition to handle.
+	RegisterInitializer(txn WriteTxn, name string) (done func(WriteTxn))
 }
 
 // tableMeta is the part of a table that does not depend on its object type.
@@ -150,6 +174,9 @@ type tableMeta struct {
 	indexes []string // primary first
 	lock    tableLock
 	table   TableMeta // the typed table this belongs to
+	// metrics is the table's metrics handle, nil when the database's
+	// metrics are NopMetrics. Set once by registration.
+	metrics metrics.Table
 }
 
 // indexDef is one of a table's indexes. Position 0 is the primary index.
@@ -178,6 +205,14 @@ type tableState[Obj any] struct {
 	// multiKey has bit i set once an object with several keys in index i
 	// was inserted: scans of such an index skip objects they have seen.
 	multiKey uint64
+
+	// The graveyard keeps deleted objects (with the revision of their
+	// deletion) until every change feed of the table has delivered them.
+	// Deletes go there only while the table has change feeds.
+	graveyard    part.Tree[object[Obj]] // primary key -> deleted object
+	graveyardRev part.Tree[object[Obj]] // deletion revision -> deleted object
+
+	init *initState
 }
 
 func (s *tableState[Obj]) tree(pos int) part.Tree[object[Obj]] {
@@ -199,6 +234,10 @@ type table[Obj any] struct {
 	// writer is the table's write state, reused by every transaction that
 	// locks the table. Guarded by meta.lock.
 	writer tableTxn[Obj]
+	// feeds registers the table's change feeds.
+	feeds feedRegistry
+	// lastInitID numbers initializers. Guarded by meta.lock.
+	lastInitID uint64
 }
 
 // NewTable creates a table of Obj with the given primary index and secondary
@@ -271,10 +310,13 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 		})
 	}
 	t.empty = &tableState[Obj]{
-		stateHeader: stateHeader{meta: &t.meta},
-		primary:     part.New[object[Obj]](),
-		revisions:   part.New[object[Obj]](part.RootOnlyWatch()),
-		secondary:   make([]part.Tree[object[Obj]], len(secondary)),
+		stateHeader:  stateHeader{meta: &t.meta},
+		primary:      part.New[object[Obj]](),
+		revisions:    part.New[object[Obj]](part.RootOnlyWatch()),
+		secondary:    make([]part.Tree[object[Obj]], len(secondary)),
+		graveyard:    part.New[object[Obj]](part.RootOnlyWatch()),
+		graveyardRev: part.New[object[Obj]](part.RootOnlyWatch()),
+		init:         initialized,
 	}
 	for i := range secondary {
 		t.empty.secondary[i] = part.New[object[Obj]]()

@@ -6,23 +6,34 @@ import (
 	"fmt"
 
 	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/metrics"
 	"github.com/strata-db/strata/part"
 )
 
 // tableTxn is a table's write state inside a write transaction: one index
-// transaction per index, opened together on the first write. Each table
-// owns one and reuses it for every transaction that locks the table, so it
-// is touched only under the table lock.
+// transaction per index, opened together on the first write (the graveyard's
+// on first use). Each table owns one and reuses it for every transaction
+// that locks the table, so it is touched only under the table lock.
 type tableTxn[Obj any] struct {
 	t        *table[Obj]
 	base     *tableState[Obj] // the state the transaction started from
 	revision Revision         // the last revision handed out
 	multiKey uint64
 	dirty    bool // something was written
+	// observed: the table has change feeds, so deletes go to the
+	// graveyard. Decided when the transaction begins (and set when a feed
+	// registers in it), not per delete.
+	observed bool
 
 	primary   part.Txn[object[Obj]]
 	revisions part.Txn[object[Obj]]
 	secondary []part.Txn[object[Obj]]
+
+	graveyardOpen bool
+	graveyard     part.Txn[object[Obj]]
+	graveyardRev  part.Txn[object[Obj]]
+
+	init *initState // the pending initializers if changed, else nil
 
 	// Scratch space, reused across writes.
 	newKeys []index.KeySet // per secondary index: the new object's keys
@@ -50,6 +61,8 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 
 func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
+	tt.observed = tt.t.feeds.live() > 0
+	tt.graveyardOpen, tt.init = false, nil
 	tt.primary.Reset(base.primary)
 	tt.revisions.Reset(base.revisions)
 	if tt.secondary == nil {
@@ -61,6 +74,29 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	}
 }
 
+// openGraveyard opens the graveyard's index transactions.
+func (tt *tableTxn[Obj]) openGraveyard() {
+	if !tt.graveyardOpen {
+		tt.graveyard.Reset(tt.base.graveyard)
+		tt.graveyardRev.Reset(tt.base.graveyardRev)
+		tt.graveyardOpen = true
+	}
+}
+
+func (tt *tableTxn[Obj]) graveyardLen() int {
+	if tt.graveyardOpen {
+		return tt.graveyard.Len()
+	}
+	return tt.base.graveyard.Len()
+}
+
+func (tt *tableTxn[Obj]) initState() *initState {
+	if tt.init != nil {
+		return tt.init
+	}
+	return tt.base.init
+}
+
 func (tt *tableTxn[Obj]) indexTxn(pos int) *part.Txn[object[Obj]] {
 	if pos == 0 {
 		return &tt.primary
@@ -68,40 +104,46 @@ func (tt *tableTxn[Obj]) indexTxn(pos int) *part.Txn[object[Obj]] {
 	return &tt.secondary[pos-1]
 }
 
-// snapshot returns the pending state, for reads through the transaction.
-func (tt *tableTxn[Obj]) snapshot() *tableState[Obj] {
+// state builds a tableState from the index transactions; finish turns each
+// into a tree (Snapshot for reads inside the transaction, CommitOnly to
+// commit).
+func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[object[Obj]]) *tableState[Obj] {
 	st := &tableState[Obj]{
-		stateHeader: stateHeader{meta: &tt.t.meta, revision: tt.revision},
-		primary:     tt.primary.Snapshot(),
-		revisions:   tt.revisions.Snapshot(),
-		multiKey:    tt.multiKey,
+		stateHeader:  stateHeader{meta: &tt.t.meta, revision: tt.revision},
+		primary:      finish(&tt.primary),
+		revisions:    finish(&tt.revisions),
+		multiKey:     tt.multiKey,
+		graveyard:    tt.base.graveyard,
+		graveyardRev: tt.base.graveyardRev,
+		init:         tt.initState(),
 	}
 	if len(tt.secondary) > 0 {
 		st.secondary = make([]part.Tree[object[Obj]], len(tt.secondary))
 		for i := range tt.secondary {
-			st.secondary[i] = tt.secondary[i].Snapshot()
+			st.secondary[i] = finish(&tt.secondary[i])
 		}
+	}
+	if tt.graveyardOpen {
+		st.graveyard = finish(&tt.graveyard)
+		st.graveyardRev = finish(&tt.graveyardRev)
 	}
 	return st
 }
 
+func snapshotTree[T any](txn *part.Txn[T]) part.Tree[T] { return txn.Snapshot() }
+func commitTree[T any](txn *part.Txn[T]) part.Tree[T]   { return txn.CommitOnly() }
+
+// snapshot returns the pending state, for reads through the transaction.
+func (tt *tableTxn[Obj]) snapshot() *tableState[Obj] {
+	return tt.state(snapshotTree[object[Obj]])
+}
+
 func (tt *tableTxn[Obj]) commit() *stateHeader {
+	tt.collect()
 	if !tt.dirty {
 		return nil
 	}
-	st := &tableState[Obj]{
-		stateHeader: stateHeader{meta: &tt.t.meta, revision: tt.revision},
-		primary:     tt.primary.CommitOnly(),
-		revisions:   tt.revisions.CommitOnly(),
-		multiKey:    tt.multiKey,
-	}
-	if len(tt.secondary) > 0 {
-		st.secondary = make([]part.Tree[object[Obj]], len(tt.secondary))
-		for i := range tt.secondary {
-			st.secondary[i] = tt.secondary[i].CommitOnly()
-		}
-	}
-	return &st.stateHeader
+	return &tt.state(commitTree[object[Obj]]).stateHeader
 }
 
 func (tt *tableTxn[Obj]) notify() {
@@ -110,7 +152,14 @@ func (tt *tableTxn[Obj]) notify() {
 	for i := range tt.secondary {
 		tt.secondary[i].Notify()
 	}
-	tt.base = nil
+	if tt.graveyardOpen {
+		tt.graveyard.Notify()
+		tt.graveyardRev.Notify()
+	}
+	if tt.init != nil && len(tt.init.pending) == 0 && len(tt.base.init.pending) > 0 {
+		close(tt.init.done)
+	}
+	tt.base, tt.init = nil, nil
 }
 
 func (tt *tableTxn[Obj]) abort() {
@@ -121,7 +170,40 @@ func (tt *tableTxn[Obj]) abort() {
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
-	tt.base = nil
+	if tt.graveyardOpen {
+		tt.graveyard.Reset(base.graveyard)
+		tt.graveyardRev.Reset(base.graveyardRev)
+	}
+	tt.base, tt.init = nil, nil
+}
+
+func (tt *tableTxn[Obj]) report(m metrics.Table) {
+	m.Committed(tt.primary.Len(), tt.revision, tt.graveyardLen())
+	m.ChangeFeeds(tt.t.feeds.live(), tt.t.feeds.lag(tt.revision))
+}
+
+// collect removes from the graveyard the deleted objects that every change
+// feed has delivered (all of them when there are no feeds).
+func (tt *tableTxn[Obj]) collect() {
+	if tt.graveyardLen() == 0 {
+		return
+	}
+	watermark := tt.t.feeds.watermark()
+	tree := tt.base.graveyardRev
+	if tt.graveyardOpen {
+		tree = tt.graveyardRev.Snapshot()
+	}
+	for k, o := range tree.All() {
+		if binary.BigEndian.Uint64(k) > watermark {
+			break
+		}
+		tt.openGraveyard()
+		tt.graveyardRev.Delete(k)
+		if pk, err := tt.t.primaryKey(o.obj); err == nil {
+			tt.graveyard.Delete(pk)
+		}
+		tt.dirty = true
+	}
 }
 
 func (tt *tableTxn[Obj]) revKey(rev Revision) []byte {
@@ -203,6 +285,9 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	tt.revision++
 	no := object[Obj]{obj: obj, rev: tt.revision}
 	tt.primary.Insert(pk, no)
+	if !hadOld && tt.graveyardLen() > 0 {
+		tt.unbury(pk)
+	}
 	if hadOld {
 		tt.revisions.Delete(tt.revKey(old.rev))
 	}
@@ -260,20 +345,50 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 			tt.secondary[i].Delete(tt.treeKey(ix, keys.At(j), pk))
 		}
 	}
+	if tt.observed {
+		tt.bury(pk, object[Obj]{obj: old.obj, rev: tt.revision})
+	}
 	tt.dirty = true
 	return old.obj, true, nil
+}
+
+// bury puts a deleted object in the graveyard, for the change feeds.
+func (tt *tableTxn[Obj]) bury(pk []byte, o object[Obj]) {
+	tt.openGraveyard()
+	if prev, found := tt.graveyard.Insert(pk, o); found {
+		tt.graveyardRev.Delete(tt.revKey(prev.rev))
+	}
+	tt.graveyardRev.Insert(tt.revKey(o.rev), o)
+}
+
+// unbury takes an object that is inserted again out of the graveyard, so
+// that change feeds see only its newest state.
+func (tt *tableTxn[Obj]) unbury(pk []byte) {
+	tt.openGraveyard()
+	if prev, found := tt.graveyard.Delete(pk); found {
+		tt.graveyardRev.Delete(tt.revKey(prev.rev))
+	}
 }
 
 func (tt *tableTxn[Obj]) removeAll() {
 	if tt.primary.Len() == 0 {
 		return
 	}
+	if tt.observed {
+		// Every object goes to the graveyard with a revision of its own,
+		// in primary key order.
+		for pk, o := range tt.primary.All() {
+			tt.revision++
+			tt.bury(pk, object[Obj]{obj: o.obj, rev: tt.revision})
+		}
+	} else {
+		tt.revision++
+	}
 	tt.primary.DeletePrefix(nil)
 	tt.revisions.DeletePrefix(nil)
 	for i := range tt.secondary {
 		tt.secondary[i].DeletePrefix(nil)
 	}
-	tt.revision++
 	tt.dirty = true
 }
 

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/strata-db/strata/metrics"
 )
 
 // ReadTxn is a consistent snapshot of the database, passed to table reads.
@@ -118,6 +121,8 @@ type tableWriter interface {
 	notify()
 	// abort throws the table's writes away.
 	abort()
+	// report sends the table's figures after a commit to its metrics.
+	report(metrics.Table)
 }
 
 // writeTxn implements WriteTxn.
@@ -131,6 +136,9 @@ type writeTxn struct {
 	locked    []lockedTable
 	lockedBuf [4]lockedTable
 	closed    bool
+	// acquired is when the last lock was taken; set only if the database
+	// has metrics.
+	acquired time.Time
 }
 
 type lockedTable struct {
@@ -165,6 +173,10 @@ func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (
 	for _, t := range rest {
 		w.add(t.tableMeta())
 	}
+	var start time.Time
+	if db.opts.metricsOn {
+		start = time.Now()
+	}
 	for i := range w.locked {
 		l := &w.locked[i].meta.lock
 		if ctx == nil {
@@ -175,10 +187,31 @@ func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (
 			}
 			return nil, err
 		}
+		if db.opts.metricsOn {
+			// One clock read per lock: each table's wait is the time
+			// since the previous table was acquired.
+			now := time.Now()
+			w.locked[i].meta.metrics.LockWait(now.Sub(start))
+			start = now
+		}
 	}
+	w.acquired = start
 	w.root = db.root.Load()
 	runtime.SetFinalizer(w, (*writeTxn).forgotten)
 	return w, nil
+}
+
+// lockedWriteTxn returns a write transaction over the table m, whose lock
+// the caller already holds.
+func (db *DB) lockedWriteTxn(m *tableMeta) *writeTxn {
+	w := &writeTxn{db: db}
+	w.locked = append(w.lockedBuf[:0], lockedTable{meta: m})
+	w.root = db.root.Load()
+	if db.opts.metricsOn {
+		w.acquired = time.Now()
+	}
+	runtime.SetFinalizer(w, (*writeTxn).forgotten)
+	return w
 }
 
 // add inserts m into the lock list, keeping it sorted by table position and
@@ -220,6 +253,9 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 	}
 	if !changed {
 		w.root = w.db.root.Load()
+		if w.db.opts.metricsOn {
+			w.report(true)
+		}
 		w.release()
 		return w.root, nil
 	}
@@ -235,6 +271,9 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 	db.root.Store(root)
 	db.mu.Unlock()
 
+	if db.opts.metricsOn {
+		w.report(true)
+	}
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.w != nil {
 			lt.w.notify()
@@ -245,6 +284,19 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 	return root, nil
 }
 
+// report sends the transaction's figures to the tables' metrics: how long
+// each table was held, and the state of those the transaction changed.
+func (w *writeTxn) report(committed bool) {
+	held := time.Since(w.acquired)
+	for i := range w.locked {
+		lt := &w.locked[i]
+		lt.meta.metrics.WriteTxn(held, committed)
+		if committed && lt.state != nil {
+			lt.w.report(lt.meta.metrics)
+		}
+	}
+}
+
 func (w *writeTxn) Abort() {
 	if w.closed {
 		return
@@ -253,6 +305,9 @@ func (w *writeTxn) Abort() {
 		if lt := &w.locked[i]; lt.w != nil {
 			lt.w.abort()
 		}
+	}
+	if w.db.opts.metricsOn {
+		w.report(false)
 	}
 	w.release()
 }

@@ -1,0 +1,148 @@
+package strata
+
+import (
+	"slices"
+	"testing"
+)
+
+type changeRec struct {
+	id      uint64
+	value   int
+	deleted bool
+}
+
+func drain(t *testing.T, it ChangeIterator[*testObject], txn ReadTxn) ([]changeRec, <-chan struct{}) {
+	t.Helper()
+	seq, watch := it.Next(txn)
+	var out []changeRec
+	var last Revision
+	for c, rev := range seq {
+		if rev <= last {
+			t.Fatalf("changes out of revision order: %d after %d", rev, last)
+		}
+		last = rev
+		out = append(out, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+	}
+	return out, watch
+}
+
+func TestChangesBasic(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	txn := db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 1, Value: 1})
+	tbl.Insert(txn, &testObject{ID: 2, Value: 1})
+	it, err := tbl.Changes(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtxn, _ := txn.Commit()
+
+	got, watch := drain(t, it, rtxn)
+	if want := []changeRec{{1, 1, false}, {2, 1, false}}; !slices.Equal(got, want) {
+		t.Fatalf("first Next = %v, want %v", got, want)
+	}
+	if got, _ := drain(t, it, rtxn); len(got) != 0 {
+		t.Fatalf("second Next on the same snapshot = %v", got)
+	}
+	select {
+	case <-watch:
+		t.Fatal("watch closed before any change")
+	default:
+	}
+
+	// Update 1, delete 2, insert 3 and delete it again in one transaction.
+	txn = db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 1, Value: 2})
+	tbl.Delete(txn, &testObject{ID: 2})
+	tbl.Insert(txn, &testObject{ID: 3})
+	tbl.Delete(txn, &testObject{ID: 3})
+	rtxn, _ = txn.Commit()
+	<-watch
+	got, _ = drain(t, it, rtxn)
+	if want := []changeRec{{1, 2, false}, {2, 1, true}, {3, 0, true}}; !slices.Equal(got, want) {
+		t.Fatalf("Next = %v, want %v", got, want)
+	}
+	// Everything was seen: the graveyard empties at the next commit.
+	txn = db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 4})
+	rtxn, _ = txn.Commit()
+	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveyard.Len(); n != 0 {
+		t.Fatalf("graveyard holds %d objects every feed has seen", n)
+	}
+
+	// Deleted and inserted again: only the newest state.
+	txn = db.WriteTxn(tbl)
+	tbl.Delete(txn, &testObject{ID: 4})
+	rtxn, _ = txn.Commit()
+	txn = db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 4, Value: 9})
+	rtxn, _ = txn.Commit()
+	got, _ = drain(t, it, rtxn)
+	if want := []changeRec{{4, 9, false}}; !slices.Equal(got, want) {
+		t.Fatalf("Next = %v, want %v", got, want)
+	}
+
+	// A deleted object stays until the feed has seen it; closing the feed
+	// lets it go.
+	txn = db.WriteTxn(tbl)
+	tbl.Delete(txn, &testObject{ID: 1})
+	rtxn, _ = txn.Commit()
+	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveyard.Len(); n != 1 {
+		t.Fatalf("graveyard holds %d objects, want 1", n)
+	}
+	it.Close()
+	if n := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).graveyard.Len(); n != 0 {
+		t.Fatalf("graveyard holds %d objects after the only feed closed", n)
+	}
+	// No feeds: deletes are not kept at all.
+	txn = db.WriteTxn(tbl)
+	tbl.Delete(txn, &testObject{ID: 4})
+	rtxn, _ = txn.Commit()
+	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveyard.Len(); n != 0 {
+		t.Fatalf("graveyard holds %d objects without feeds", n)
+	}
+}
+
+func TestInitializers(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	if ok, ch := tbl.Initialized(db.ReadTxn()); !ok {
+		t.Fatal("table without initializers is not initialized")
+	} else {
+		<-ch
+	}
+	txn := db.WriteTxn(tbl)
+	done1 := tbl.RegisterInitializer(txn, "one")
+	done2 := tbl.RegisterInitializer(txn, "two")
+	rtxn, _ := txn.Commit()
+	ok, ch := tbl.Initialized(rtxn)
+	if ok {
+		t.Fatal("initialized with pending initializers")
+	}
+	if got := tbl.PendingInitializers(rtxn); !slices.Equal(got, []string{"one", "two"}) {
+		t.Fatalf("pending = %v", got)
+	}
+	txn = db.WriteTxn(tbl)
+	done1(txn)
+	rtxn, _ = txn.Commit()
+	if ok, _ := tbl.Initialized(rtxn); ok {
+		t.Fatal("initialized with one pending initializer")
+	}
+	txn = db.WriteTxn(tbl)
+	done2(txn)
+	done2(txn)
+	txn.Abort()
+	select {
+	case <-ch:
+		t.Fatal("initialized channel closed by an aborted transaction")
+	default:
+	}
+	txn = db.WriteTxn(tbl)
+	done2(txn)
+	rtxn, _ = txn.Commit()
+	<-ch
+	if ok, _ := tbl.Initialized(rtxn); !ok {
+		t.Fatal("not initialized after every initializer is done")
+	}
+}
