@@ -145,21 +145,21 @@ func (t *table[Obj]) prefix(txn ReadTxn, q Query[Obj], reverse bool) (iter.Seq2[
 }
 
 func (t *table[Obj]) LowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
-	seq, _ := t.bounded(txn, q, nil, false)
+	seq, _ := t.LowerBoundWatch(txn, q)
 	return seq
 }
 
 func (t *table[Obj]) LowerBoundWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	return t.bounded(txn, q, nil, false)
+	return t.bounded(txn, q.index, bound{key: q.key, set: true}, bound{}, false)
 }
 
 func (t *table[Obj]) ReverseLowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
-	seq, _ := t.bounded(txn, Query[Obj]{index: q.index}, &q, true)
+	seq, _ := t.ReverseLowerBoundWatch(txn, q)
 	return seq
 }
 
 func (t *table[Obj]) ReverseLowerBoundWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	return t.bounded(txn, Query[Obj]{index: q.index}, &q, true)
+	return t.bounded(txn, q.index, bound{}, bound{key: q.key, set: true, inclusive: true}, true)
 }
 
 func (t *table[Obj]) Range(txn ReadTxn, from, to Query[Obj]) iter.Seq2[Obj, Revision] {
@@ -184,48 +184,41 @@ func (t *table[Obj]) ranged(txn ReadTxn, from, to Query[Obj], reverse bool) (ite
 	if from.index != to.index {
 		panic("strata: Range: from and to are queries on different indexes")
 	}
-	return t.bounded(txn, from, &to, reverse)
+	return t.bounded(txn, from.index, bound{key: from.key, set: true}, bound{key: to.key, set: true}, reverse)
 }
 
-// bounded scans the keys in [from, to) of from's index (to == nil: no upper
-// bound; reverse with to == nil is not used). For ReverseLowerBound the
-// upper bound is inclusive: it passes from as the zero query (no lower
-// bound) and the bound as to, and bounded makes it inclusive.
-func (t *table[Obj]) bounded(txn ReadTxn, from Query[Obj], to *Query[Obj], reverse bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	ix := t.index(from.index)
+// bound is one end of a scan: a query key (nil is a valid, empty key), or
+// no bound when set is false. Lower bounds are inclusive; upper bounds are
+// exclusive unless inclusive is set.
+type bound struct {
+	key       []byte
+	set       bool
+	inclusive bool
+}
+
+// bounded scans the keys between lower and upper in the named index. The
+// watch channel is the index's root: any change to the index closes it.
+func (t *table[Obj]) bounded(txn ReadTxn, indexName string, lower, upper bound, reverse bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	ix := t.index(indexName)
 	st := t.read(txn)
 	tree := st.tree(ix.pos)
-	spec := scanSpec{reverse: reverse, dedup: st.dedup(ix.pos)}
-	inclusiveUpper := reverse && from.key == nil && to != nil && from.index == to.index && isReverseLowerBound(from, to)
-	if ix.unique {
-		spec.lower = from.key
-		if to != nil {
-			spec.upper = to.key
+	spec := scanSpec{reverse: reverse, dedup: st.dedup(ix.pos), lower: lower, upper: upper}
+	if !ix.unique {
+		// A non-unique index stores escape(key), the terminator 0x00 0x01,
+		// then the primary key. Escaped and terminated, the bounds order
+		// every entry of a smaller key below and every entry of a greater
+		// key above them; an inclusive upper bound becomes the exclusive
+		// escape(key) 0x00 0x02, just above all entries of the key itself.
+		if lower.set {
+			spec.lower.key = index.AppendEscaped(nil, lower.key)
 		}
-	} else {
-		if from.key != nil || !inclusiveUpper {
-			spec.lower = index.AppendEscaped(nil, from.key)
-		}
-		if to != nil {
-			spec.upper = index.AppendEscaped(nil, to.key)
-		}
-	}
-	if inclusiveUpper {
-		spec.lower = nil
-		spec.upperInclusive = true
-		if !ix.unique {
-			// Entries of the key itself extend its escaped form with the
-			// terminator 0x00 0x01; all of them sort below ... 0x00 0x02.
-			spec.upper = append(index.AppendEscapedPrefix(nil, to.key), 0x00, 0x02)
+		if upper.set && upper.inclusive {
+			spec.upper = bound{key: append(index.AppendEscapedPrefix(nil, upper.key), 0x00, 0x02), set: true}
+		} else if upper.set {
+			spec.upper.key = index.AppendEscaped(nil, upper.key)
 		}
 	}
 	return scan(tree, spec), tree.RootWatch()
-}
-
-// isReverseLowerBound tells the ReverseLowerBound call (whose from query is
-// the zero query built by it) from a Range.
-func isReverseLowerBound[Obj any](from Query[Obj], to *Query[Obj]) bool {
-	return from.key == nil
 }
 
 func (t *table[Obj]) All(txn ReadTxn) iter.Seq2[Obj, Revision] {
@@ -250,16 +243,25 @@ func (t *table[Obj]) ReverseAllWatch(txn ReadTxn) (iter.Seq2[Obj, Revision], <-c
 // returned, because some object had several keys in it.
 func (s *tableState[Obj]) dedup(pos int) bool { return s.multiKey&(1<<pos) != 0 }
 
-// scanSpec describes a scan of one index tree.
+// scanSpec describes a scan of one index tree: the keys with a prefix, or
+// the keys between two bounds, in either direction.
 type scanSpec struct {
-	prefix    []byte
-	usePrefix bool
-	// lower (inclusive) and upper (exclusive, or inclusive if
-	// upperInclusive) bound the keys; nil is unbounded.
-	lower, upper   []byte
-	upperInclusive bool
-	reverse        bool
-	dedup          bool
+	prefix       []byte
+	usePrefix    bool
+	lower, upper bound
+	reverse      bool
+	// dedup: skip objects already returned (some object has several keys
+	// in the index).
+	dedup bool
+}
+
+// beyondUpper reports whether k is past the scan's upper bound.
+func (s *scanSpec) beyondUpper(k []byte) bool {
+	if !s.upper.set {
+		return false
+	}
+	c := bytes.Compare(k, s.upper.key)
+	return c > 0 || (c == 0 && !s.upper.inclusive)
 }
 
 // scan returns an iterator over the objects of tree selected by spec.
@@ -271,23 +273,23 @@ func scan[Obj any](tree part.Tree[object[Obj]], spec scanSpec) iter.Seq2[Obj, Re
 			it.SeekReversePrefix(spec.prefix)
 		case spec.usePrefix:
 			it.SeekPrefix(spec.prefix)
-		case spec.reverse && spec.upper != nil:
-			it.SeekReverseLowerBound(spec.upper)
+		case spec.reverse && spec.upper.set:
+			it.SeekReverseLowerBound(spec.upper.key)
 		case spec.reverse:
 			it.Last()
-		case spec.lower != nil:
-			it.SeekLowerBound(spec.lower)
+		case spec.lower.set:
+			it.SeekLowerBound(spec.lower.key)
 		}
 		var seen map[Revision]struct{}
 		for k, o, ok := it.Next(); ok; k, o, ok = it.Next() {
 			if spec.reverse {
-				if spec.upper != nil && !spec.upperInclusive && bytes.Compare(k, spec.upper) >= 0 {
-					continue
+				if spec.beyondUpper(k) {
+					continue // only the exclusive bound itself
 				}
-				if spec.lower != nil && bytes.Compare(k, spec.lower) < 0 {
+				if spec.lower.set && bytes.Compare(k, spec.lower.key) < 0 {
 					return
 				}
-			} else if spec.upper != nil && bytes.Compare(k, spec.upper) >= 0 {
+			} else if spec.beyondUpper(k) {
 				return
 			}
 			if spec.dedup {

@@ -374,15 +374,16 @@ func (tt *tableTxn[Obj]) removeAll() {
 	if tt.primary.Len() == 0 {
 		return
 	}
+	// Each deleted object takes a revision of its own, in primary key
+	// order, as if deleted one by one; with change feeds it goes to the
+	// graveyard under it.
 	if tt.observed {
-		// Every object goes to the graveyard with a revision of its own,
-		// in primary key order.
 		for pk, o := range tt.primary.All() {
 			tt.revision++
 			tt.bury(pk, object[Obj]{obj: o.obj, rev: tt.revision})
 		}
 	} else {
-		tt.revision++
+		tt.revision += Revision(tt.primary.Len())
 	}
 	tt.primary.DeletePrefix(nil)
 	tt.revisions.DeletePrefix(nil)
