@@ -30,6 +30,9 @@ type DB struct {
 	// which is also the order write transactions lock them in).
 	// Appended under mu; entries never change.
 	tables []*tableMeta
+	// journal makes commits of attached tables durable (SetJournal). Set
+	// under mu, once.
+	journal Journal
 
 	opts dbOptions
 }

@@ -56,5 +56,17 @@ var (
 	ErrObjectNotFound = errors.New("object not found")
 )
 
+// Errors from the persistence hooks (SetJournal, Restore).
+var (
+	// ErrJournalConflict: SetJournal was given a Journal other than the
+	// one the database already uses.
+	ErrJournalConflict = errors.New("the database already has another journal")
+	// ErrTableNotEmpty: Restore needs a table without objects.
+	ErrTableNotEmpty = errors.New("table is not empty")
+	// ErrRestoreInput: the objects given to Restore are inconsistent: two
+	// with one primary key or one revision, or a revision of 0.
+	ErrRestoreInput = errors.New("inconsistent objects to restore")
+)
+
 // errNoFromString: the index has no FromString function.
 var errNoFromString = errors.New("index does not parse string keys (no FromString)")

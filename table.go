@@ -238,6 +238,9 @@ type table[Obj any] struct {
 	feeds feedRegistry
 	// lastInitID numbers initializers. Guarded by meta.lock.
 	lastInitID uint64
+	// journal, if set, receives the table's changes (SetJournal). Guarded
+	// by meta.lock.
+	journal TableJournal[Obj]
 }
 
 // NewTable creates a table of Obj with the given primary index and secondary

@@ -35,6 +35,14 @@ type tableTxn[Obj any] struct {
 
 	init *initState // the pending initializers if changed, else nil
 
+	// journal, when the table is attached to a Journal, receives the
+	// transaction's changes at commit; ops records the writes it needs
+	// (decided when the transaction begins, not per write), and truncated
+	// a DeleteAll.
+	journal   TableJournal[Obj]
+	ops       []journalOp
+	truncated bool
+
 	// Scratch space, reused across writes.
 	newKeys []index.KeySet // per secondary index: the new object's keys
 	keyBuf  []byte
@@ -63,6 +71,9 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
 	tt.observed = tt.t.feeds.live() > 0
 	tt.graveyardOpen, tt.init = false, nil
+	tt.journal, tt.truncated = tt.t.journal, false
+	clear(tt.ops)
+	tt.ops = tt.ops[:0]
 	tt.primary.Reset(base.primary)
 	tt.revisions.Reset(base.revisions)
 	if tt.secondary == nil {
@@ -285,6 +296,9 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	tt.revision++
 	no := object[Obj]{obj: obj, rev: tt.revision}
 	tt.primary.Insert(pk, no)
+	if tt.journal != nil {
+		tt.ops = append(tt.ops, journalOp{pk: pk, rev: no.rev})
+	}
 	if !hadOld && tt.graveyardLen() > 0 {
 		tt.unbury(pk)
 	}
@@ -348,6 +362,9 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 	if tt.observed {
 		tt.bury(pk, object[Obj]{obj: old.obj, rev: tt.revision})
 	}
+	if tt.journal != nil {
+		tt.ops = append(tt.ops, journalOp{pk: pk, rev: tt.revision, deleted: true})
+	}
 	tt.dirty = true
 	return old.obj, true, nil
 }
@@ -384,6 +401,11 @@ func (tt *tableTxn[Obj]) removeAll() {
 		}
 	} else {
 		tt.revision += Revision(tt.primary.Len())
+	}
+	if tt.journal != nil {
+		tt.truncated = true
+		clear(tt.ops)
+		tt.ops = tt.ops[:0]
 	}
 	tt.primary.DeletePrefix(nil)
 	tt.revisions.DeletePrefix(nil)

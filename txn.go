@@ -123,6 +123,10 @@ type tableWriter interface {
 	abort()
 	// report sends the table's figures after a commit to its metrics.
 	report(metrics.Table)
+	// journaled reports whether the table's changes must be written to the
+	// journal; writeJournal writes them.
+	journaled() bool
+	writeJournal(JournalBatch) error
 }
 
 // writeTxn implements WriteTxn.
@@ -261,6 +265,19 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 	}
 
 	db := w.db
+	if err := w.writeJournal(); err != nil {
+		for i := range w.locked {
+			if lt := &w.locked[i]; lt.w != nil {
+				lt.w.abort()
+			}
+		}
+		if db.opts.metricsOn {
+			w.report(false)
+		}
+		w.root = db.root.Load()
+		w.release()
+		return nil, err
+	}
 	db.mu.Lock()
 	root := newRoot(db, db.root.Load().tables)
 	for i := range w.locked {
@@ -282,6 +299,34 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 	w.root = root
 	w.release()
 	return root, nil
+}
+
+// writeJournal writes the changes of the journaled tables into one record
+// of the database's journal, and writes the record. It runs before the root
+// is published and outside db.mu, so commits of other tables can share the
+// journal's writes (group commit).
+func (w *writeTxn) writeJournal() error {
+	var b JournalBatch
+	for i := range w.locked {
+		lt := &w.locked[i]
+		if lt.state == nil || !lt.w.journaled() {
+			continue
+		}
+		if b == nil {
+			b = w.db.journal.Begin()
+		}
+		if err := lt.w.writeJournal(b); err != nil {
+			b.Discard()
+			return fmt.Errorf("table %q: journal: %w", lt.meta.name, err)
+		}
+	}
+	if b == nil {
+		return nil
+	}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
 }
 
 // report sends the transaction's figures to the tables' metrics: how long

@@ -1,0 +1,99 @@
+package strata
+
+import "fmt"
+
+// Journal makes the changes of write transactions durable before they
+// become visible. A database has at most one; package persist provides one
+// on Pebble. The database calls it only for commits that change a table
+// attached to it with SetJournal, and tables that are not attached pay
+// nothing for it.
+type Journal interface {
+	// Begin starts the record of one commit.
+	Begin() JournalBatch
+}
+
+// JournalBatch is the record of one commit's changes.
+type JournalBatch interface {
+	// Commit writes the record. The database publishes the commit only if
+	// Commit returns nil; otherwise WriteTxn.Commit returns the error and
+	// the database is left as it was before the transaction.
+	Commit() error
+	// Discard drops the record unwritten.
+	Discard()
+}
+
+// TableJournal writes the changes of one table into commit records. The
+// database calls it during Commit, once per changed object (each object
+// once, in its final state), never concurrently for one batch.
+type TableJournal[Obj any] interface {
+	// Upsert records that obj, with the given primary key and revision, was
+	// inserted or replaced.
+	Upsert(b JournalBatch, primaryKey []byte, obj Obj, rev Revision) error
+	// Delete records that the object with the primary key was deleted.
+	Delete(b JournalBatch, primaryKey []byte) error
+	// DeleteAll records that every object of the table was deleted. It
+	// comes before the Upserts of the same commit.
+	DeleteAll(b JournalBatch) error
+	// SetRevision records the table's revision after the commit.
+	SetRevision(b JournalBatch, rev Revision) error
+}
+
+// SetJournal attaches tbl to journal j: every change made to the table
+// after this call, in this transaction and all later ones, is written
+// through tj into j's record of the commit before the commit is published.
+// txn must have locked tbl. Attaching a table that is already
+// attached replaces its TableJournal.
+func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJournal[Obj]) error {
+	t := tbl.(*table[Obj])
+	tt, err := t.writeState(txn)
+	if err != nil {
+		return err
+	}
+	db := t.meta.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.journal != nil && db.journal != j {
+		return fmt.Errorf("table %q: %w", t.meta.name, ErrJournalConflict)
+	}
+	db.journal = j
+	t.journal = tj
+	tt.journal = tj
+	return nil
+}
+
+// journalOp is a write recorded for the journal: the primary key and the
+// revision it took.
+type journalOp struct {
+	pk      []byte
+	rev     Revision
+	deleted bool
+}
+
+// writeJournal writes the transaction's changes of the table into b: each
+// changed object once, in its final state. tt's index transactions must be
+// committed (CommitOnly) already; they are still readable.
+func (tt *tableTxn[Obj]) writeJournal(b JournalBatch) error {
+	tj := tt.journal
+	if tt.truncated {
+		if err := tj.DeleteAll(b); err != nil {
+			return err
+		}
+	}
+	for _, op := range tt.ops {
+		o, found := tt.primary.Get(op.pk)
+		switch {
+		case op.deleted && !found:
+			if err := tj.Delete(b, op.pk); err != nil {
+				return err
+			}
+		case !op.deleted && found && o.rev == op.rev:
+			// The object's last write in the transaction.
+			if err := tj.Upsert(b, op.pk, o.obj, o.rev); err != nil {
+				return err
+			}
+		}
+	}
+	return tj.SetRevision(b, tt.revision)
+}
+
+func (tt *tableTxn[Obj]) journaled() bool { return tt.journal != nil && tt.dirty }

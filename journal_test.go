@@ -1,0 +1,240 @@
+package strata
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// memJournal is a Journal that keeps records in maps, and can be told to
+// fail.
+type memJournal struct {
+	objects  map[string]int // primary key -> Value
+	revision Revision
+	commits  int
+	fail     error
+}
+
+type memBatch struct {
+	j        *memJournal
+	truncate bool
+	upserts  map[string]int
+	deletes  []string
+	revision Revision
+}
+
+func (j *memJournal) Begin() JournalBatch { return &memBatch{j: j, upserts: map[string]int{}} }
+
+func (b *memBatch) Commit() error {
+	if b.j.fail != nil {
+		return b.j.fail
+	}
+	if b.truncate {
+		clear(b.j.objects)
+	}
+	for _, k := range b.deletes {
+		delete(b.j.objects, k)
+	}
+	maps.Copy(b.j.objects, b.upserts)
+	b.j.revision = b.revision
+	b.j.commits++
+	return nil
+}
+
+func (b *memBatch) Discard() {}
+
+type memTableJournal struct{}
+
+func (memTableJournal) Upsert(b JournalBatch, pk []byte, obj *testObject, rev Revision) error {
+	mb := b.(*memBatch)
+	if _, dup := mb.upserts[string(pk)]; dup {
+		return errors.New("object written twice in one record")
+	}
+	mb.upserts[string(pk)] = obj.Value
+	return nil
+}
+
+func (memTableJournal) Delete(b JournalBatch, pk []byte) error {
+	mb := b.(*memBatch)
+	if _, up := mb.upserts[string(pk)]; up {
+		return errors.New("delete after upsert of the same key")
+	}
+	mb.deletes = append(mb.deletes, string(pk))
+	return nil
+}
+
+func (memTableJournal) DeleteAll(b JournalBatch) error {
+	b.(*memBatch).truncate = true
+	return nil
+}
+
+func (memTableJournal) SetRevision(b JournalBatch, rev Revision) error {
+	b.(*memBatch).revision = rev
+	return nil
+}
+
+// tableContents returns primary key -> Value of every object in tbl.
+func tableContents(txn ReadTxn, tbl Table[*testObject]) map[string]int {
+	out := map[string]int{}
+	for o := range tbl.All(txn) {
+		out[string(idIndex.FromKey(o.ID))] = o.Value
+	}
+	return out
+}
+
+func TestJournal(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "journaled", nameIndex)
+	plain := newTestTable(t, db, "plain")
+	j := &memJournal{objects: map[string]int{}}
+
+	txn := db.WriteTxn(tbl, plain)
+	tbl.Insert(txn, &testObject{ID: 100, Name: "before"}) // before attaching: not journaled
+	if err := SetJournal(txn, tbl, j, memTableJournal{}); err != nil {
+		t.Fatal(err)
+	}
+	plain.Insert(txn, &testObject{ID: 1})
+	for i := range uint64(10) {
+		tbl.Insert(txn, &testObject{ID: i, Name: strconv.Itoa(int(i)), Value: 1})
+	}
+	tbl.Insert(txn, &testObject{ID: 3, Name: "3", Value: 2}) // last write wins
+	tbl.Delete(txn, &testObject{ID: 4})
+	tbl.Delete(txn, &testObject{ID: 5})
+	tbl.Insert(txn, &testObject{ID: 5, Name: "5", Value: 3}) // deleted, then back
+	tbl.Insert(txn, &testObject{ID: 11, Name: "11"})
+	tbl.Delete(txn, &testObject{ID: 11}) // inserted, then deleted
+	rtxn, err := txn.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tableContents(rtxn, tbl)
+	delete(want, string(idIndex.FromKey(100)))
+	if !maps.Equal(j.objects, want) {
+		t.Fatalf("journal holds %v, table %v", j.objects, want)
+	}
+	if j.revision != tbl.Revision(rtxn) || j.commits != 1 {
+		t.Fatalf("journal revision %d after %d commits; table revision %d", j.revision, j.commits, tbl.Revision(rtxn))
+	}
+
+	// A commit of the plain table alone writes no record.
+	txn = db.WriteTxn(plain)
+	plain.Insert(txn, &testObject{ID: 2})
+	txn.Commit()
+	if j.commits != 1 {
+		t.Fatalf("a commit of an unjournaled table wrote a record")
+	}
+
+	// A failing journal fails the commit, and nothing changes: contents,
+	// revision, the other table in the transaction, watch channels.
+	_, _, watch, _ := tbl.GetWatch(db.ReadTxn(), idIndex.Query(1))
+	before := db.ReadTxn()
+	j.fail = errors.New("disk on fire")
+	txn = db.WriteTxn(tbl, plain)
+	tbl.Insert(txn, &testObject{ID: 1, Name: "1", Value: 9})
+	tbl.DeleteAll(txn)
+	plain.Insert(txn, &testObject{ID: 3})
+	if _, err := txn.Commit(); !errors.Is(err, j.fail) {
+		t.Fatalf("Commit with a failing journal: %v", err)
+	}
+	now := db.ReadTxn()
+	if !maps.Equal(tableContents(now, tbl), tableContents(before, tbl)) ||
+		tbl.Revision(now) != tbl.Revision(before) || plain.NumObjects(now) != plain.NumObjects(before) {
+		t.Fatalf("failed commit changed the database")
+	}
+	select {
+	case <-watch:
+		t.Fatalf("failed commit closed a watch channel")
+	default:
+	}
+	if !maps.Equal(j.objects, want) {
+		t.Fatalf("failed commit changed the journal")
+	}
+
+	// DeleteAll then inserts: the record truncates first.
+	j.fail = nil
+	txn = db.WriteTxn(tbl)
+	tbl.DeleteAll(txn)
+	tbl.Insert(txn, &testObject{ID: 7, Name: "seven", Value: 7})
+	rtxn, err = txn.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Collect(maps.Values(j.objects)); !slices.Equal(got, []int{7}) || j.revision != tbl.Revision(rtxn) {
+		t.Fatalf("after DeleteAll the journal holds %v at revision %d", j.objects, j.revision)
+	}
+
+	// A second, different journal is refused.
+	txn = db.WriteTxn(plain)
+	if err := SetJournal(txn, plain, &memJournal{}, memTableJournal{}); !errors.Is(err, ErrJournalConflict) {
+		t.Fatalf("second journal: %v", err)
+	}
+	txn.Abort()
+}
+
+func TestRestore(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "restored", nameIndex, tagsIndex)
+	objs := func(yield func(*testObject, Revision) bool) {
+		for i := range uint64(100) {
+			if !yield(&testObject{ID: i, Name: strconv.Itoa(int(i))}, 1000+i) {
+				return
+			}
+		}
+	}
+	txn := db.WriteTxn(tbl)
+	if err := Restore(txn, tbl, objs, 5000); err != nil {
+		t.Fatal(err)
+	}
+	rtxn, _ := txn.Commit()
+	if n, rev := tbl.NumObjects(rtxn), tbl.Revision(rtxn); n != 100 || rev != 5000 {
+		t.Fatalf("restored %d objects at revision %d", n, rev)
+	}
+	if o, rev, ok := tbl.Get(rtxn, nameIndex.Query("42")); !ok || o.ID != 42 || rev != 1042 {
+		t.Fatalf("Get by name after restore: %v %d %v", o, rev, ok)
+	}
+	// Revisions go on above the restored ones.
+	txn = db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 1000})
+	rtxn, _ = txn.Commit()
+	if _, rev, _ := tbl.Get(rtxn, idIndex.Query(1000)); rev != 5001 {
+		t.Fatalf("first revision after restore = %d", rev)
+	}
+
+	cases := []struct {
+		name string
+		objs []*testObject
+		revs []Revision
+		want error
+	}{
+		{"duplicate key", []*testObject{{ID: 1}, {ID: 1}}, []Revision{1, 2}, ErrRestoreInput},
+		{"duplicate revision", []*testObject{{ID: 1}, {ID: 2}}, []Revision{3, 3}, ErrRestoreInput},
+		{"revision 0", []*testObject{{ID: 1}}, []Revision{0}, ErrRestoreInput},
+		{"unique index", []*testObject{{ID: 1, Name: "x"}, {ID: 2, Name: "x"}}, []Revision{1, 2}, ErrUniqueConstraint},
+	}
+	for _, c := range cases {
+		db := New()
+		tbl := newTestTable(t, db, "r", nameIndex)
+		txn := db.WriteTxn(tbl)
+		err := Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+			for i, o := range c.objs {
+				if !yield(o, c.revs[i]) {
+					return
+				}
+			}
+		}, 0)
+		if !errors.Is(err, c.want) {
+			t.Fatalf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+		txn.Abort()
+		if tbl.NumObjects(db.ReadTxn()) != 0 {
+			t.Fatalf("%s: aborted restore left objects", c.name)
+		}
+	}
+	txn = db.WriteTxn(tbl)
+	if err := Restore(txn, tbl, objs, 0); !errors.Is(err, ErrTableNotEmpty) {
+		t.Fatalf("restore into a full table: %v", err)
+	}
+	txn.Abort()
+}
