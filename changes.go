@@ -98,12 +98,24 @@ func (r *feedRegistry) watermark() Revision {
 	return low
 }
 
-// lag returns how many revisions the slowest open feed is behind rev.
-func (r *feedRegistry) lag(rev Revision) uint64 {
-	if w := r.watermark(); w != math.MaxUint64 && w < rev {
-		return rev - w
+// stats returns the number of open feeds and how many revisions the
+// slowest of them is behind rev.
+func (r *feedRegistry) stats(rev Revision) (live int, lag uint64) {
+	if r.live() == 0 {
+		return 0, 0
 	}
-	return 0
+	if w := r.watermark(); w != math.MaxUint64 && w < rev {
+		lag = rev - w
+	}
+	return r.live(), lag
+}
+
+// reportFeeds tells the table's metrics, if any, how many feeds are open,
+// when a feed opens or closes.
+func (t *table[Obj]) reportFeeds(rev Revision) {
+	if m := t.meta.metrics; m != nil {
+		m.ChangeFeeds(t.feeds.stats(rev))
+	}
 }
 
 func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
@@ -120,6 +132,7 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	t.feeds.add(h)
 	it := &changeIterator[Obj]{t: t, hold: h, deletedFrom: start}
 	it.cleanup = runtime.AddCleanup(it, func(h *feedHold) { h.release(&t.feeds) }, h)
+	t.reportFeeds(tt.revision)
 	return it, nil
 }
 
@@ -189,6 +202,7 @@ func (it *changeIterator[Obj]) Close() {
 	it.closed = true
 	it.cleanup.Stop()
 	it.hold.release(&it.t.feeds)
+	it.t.reportFeeds(it.deletedFrom)
 	it.t.collectGraveyard()
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/strata-db/strata/index"
-	"github.com/strata-db/strata/metrics"
 	"github.com/strata-db/strata/part"
 )
 
@@ -188,9 +187,10 @@ func (tt *tableTxn[Obj]) abort() {
 	tt.base, tt.init = nil, nil
 }
 
-func (tt *tableTxn[Obj]) report(m metrics.Table) {
-	m.Committed(tt.primary.Len(), tt.revision, tt.graveyardLen())
-	m.ChangeFeeds(tt.t.feeds.live(), tt.t.feeds.lag(tt.revision))
+func (tt *tableTxn[Obj]) stats() tableStats {
+	s := tableStats{objects: tt.primary.Len(), revision: tt.revision, graveyard: tt.graveyardLen()}
+	s.feeds, s.feedLag = tt.t.feeds.stats(tt.revision)
+	return s
 }
 
 // collect removes from the graveyard the deleted objects that every change

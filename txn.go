@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/strata-db/strata/metrics"
 )
 
 // ReadTxn is a consistent snapshot of the database, passed to table reads.
@@ -121,8 +119,8 @@ type tableWriter interface {
 	notify()
 	// abort throws the table's writes away.
 	abort()
-	// report sends the table's figures after a commit to its metrics.
-	report(metrics.Table)
+	// stats returns the table's figures for its metrics after a commit.
+	stats() tableStats
 	// journaled reports whether the table's changes must be written to the
 	// journal; writeJournal writes them.
 	journaled() bool
@@ -149,6 +147,17 @@ type lockedTable struct {
 	meta  *tableMeta
 	w     tableWriter  // nil until the first write to the table
 	state *stateHeader // the table's new state, set by Commit
+	// stats are the table's figures after Commit, kept (when the database
+	// has metrics) to be reported once the table is unlocked.
+	stats   tableStats
+	changed bool
+}
+
+// tableStats are the figures of a table reported to its metrics.
+type tableStats struct {
+	objects, graveyard, feeds int
+	revision                  Revision
+	feedLag                   uint64
 }
 
 func (w *writeTxn) committed() *dbRoot { return w.root }
@@ -213,6 +222,7 @@ func (db *DB) lockedWriteTxn(m *tableMeta) *writeTxn {
 	w.root = db.root.Load()
 	if db.opts.metricsOn {
 		w.acquired = time.Now()
+		m.metrics.LockWait(0)
 	}
 	runtime.SetFinalizer(w, (*writeTxn).forgotten)
 	return w
@@ -257,10 +267,10 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 	}
 	if !changed {
 		w.root = w.db.root.Load()
+		w.release()
 		if w.db.opts.metricsOn {
 			w.report(true)
 		}
-		w.release()
 		return w.root, nil
 	}
 
@@ -271,11 +281,11 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 				lt.w.abort()
 			}
 		}
+		w.root = db.root.Load()
+		w.release()
 		if db.opts.metricsOn {
 			w.report(false)
 		}
-		w.root = db.root.Load()
-		w.release()
 		return nil, err
 	}
 	db.mu.Lock()
@@ -288,16 +298,19 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 	db.root.Store(root)
 	db.mu.Unlock()
 
-	if db.opts.metricsOn {
-		w.report(true)
-	}
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.w != nil {
+			if db.opts.metricsOn && lt.state != nil {
+				lt.stats, lt.changed = lt.w.stats(), true
+			}
 			lt.w.notify()
 		}
 	}
 	w.root = root
 	w.release()
+	if db.opts.metricsOn {
+		w.report(true)
+	}
 	return root, nil
 }
 
@@ -330,14 +343,19 @@ func (w *writeTxn) writeJournal() error {
 }
 
 // report sends the transaction's figures to the tables' metrics: how long
-// each table was held, and the state of those the transaction changed.
+// each table was held, and the state of those the transaction changed. It
+// runs after the tables are unlocked.
 func (w *writeTxn) report(committed bool) {
 	held := time.Since(w.acquired)
 	for i := range w.locked {
 		lt := &w.locked[i]
-		lt.meta.metrics.WriteTxn(held, committed)
-		if committed && lt.state != nil {
-			lt.w.report(lt.meta.metrics)
+		m := lt.meta.metrics
+		m.WriteTxn(held, committed)
+		if lt.changed {
+			s := &lt.stats
+			m.Committed(s.objects, s.revision, s.graveyard)
+			m.ChangeFeeds(s.feeds, s.feedLag)
+			lt.changed = false
 		}
 	}
 }
@@ -351,10 +369,10 @@ func (w *writeTxn) Abort() {
 			lt.w.abort()
 		}
 	}
+	w.release()
 	if w.db.opts.metricsOn {
 		w.report(false)
 	}
-	w.release()
 }
 
 // release ends the transaction: it unlocks the tables in reverse order and
