@@ -114,7 +114,7 @@ func (r *feedRegistry) stats(rev Revision) (live int, lag uint64) {
 // when a feed opens or closes.
 func (t *table[Obj]) reportFeeds(rev Revision) {
 	if m := t.meta.metrics; m != nil {
-		m.ChangeFeeds(t.feeds.stats(rev))
+		m.ChangeFeeds(t.meta.feeds.stats(rev))
 	}
 }
 
@@ -129,9 +129,9 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	tt.observed = true
 	h := &feedHold{}
 	h.seen.Store(start)
-	t.feeds.add(h)
+	t.meta.feeds.add(h)
 	it := &changeIterator[Obj]{t: t, hold: h, deletedFrom: start}
-	it.cleanup = runtime.AddCleanup(it, func(h *feedHold) { h.release(&t.feeds) }, h)
+	it.cleanup = runtime.AddCleanup(it, func(h *feedHold) { h.release(&t.meta.feeds) }, h)
 	t.reportFeeds(tt.revision)
 	return it, nil
 }
@@ -201,7 +201,7 @@ func (it *changeIterator[Obj]) Close() {
 	}
 	it.closed = true
 	it.cleanup.Stop()
-	it.hold.release(&it.t.feeds)
+	it.hold.release(&it.t.meta.feeds)
 	it.t.reportFeeds(it.deletedFrom)
 	it.t.collectGraveyard()
 }

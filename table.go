@@ -177,6 +177,8 @@ type tableMeta struct {
 	// metrics is the table's metrics handle, nil when the database's
 	// metrics are NopMetrics. Set once by registration.
 	metrics metrics.Table
+	// feeds registers the table's change feeds.
+	feeds feedRegistry
 }
 
 // indexDef is one of a table's indexes. Position 0 is the primary index.
@@ -234,8 +236,6 @@ type table[Obj any] struct {
 	// writer is the table's write state, reused by every transaction that
 	// locks the table. Guarded by meta.lock.
 	writer tableTxn[Obj]
-	// feeds registers the table's change feeds.
-	feeds feedRegistry
 	// lastInitID numbers initializers. Guarded by meta.lock.
 	lastInitID uint64
 	// journal, if set, receives the table's changes (SetJournal). Guarded

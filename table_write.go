@@ -68,7 +68,7 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 
 func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
-	tt.observed = tt.t.feeds.live() > 0
+	tt.observed = tt.t.meta.feeds.live() > 0
 	tt.graveyardOpen, tt.init = false, nil
 	tt.journal, tt.truncated = tt.t.journal, false
 	clear(tt.ops)
@@ -137,6 +137,7 @@ func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[obj
 		st.graveyard = finish(&tt.graveyard)
 		st.graveyardRev = finish(&tt.graveyardRev)
 	}
+	st.objects, st.stateHeader.graveyard = st.primary.Len(), st.graveyard.Len()
 	return st
 }
 
@@ -187,11 +188,7 @@ func (tt *tableTxn[Obj]) abort() {
 	tt.base, tt.init = nil, nil
 }
 
-func (tt *tableTxn[Obj]) stats() tableStats {
-	s := tableStats{objects: tt.primary.Len(), revision: tt.revision, graveyard: tt.graveyardLen()}
-	s.feeds, s.feedLag = tt.t.feeds.stats(tt.revision)
-	return s
-}
+
 
 // collect removes from the graveyard the deleted objects that every change
 // feed has delivered (all of them when there are no feeds).
@@ -199,7 +196,7 @@ func (tt *tableTxn[Obj]) collect() {
 	if tt.graveyardLen() == 0 {
 		return
 	}
-	watermark := tt.t.feeds.watermark()
+	watermark := tt.t.meta.feeds.watermark()
 	tree := tt.base.graveyardRev
 	if tt.graveyardOpen {
 		tree = tt.graveyardRev.Snapshot()

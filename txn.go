@@ -90,10 +90,13 @@ func (r *dbRoot) committed() *dbRoot { return r }
 func (r *dbRoot) pending() *writeTxn { return nil }
 
 // stateHeader is the first field of every tableState[Obj], so the root can
-// hold the states of tables of different object types in one array.
+// hold the states of tables of different object types in one array. It
+// also carries the figures that code not knowing Obj needs.
 type stateHeader struct {
-	meta     *tableMeta
-	revision Revision
+	meta      *tableMeta
+	revision  Revision
+	objects   int // objects in the table
+	graveyard int // deleted objects kept for change feeds
 }
 
 // state returns the header of m's state in this snapshot, or nil if m was
@@ -119,8 +122,6 @@ type tableWriter interface {
 	notify()
 	// abort throws the table's writes away.
 	abort()
-	// stats returns the table's figures for its metrics after a commit.
-	stats() tableStats
 	// journaled reports whether the table's changes must be written to the
 	// journal; writeJournal writes them.
 	journaled() bool
@@ -147,17 +148,6 @@ type lockedTable struct {
 	meta  *tableMeta
 	w     tableWriter  // nil until the first write to the table
 	state *stateHeader // the table's new state, set by Commit
-	// stats are the table's figures after Commit, kept (when the database
-	// has metrics) to be reported once the table is unlocked.
-	stats   tableStats
-	changed bool
-}
-
-// tableStats are the figures of a table reported to its metrics.
-type tableStats struct {
-	objects, graveyard, feeds int
-	revision                  Revision
-	feedLag                   uint64
 }
 
 func (w *writeTxn) committed() *dbRoot { return w.root }
@@ -300,9 +290,6 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.w != nil {
-			if db.opts.metricsOn && lt.state != nil {
-				lt.stats, lt.changed = lt.w.stats(), true
-			}
 			lt.w.notify()
 		}
 	}
@@ -351,12 +338,11 @@ func (w *writeTxn) report(committed bool) {
 		lt := &w.locked[i]
 		m := lt.meta.metrics
 		m.WriteTxn(held, committed)
-		if lt.changed {
-			s := &lt.stats
-			m.Committed(s.objects, s.revision, s.graveyard)
-			m.ChangeFeeds(s.feeds, s.feedLag)
-			lt.changed = false
+		if st := lt.state; st != nil && committed {
+			m.Committed(st.objects, st.revision, st.graveyard)
+			m.ChangeFeeds(lt.meta.feeds.stats(st.revision))
 		}
+		lt.state = nil
 	}
 }
 
@@ -381,7 +367,10 @@ func (w *writeTxn) release() {
 	w.closed = true
 	for i := len(w.locked) - 1; i >= 0; i-- {
 		lt := &w.locked[i]
-		lt.w, lt.state = nil, nil
+		lt.w = nil
+		if !w.db.opts.metricsOn {
+			lt.state = nil // else report needs it, and clears it
+		}
 		lt.meta.lock.unlock()
 	}
 	runtime.SetFinalizer(w, nil)

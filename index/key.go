@@ -9,8 +9,12 @@ import (
 // bytes.Compare; every encoder in this package produces keys whose byte
 // order matches the natural order of the encoded values.
 //
-// A Key returned by an encoder is owned by the caller. Keys taken apart
-// by UnescapeNext or SplitComposite may share memory with their input.
+// Keys are never modified once made: not by the database, which copies
+// what it stores, and not by their holder. String and Stringer return keys
+// that share memory with the encoded string, which is what makes queries by
+// string keys free of allocations; writing to such a key would write to the
+// string's (possibly read-only) memory. Keys taken apart by UnescapeNext or
+// SplitComposite share memory with their input.
 type Key []byte
 
 // Equal reports whether k and other hold the same bytes. A nil Key and an

@@ -1,6 +1,9 @@
 package index
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // String encodes s as its raw bytes, so keys follow the order of strings
 // compared with < (byte-wise, not by Unicode collation).
@@ -9,7 +12,9 @@ import "fmt"
 // String("abc"). That is what a prefix scan over a string index wants,
 // but it means a String key cannot be followed by another field without
 // escaping: use Composite or Builder, or AppendEscaped, for that.
-func String(s string) Key { return Key(s) }
+//
+// The key shares memory with s (see Key): it costs no allocation.
+func String(s string) Key { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // AppendString appends the String encoding of s to dst.
 func AppendString(dst []byte, s string) []byte { return append(dst, s...) }

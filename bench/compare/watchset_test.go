@@ -56,7 +56,7 @@ func wsbWait[W wsbSet](b *testing.B, ws W) {
 		if err != nil || len(closed) != 1 || closed[0] != recv[i] {
 			b.Fatalf("Wait = %d channels, %v", len(closed), err)
 		}
-		ws.Add(recv[size+i])
+		ws.Add(recv[size+i : size+i+1]...) // no variadic slice to allocate
 	}
 }
 
