@@ -3,20 +3,33 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race
+.PHONY: test vet fmt-check unit race bench-smoke compare
 
-test: vet fmt-check unit race
+test: vet fmt-check unit race bench-smoke compare
 
 vet:
 	$(GO) vet ./...
+	cd bench/compare && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# All packages, with the tree's self-checks compiled in.
+# All packages, with the tree's self-checks (every commit validates the
+# whole tree) compiled in.
 unit:
 	$(GO) test -count=1 -tags invariants ./...
 
-# The race detector over the packages with concurrent code and tests.
+# The race detector over every package (they all have concurrent tests).
 race:
 	$(GO) test -count=1 -race -short ./...
+
+# Every benchmark once, with small sizes, so that none can rot.
+bench-smoke:
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x . -strata.memobjects=10000
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./part -part.bench.max=1000
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./index/... ./metrics/...
+
+# The comparison with cilium/statedb and go-memdb (its own module): a
+# smoke run of every workload against every database.
+compare:
+	cd bench/compare && $(GO) test -count=1 ./...

@@ -31,6 +31,7 @@ package part_test
 import (
 	"bytes"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -143,6 +144,21 @@ func reportAllocsPerKey(b *testing.B, m0 uint64, keysPerOp int) {
 	b.ReportMetric(float64(mallocs()-m0)/(float64(b.N)*float64(keysPerOp)), "allocs/key")
 }
 
+// benchMax caps the tree sizes of the benchmarks, so that a smoke run
+// (go test -bench . -benchtime=1x -part.bench.max=1000) stays quick.
+var benchMax = flag.Int("part.bench.max", 1_000_000, "largest tree size the benchmarks build")
+
+// benchSizes returns the sizes that are at most benchMax.
+func benchSizes(sizes ...int) []int {
+	var out []int
+	for _, n := range sizes {
+		if n <= *benchMax {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 var (
 	sizesBig   = []int{1000, 1_000_000}
 	orders     = []string{"seq", "rand"}
@@ -153,7 +169,7 @@ var (
 // 1. Insert n keys in one transaction, then commit. One op = the whole build
 // from an empty tree.
 func BenchmarkInsert(b *testing.B) {
-	for _, n := range sizesBig {
+	for _, n := range benchSizes(sizesBig...) {
 		for _, order := range orders {
 			for _, size := range keySizes {
 				b.Run(fmt.Sprintf("n=%d/order=%s/key=%dB", n, order, size), func(b *testing.B) {
@@ -193,7 +209,7 @@ func BenchmarkInsert(b *testing.B) {
 // whole build from an empty tree. Capped at 100,000 keys: at 1M one op took
 // 9-22 s for iradix (3-6 s for part), too slow for -count 10 or a CI smoke run.
 func BenchmarkInsertTxnPerKey(b *testing.B) {
-	for _, n := range []int{1000, 100_000} {
+	for _, n := range benchSizes(1000, 100_000) {
 		for _, order := range orders {
 			for _, size := range keySizes {
 				b.Run(fmt.Sprintf("n=%d/order=%s/key=%dB", n, order, size), func(b *testing.B) {
@@ -236,7 +252,7 @@ func BenchmarkInsertTxnPerKey(b *testing.B) {
 // 3. Get: one lookup per op, cycling through the stored keys in random order
 // (result=hit) or through random keys that are not stored (result=miss).
 func BenchmarkGet(b *testing.B) {
-	for _, n := range sizesBig {
+	for _, n := range benchSizes(sizesBig...) {
 		for _, size := range keySizes {
 			for _, result := range []string{"hit", "miss"} {
 				b.Run(fmt.Sprintf("n=%d/key=%dB/result=%s", n, size, result), func(b *testing.B) {
@@ -287,7 +303,7 @@ func BenchmarkGet(b *testing.B) {
 // 4. Iterate all keys in ascending order. One op = one full scan; ns/key and
 // allocs/key are per visited key. part uses Tree.All (range-over-func).
 func BenchmarkIterate(b *testing.B) {
-	for _, n := range sizesBig {
+	for _, n := range benchSizes(sizesBig...) {
 		b.Run(fmt.Sprintf("n=%d/key=8B", n), func(b *testing.B) {
 			keys := genKeys("rand", 8, n, seedKeys)
 			wantSum := sumOfIndex(n)
@@ -334,7 +350,7 @@ func BenchmarkIterate(b *testing.B) {
 // should allocate nothing per op once warmed up. iradix does the same as in
 // BenchmarkIterate (a fresh iterator per op is all its API offers).
 func BenchmarkIterateIterator(b *testing.B) {
-	for _, n := range sizesBig {
+	for _, n := range benchSizes(sizesBig...) {
 		b.Run(fmt.Sprintf("n=%d/key=8B", n), func(b *testing.B) {
 			keys := genKeys("rand", 8, n, seedKeys)
 			wantSum := sumOfIndex(n)
@@ -416,6 +432,9 @@ var prefixCases = []struct{ n, plen int }{{1000, 1}, {1_000_000, 2}}
 // part uses Tree.Prefix (range-over-func).
 func BenchmarkPrefix(b *testing.B) {
 	for _, pc := range prefixCases {
+		if pc.n > *benchMax {
+			continue
+		}
 		b.Run(fmt.Sprintf("n=%d/key=8B/plen=%d", pc.n, pc.plen), func(b *testing.B) {
 			keys, prefixes, want := prefixData(pc.n, pc.plen)
 			forImpls(b, func(b *testing.B) {
@@ -461,6 +480,9 @@ func BenchmarkPrefix(b *testing.B) {
 // 5b. Prefix scan with part's reusable Iterator (SeekPrefix + Next).
 func BenchmarkPrefixIterator(b *testing.B) {
 	for _, pc := range prefixCases {
+		if pc.n > *benchMax {
+			continue
+		}
 		b.Run(fmt.Sprintf("n=%d/key=8B/plen=%d", pc.n, pc.plen), func(b *testing.B) {
 			keys, prefixes, want := prefixData(pc.n, pc.plen)
 			forImpls(b, func(b *testing.B) {
@@ -529,7 +551,7 @@ func lowerBoundData(n int) (keys, seeks [][]byte, wantCount []int, wantFirst [][
 // 6. LowerBound: one op = seek to the first key >= a random key and read up
 // to 10 keys. part uses Tree.LowerBound (range-over-func).
 func BenchmarkLowerBound(b *testing.B) {
-	for _, n := range sizesBig {
+	for _, n := range benchSizes(sizesBig...) {
 		b.Run(fmt.Sprintf("n=%d/key=8B", n), func(b *testing.B) {
 			keys, seeks, wantCount, wantFirst := lowerBoundData(n)
 			forImpls(b, func(b *testing.B) {
@@ -586,7 +608,7 @@ func BenchmarkLowerBound(b *testing.B) {
 
 // 6b. LowerBound with part's reusable Iterator (SeekLowerBound + Next).
 func BenchmarkLowerBoundIterator(b *testing.B) {
-	for _, n := range sizesBig {
+	for _, n := range benchSizes(sizesBig...) {
 		b.Run(fmt.Sprintf("n=%d/key=8B", n), func(b *testing.B) {
 			keys, seeks, wantCount, wantFirst := lowerBoundData(n)
 			forImpls(b, func(b *testing.B) {
@@ -646,7 +668,7 @@ func BenchmarkLowerBoundIterator(b *testing.B) {
 // 7. Delete every key of an n-key tree in one transaction, then commit. Each
 // op starts again from the same (persistent, unchanged) full tree.
 func BenchmarkDelete(b *testing.B) {
-	for _, n := range sizesBig {
+	for _, n := range benchSizes(sizesBig...) {
 		for _, order := range orders {
 			b.Run(fmt.Sprintf("n=%d/order=%s/key=8B", n, order), func(b *testing.B) {
 				keys := genKeys(order, 8, n, seedKeys)
@@ -737,7 +759,7 @@ func BenchmarkDeleteTxnPerKey(b *testing.B) {
 // ReverseIterator/Previous. One op = one full scan; checks count, sum and
 // that the first key is the largest.
 func BenchmarkReverse(b *testing.B) {
-	for _, n := range sizesBig {
+	for _, n := range benchSizes(sizesBig...) {
 		b.Run(fmt.Sprintf("n=%d/key=8B", n), func(b *testing.B) {
 			keys := genKeys("rand", 8, n, seedKeys)
 			wantSum := sumOfIndex(n)

@@ -44,7 +44,7 @@ func heapPerKey(n int, build func(newKey func() []byte) (tree any, size int)) (p
 // 9. Memory: live heap per key of a tree of 1M random 8-byte keys with int
 // values, built in one transaction.
 func BenchmarkMemoryPerKey(b *testing.B) {
-	const n = 1_000_000
+	n := min(1_000_000, *benchMax)
 	b.Run(fmt.Sprintf("n=%d/key=8B", n), func(b *testing.B) {
 		forImpls(b, func(b *testing.B) {
 			var perKey float64
