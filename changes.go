@@ -124,9 +124,13 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 		return nil, err
 	}
 	// Deletes after the committed revision must reach the graveyard, also
-	// those this transaction makes.
+	// those this transaction makes; and the table needs its revision
+	// index from now on.
 	start := tt.base.revision
 	tt.observed = true
+	if !tt.revIndexed {
+		tt.indexRevisions()
+	}
 	h := &feedHold{}
 	h.seen.Store(start)
 	t.meta.feeds.add(h)
@@ -149,7 +153,10 @@ type changeIterator[Obj any] struct {
 func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revision], <-chan struct{}) {
 	st := it.t.stateIn(txn.committed())
 	watch := st.revisions.RootWatch()
-	if it.closed {
+	if it.closed || !st.revIndexed {
+		// A snapshot from before the feed's registration committed has
+		// no revision index; building it replaces the index's root,
+		// which closes watch.
 		return noChanges[Obj], watch
 	}
 	upFrom, delFrom := it.upsertedTo, it.deletedFrom

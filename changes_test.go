@@ -146,3 +146,52 @@ func TestInitializers(t *testing.T) {
 		t.Fatal("not initialized after every initializer is done")
 	}
 }
+
+// TestChangesRevisionIndex checks that the revision index exists only while
+// the table has feeds, and that a feed given a snapshot from before its
+// registration committed waits for that commit instead of missing objects.
+func TestChangesRevisionIndex(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	state := func(txn ReadTxn) *tableState[*testObject] {
+		return tbl.(*table[*testObject]).stateIn(txn.committed())
+	}
+	txn := db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 1})
+	tbl.Insert(txn, &testObject{ID: 2})
+	before, _ := txn.Commit()
+	if st := state(before); st.revIndexed || st.revisions.Len() != 0 {
+		t.Fatalf("revision index kept without feeds: indexed %v, %d entries", st.revIndexed, st.revisions.Len())
+	}
+
+	txn = db.WriteTxn(tbl)
+	it, err := tbl.Changes(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, watch := drain(t, it, before)
+	if len(got) != 0 {
+		t.Fatalf("Next on a snapshot older than the feed returned %v", got)
+	}
+	after, _ := txn.Commit()
+	select {
+	case <-watch:
+	default:
+		t.Fatal("registration commit did not close the old snapshot's watch")
+	}
+	if st := state(after); !st.revIndexed || st.revisions.Len() != 2 {
+		t.Fatalf("revision index after registration: indexed %v, %d entries", st.revIndexed, st.revisions.Len())
+	}
+	if got, _ := drain(t, it, after); len(got) != 2 {
+		t.Fatalf("first Next = %v, want both objects", got)
+	}
+
+	// The feed closes; the next write drops the index.
+	it.Close()
+	txn = db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 3})
+	now, _ := txn.Commit()
+	if st := state(now); st.revIndexed || st.revisions.Len() != 0 {
+		t.Fatalf("revision index kept after the last feed closed: indexed %v, %d entries", st.revIndexed, st.revisions.Len())
+	}
+}

@@ -3,6 +3,7 @@ package strata
 import (
 	"fmt"
 	"iter"
+	"slices"
 )
 
 // Restore fills the empty table tbl, in txn, with objects that keep the
@@ -25,12 +26,22 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 		return fmt.Errorf("table %q: %w", t.meta.name, ErrTableNotEmpty)
 	}
 	maxRev := revision
+	tt.restoredRevs = tt.restoredRevs[:0]
 	for obj, rev := range objects {
 		if err := tt.restore(obj, rev); err != nil {
 			return err
 		}
 		maxRev = max(maxRev, rev)
 	}
+	// Without a revision index to catch them as they come, duplicate
+	// revisions are found by sorting.
+	slices.Sort(tt.restoredRevs)
+	for i := 1; i < len(tt.restoredRevs); i++ {
+		if tt.restoredRevs[i] == tt.restoredRevs[i-1] {
+			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, tt.restoredRevs[i], ErrRestoreInput)
+		}
+	}
+	tt.restoredRevs = nil
 	tt.revision = max(tt.revision, maxRev)
 	tt.dirty = true
 	return nil
@@ -50,8 +61,12 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	if _, dup := tt.primary.Insert(pk, no); dup {
 		return fmt.Errorf("table %q: primary key %s twice: %w", t.meta.name, pk, ErrRestoreInput)
 	}
-	if _, dup := tt.revisions.Insert(tt.revKey(rev), no); dup {
-		return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, rev, ErrRestoreInput)
+	if tt.revIndexed {
+		if _, dup := tt.revisions.Insert(tt.revKey(rev), no); dup {
+			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, rev, ErrRestoreInput)
+		}
+	} else {
+		tt.restoredRevs = append(tt.restoredRevs, rev)
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]

@@ -201,9 +201,15 @@ type object[Obj any] struct {
 // published.
 type tableState[Obj any] struct {
 	stateHeader
-	primary   part.Tree[object[Obj]]
-	revisions part.Tree[object[Obj]] // revision (8 bytes, big endian) -> object
-	secondary []part.Tree[object[Obj]]
+	primary part.Tree[object[Obj]]
+	// revisions maps revision (8 bytes, big endian) -> object. Only change
+	// feeds read it, so it is kept only while the table has feeds:
+	// revIndexed says it is complete; otherwise it is empty. The
+	// transaction that opens the first feed builds it from the primary
+	// index, and the first write after the last feed closed drops it.
+	revisions  part.Tree[object[Obj]]
+	revIndexed bool
+	secondary  []part.Tree[object[Obj]]
 	// multiKey has bit i set once an object with several keys in index i
 	// was inserted: scans of such an index skip objects they have seen.
 	multiKey uint64

@@ -19,10 +19,12 @@ type tableTxn[Obj any] struct {
 	revision Revision         // the last revision handed out
 	multiKey uint64
 	dirty    bool // something was written
-	// observed: the table has change feeds, so deletes go to the
-	// graveyard. Decided when the transaction begins (and set when a feed
-	// registers in it), not per delete.
-	observed bool
+	// observed: the table has change feeds, so the revision index is
+	// maintained (revIndexed) and deletes go to the graveyard. Decided
+	// when the transaction begins (and set when a feed registers in it),
+	// not per write.
+	observed   bool
+	revIndexed bool
 
 	primary   part.Txn[object[Obj]]
 	revisions part.Txn[object[Obj]]
@@ -41,6 +43,10 @@ type tableTxn[Obj any] struct {
 	journal   TableJournal[Obj]
 	ops       []journalOp
 	truncated bool
+
+	// restoredRevs collects the revisions Restore adds while there is no
+	// revision index, to find duplicates.
+	restoredRevs []Revision
 
 	// Scratch space, reused across writes.
 	newKeys []index.KeySet // per secondary index: the new object's keys
@@ -68,7 +74,7 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 
 func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
-	tt.observed = tt.t.meta.feeds.live() > 0
+	tt.observed, tt.revIndexed = tt.t.meta.feeds.live() > 0, base.revIndexed
 	tt.graveyardOpen, tt.init = false, nil
 	tt.journal, tt.truncated = tt.t.journal, false
 	clear(tt.ops)
@@ -82,6 +88,25 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
+	switch {
+	case tt.observed && !tt.revIndexed:
+		// A feed registered in a transaction that aborted.
+		tt.indexRevisions()
+	case !tt.observed && tt.revIndexed:
+		// The last feed closed: drop the revision index.
+		tt.revisions.DeletePrefix(nil)
+		tt.revIndexed, tt.dirty = false, true
+	}
+}
+
+// indexRevisions builds the revision index from the primary index, for a
+// change feed opening on a table that had none.
+func (tt *tableTxn[Obj]) indexRevisions() {
+	tt.revisions.DeletePrefix(nil)
+	for _, o := range tt.primary.All() {
+		tt.revisions.Insert(tt.revKey(o.rev), o)
+	}
+	tt.revIndexed, tt.dirty = true, true
 }
 
 // openGraveyard opens the graveyard's index transactions.
@@ -122,6 +147,7 @@ func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[obj
 		stateHeader:  stateHeader{meta: &tt.t.meta, revision: tt.revision},
 		primary:      finish(&tt.primary),
 		revisions:    finish(&tt.revisions),
+		revIndexed:   tt.revIndexed,
 		multiKey:     tt.multiKey,
 		graveyard:    tt.base.graveyard,
 		graveyardRev: tt.base.graveyardRev,
@@ -296,13 +322,15 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: pk, rev: no.rev})
 	}
+	if tt.revIndexed {
+		if hadOld {
+			tt.revisions.Delete(tt.revKey(old.rev))
+		}
+		tt.revisions.Insert(tt.revKey(no.rev), no)
+	}
 	if !hadOld && tt.graveyardLen() > 0 {
 		tt.unbury(pk)
 	}
-	if hadOld {
-		tt.revisions.Delete(tt.revKey(old.rev))
-	}
-	tt.revisions.Insert(tt.revKey(no.rev), no)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
 		keys := tt.newKeys[i]
@@ -348,7 +376,9 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 		return oldObj, false, nil
 	}
 	tt.revision++
-	tt.revisions.Delete(tt.revKey(old.rev))
+	if tt.revIndexed {
+		tt.revisions.Delete(tt.revKey(old.rev))
+	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
 		keys := ix.fromObject(old.obj)
@@ -405,7 +435,9 @@ func (tt *tableTxn[Obj]) removeAll() {
 		tt.ops = tt.ops[:0]
 	}
 	tt.primary.DeletePrefix(nil)
-	tt.revisions.DeletePrefix(nil)
+	if tt.revIndexed {
+		tt.revisions.DeletePrefix(nil)
+	}
 	for i := range tt.secondary {
 		tt.secondary[i].DeletePrefix(nil)
 	}
