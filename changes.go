@@ -167,7 +167,11 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 	it.upsertedTo, it.deletedFrom = max(upFrom, rev), max(delFrom, rev)
 	it.hold.seen.Store(it.deletedFrom)
 	return func(yield func(Change[Obj], Revision) bool) {
-		mergeChanges(st.revisions, st.graveyardRev, upFrom, delFrom, yield)
+		deleted := it.t.emptyGrave.byRev
+		if st.grave != nil {
+			deleted = st.grave.byRev
+		}
+		mergeChanges(st.revisions, deleted, upFrom, delFrom, yield)
 	}, watch
 }
 

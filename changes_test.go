@@ -67,7 +67,7 @@ func TestChangesBasic(t *testing.T) {
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 4})
 	rtxn, _ = txn.Commit()
-	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveyard.Len(); n != 0 {
+	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveLen(); n != 0 {
 		t.Fatalf("graveyard holds %d objects every feed has seen", n)
 	}
 
@@ -88,18 +88,18 @@ func TestChangesBasic(t *testing.T) {
 	txn = db.WriteTxn(tbl)
 	tbl.Delete(txn, &testObject{ID: 1})
 	rtxn, _ = txn.Commit()
-	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveyard.Len(); n != 1 {
+	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveLen(); n != 1 {
 		t.Fatalf("graveyard holds %d objects, want 1", n)
 	}
 	it.Close()
-	if n := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).graveyard.Len(); n != 0 {
+	if n := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).graveLen(); n != 0 {
 		t.Fatalf("graveyard holds %d objects after the only feed closed", n)
 	}
 	// No feeds: deletes are not kept at all.
 	txn = db.WriteTxn(tbl)
 	tbl.Delete(txn, &testObject{ID: 4})
 	rtxn, _ = txn.Commit()
-	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveyard.Len(); n != 0 {
+	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveLen(); n != 0 {
 		t.Fatalf("graveyard holds %d objects without feeds", n)
 	}
 }

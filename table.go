@@ -41,6 +41,8 @@ type TableMeta interface {
 	PendingInitializers(ReadTxn) []string
 
 	tableMeta() *tableMeta
+	// stateStats returns the figures of a state of the table, for metrics.
+	stateStats(*stateHeader) (objects, graveyard int)
 }
 
 // Table is a table of objects of type Obj, for reading. Obj values are
@@ -213,14 +215,17 @@ type tableState[Obj any] struct {
 	// multiKey has bit i set once an object with several keys in index i
 	// was inserted: scans of such an index skip objects they have seen.
 	multiKey uint64
+	// grave keeps deleted objects (with the revision of their deletion)
+	// until every change feed of the table has delivered them; nil when
+	// empty. Deletes go there only while the table has change feeds.
+	grave *graveyard[Obj]
+	init  *initState
+}
 
-	// The graveyard keeps deleted objects (with the revision of their
-	// deletion) until every change feed of the table has delivered them.
-	// Deletes go there only while the table has change feeds.
-	graveyard    part.Tree[object[Obj]] // primary key -> deleted object
-	graveyardRev part.Tree[object[Obj]] // deletion revision -> deleted object
-
-	init *initState
+// graveyard is a table's deleted objects, by primary key and by the
+// revision of their deletion.
+type graveyard[Obj any] struct {
+	byKey, byRev part.Tree[object[Obj]]
 }
 
 func (s *tableState[Obj]) tree(pos int) part.Tree[object[Obj]] {
@@ -236,6 +241,9 @@ type table[Obj any] struct {
 	indexes []indexDef[Obj] // primary first
 	primary Indexer[Obj]
 	empty   *tableState[Obj] // the state before the first write
+	// emptyGrave holds the empty graveyard trees that transactions start
+	// from when a state has none.
+	emptyGrave *graveyard[Obj]
 	// pointerObj: Obj is a pointer type, so reinserting the stored object
 	// itself can be detected (ErrObjectMutated).
 	pointerObj bool
@@ -319,19 +327,34 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 		})
 	}
 	t.empty = &tableState[Obj]{
-		stateHeader:  stateHeader{meta: &t.meta},
-		primary:      part.New[object[Obj]](),
-		revisions:    part.New[object[Obj]](part.RootOnlyWatch()),
-		secondary:    make([]part.Tree[object[Obj]], len(secondary)),
-		graveyard:    part.New[object[Obj]](part.RootOnlyWatch()),
-		graveyardRev: part.New[object[Obj]](part.RootOnlyWatch()),
-		init:         initialized,
+		stateHeader: stateHeader{meta: &t.meta},
+		primary:     part.New[object[Obj]](),
+		revisions:   part.New[object[Obj]](part.RootOnlyWatch()),
+		secondary:   make([]part.Tree[object[Obj]], len(secondary)),
+		init:        initialized,
+	}
+	t.emptyGrave = &graveyard[Obj]{
+		byKey: part.New[object[Obj]](part.RootOnlyWatch()),
+		byRev: part.New[object[Obj]](part.RootOnlyWatch()),
 	}
 	for i := range secondary {
 		t.empty.secondary[i] = part.New[object[Obj]]()
 	}
 	t.writer.t = t
 	return t, nil
+}
+
+func (t *table[Obj]) stateStats(h *stateHeader) (objects, graveyard int) {
+	st := (*tableState[Obj])(unsafeStatePointer(h))
+	return st.primary.Len(), st.graveLen()
+}
+
+// graveLen returns the number of objects in the graveyard.
+func (s *tableState[Obj]) graveLen() int {
+	if s.grave == nil {
+		return 0
+	}
+	return s.grave.byKey.Len()
 }
 
 func (t *table[Obj]) tableMeta() *tableMeta        { return &t.meta }

@@ -112,8 +112,12 @@ func (tt *tableTxn[Obj]) indexRevisions() {
 // openGraveyard opens the graveyard's index transactions.
 func (tt *tableTxn[Obj]) openGraveyard() {
 	if !tt.graveyardOpen {
-		tt.graveyard.Reset(tt.base.graveyard)
-		tt.graveyardRev.Reset(tt.base.graveyardRev)
+		g := tt.base.grave
+		if g == nil {
+			g = tt.t.emptyGrave
+		}
+		tt.graveyard.Reset(g.byKey)
+		tt.graveyardRev.Reset(g.byRev)
 		tt.graveyardOpen = true
 	}
 }
@@ -122,7 +126,7 @@ func (tt *tableTxn[Obj]) graveyardLen() int {
 	if tt.graveyardOpen {
 		return tt.graveyard.Len()
 	}
-	return tt.base.graveyard.Len()
+	return tt.base.graveLen()
 }
 
 func (tt *tableTxn[Obj]) initState() *initState {
@@ -143,28 +147,55 @@ func (tt *tableTxn[Obj]) indexTxn(pos int) *part.Txn[object[Obj]] {
 // into a tree (Snapshot for reads inside the transaction, CommitOnly to
 // commit).
 func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[object[Obj]]) *tableState[Obj] {
-	st := &tableState[Obj]{
-		stateHeader:  stateHeader{meta: &tt.t.meta, revision: tt.revision},
-		primary:      finish(&tt.primary),
-		revisions:    finish(&tt.revisions),
-		revIndexed:   tt.revIndexed,
-		multiKey:     tt.multiKey,
-		graveyard:    tt.base.graveyard,
-		graveyardRev: tt.base.graveyardRev,
-		init:         tt.initState(),
-	}
-	if len(tt.secondary) > 0 {
-		st.secondary = make([]part.Tree[object[Obj]], len(tt.secondary))
-		for i := range tt.secondary {
-			st.secondary[i] = finish(&tt.secondary[i])
-		}
+	st := newTableState[Obj](len(tt.secondary))
+	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.revision}
+	st.primary = finish(&tt.primary)
+	st.revisions = finish(&tt.revisions)
+	st.revIndexed = tt.revIndexed
+	st.multiKey = tt.multiKey
+	st.grave = tt.base.grave
+	st.init = tt.initState()
+	for i := range tt.secondary {
+		st.secondary[i] = finish(&tt.secondary[i])
 	}
 	if tt.graveyardOpen {
-		st.graveyard = finish(&tt.graveyard)
-		st.graveyardRev = finish(&tt.graveyardRev)
+		st.grave = nil
+		if tt.graveyard.Len() > 0 {
+			st.grave = &graveyard[Obj]{byKey: finish(&tt.graveyard), byRev: finish(&tt.graveyardRev)}
+		}
 	}
-	st.objects, st.stateHeader.graveyard = st.primary.Len(), st.graveyard.Len()
 	return st
+}
+
+// newTableState allocates a state with room for n secondary indexes, in one
+// allocation for up to four.
+func newTableState[Obj any](n int) *tableState[Obj] {
+	switch {
+	case n == 0:
+		return &tableState[Obj]{}
+	case n == 1:
+		x := &struct {
+			tableState[Obj]
+			a [1]part.Tree[object[Obj]]
+		}{}
+		x.secondary = x.a[:]
+		return &x.tableState
+	case n == 2:
+		x := &struct {
+			tableState[Obj]
+			a [2]part.Tree[object[Obj]]
+		}{}
+		x.secondary = x.a[:]
+		return &x.tableState
+	case n <= 4:
+		x := &struct {
+			tableState[Obj]
+			a [4]part.Tree[object[Obj]]
+		}{}
+		x.secondary = x.a[:n]
+		return &x.tableState
+	}
+	return &tableState[Obj]{secondary: make([]part.Tree[object[Obj]], n)}
 }
 
 func snapshotTree[T any](txn *part.Txn[T]) part.Tree[T] { return txn.Snapshot() }
@@ -208,8 +239,12 @@ func (tt *tableTxn[Obj]) abort() {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
 	if tt.graveyardOpen {
-		tt.graveyard.Reset(base.graveyard)
-		tt.graveyardRev.Reset(base.graveyardRev)
+		g := base.grave
+		if g == nil {
+			g = tt.t.emptyGrave
+		}
+		tt.graveyard.Reset(g.byKey)
+		tt.graveyardRev.Reset(g.byRev)
 	}
 	tt.base, tt.init = nil, nil
 }
@@ -223,9 +258,11 @@ func (tt *tableTxn[Obj]) collect() {
 		return
 	}
 	watermark := tt.t.meta.feeds.watermark()
-	tree := tt.base.graveyardRev
+	var tree part.Tree[object[Obj]]
 	if tt.graveyardOpen {
 		tree = tt.graveyardRev.Snapshot()
+	} else {
+		tree = tt.base.grave.byRev
 	}
 	for k, o := range tree.All() {
 		if binary.BigEndian.Uint64(k) > watermark {

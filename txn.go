@@ -90,13 +90,10 @@ func (r *dbRoot) committed() *dbRoot { return r }
 func (r *dbRoot) pending() *writeTxn { return nil }
 
 // stateHeader is the first field of every tableState[Obj], so the root can
-// hold the states of tables of different object types in one array. It
-// also carries the figures that code not knowing Obj needs.
+// hold the states of tables of different object types in one array.
 type stateHeader struct {
-	meta      *tableMeta
-	revision  Revision
-	objects   int // objects in the table
-	graveyard int // deleted objects kept for change feeds
+	meta     *tableMeta
+	revision Revision
 }
 
 // state returns the header of m's state in this snapshot, or nil if m was
@@ -137,7 +134,7 @@ type writeTxn struct {
 	// locked lists the locked tables in lock order (table position), each
 	// once.
 	locked    []lockedTable
-	lockedBuf [4]lockedTable
+	lockedBuf [2]lockedTable
 	closed    bool
 	// acquired is when the last lock was taken; set only if the database
 	// has metrics.
@@ -339,7 +336,8 @@ func (w *writeTxn) report(committed bool) {
 		m := lt.meta.metrics
 		m.WriteTxn(held, committed)
 		if st := lt.state; st != nil && committed {
-			m.Committed(st.objects, st.revision, st.graveyard)
+			objects, graveyard := lt.meta.table.stateStats(st)
+			m.Committed(objects, st.revision, graveyard)
 			m.ChangeFeeds(lt.meta.feeds.stats(st.revision))
 		}
 		lt.state = nil
