@@ -249,8 +249,6 @@ func (tt *tableTxn[Obj]) abort() {
 	tt.base, tt.init = nil, nil
 }
 
-
-
 // collect removes from the graveyard the deleted objects that every change
 // feed has delivered (all of them when there are no feeds).
 func (tt *tableTxn[Obj]) collect() {
