@@ -46,7 +46,7 @@ func (it *Iterator[T]) Next() (key []byte, value T, ok bool) {
 		if n == nil {
 			continue // an empty node256 slot
 		}
-		if n.kind == kindLeaf {
+		if n.kind() == kindLeaf {
 			l := asLeaf[T](n)
 			return l.key, l.value, true
 		}
@@ -165,7 +165,7 @@ func (it *Iterator[T]) seekLowerBound(root *header, key []byte) {
 		it.stack = append(it.stack, kids[i+1:])
 		c := kids[i]
 		self = kids[i : i+1]
-		if c.kind == kindLeaf {
+		if c.kind() == kindLeaf {
 			if bytes.Compare(c.leafKey(), key) >= 0 {
 				it.stack = append(it.stack, self)
 			}
@@ -211,7 +211,7 @@ func (it *Iterator[T]) seekReverseLowerBound(root *header, key []byte) {
 		}
 		c := kids[i]
 		self = kids[i : i+1]
-		if c.kind == kindLeaf {
+		if c.kind() == kindLeaf {
 			if bytes.Compare(c.leafKey(), key) <= 0 {
 				it.stack = append(it.stack, self)
 			}

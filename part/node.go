@@ -42,13 +42,16 @@ type header struct {
 	// closed sentinel when the node leaves the tree, closing what was there.
 	// Accessed only atomically.
 	watch unsafe.Pointer
-	// txn is the id of the transaction that created the node. Written only
-	// at creation.
-	txn   uint64
-	kind  kind
-	_     uint8
-	count uint16 // number of children (inner nodes only)
+	// tk packs the id of the transaction that created the node (the high
+	// 56 bits) and the node's kind (the low 8). Written only at creation.
+	// Packing them keeps a leaf's header at 16 bytes.
+	tk uint64
 }
+
+func mkHeader(txn uint64, k kind) header { return header{tk: txn<<8 | uint64(k)} }
+
+func (h *header) kind() kind  { return kind(h.tk) }
+func (h *header) txn() uint64 { return h.tk >> 8 }
 
 // leaf holds one key and its value. The key is the full key, owned by the
 // tree and never changed.
@@ -80,7 +83,8 @@ type inner struct {
 	// prefix is empty.
 	prefix []byte
 	// leaf is the leaf whose key equals prefix, or nil.
-	leaf *header
+	leaf  *header
+	count uint16 // number of children
 }
 
 type node4 struct {
@@ -116,13 +120,13 @@ func (h *header) node16() *node16   { return (*node16)(unsafe.Pointer(h)) }
 func (h *header) node48() *node48   { return (*node48)(unsafe.Pointer(h)) }
 func (h *header) node256() *node256 { return (*node256)(unsafe.Pointer(h)) }
 func (h *header) leafKey() []byte   { return (*leafKey)(unsafe.Pointer(h)).key }
-func (h *header) isLeaf() bool      { return h.kind == kindLeaf }
+func (h *header) isLeaf() bool      { return h.kind() == kindLeaf }
 
 func asLeaf[T any](h *header) *leaf[T] { return (*leaf[T])(unsafe.Pointer(h)) }
 
 // nodeKey returns the key of a leaf or the prefix of an inner node.
 func (h *header) nodeKey() []byte {
-	if h.kind == kindLeaf {
+	if h.kind() == kindLeaf {
 		return h.leafKey()
 	}
 	return h.inner().prefix
@@ -131,7 +135,7 @@ func (h *header) nodeKey() []byte {
 // children returns the child slots of an inner node in edge-byte order. For
 // node256 the slice has 256 entries, nil where there is no child.
 func (h *header) children() []*header {
-	switch h.kind {
+	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
 		return n.children[:n.count]
@@ -160,7 +164,7 @@ func has48(bm *[4]uint64, b byte) bool { return bm[b>>6]&(1<<(b&63)) != 0 }
 
 // findChild returns the slot of the child under edge byte b, or nil.
 func (h *header) findChild(b byte) **header {
-	switch h.kind {
+	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
 		for i := range int(n.count) {
@@ -192,7 +196,7 @@ func (h *header) findChild(b byte) **header {
 // lowerBound returns the position in children() of the first child whose
 // edge byte is at least b.
 func (h *header) lowerBound(b byte) int {
-	switch h.kind {
+	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
 		i := 0
@@ -216,7 +220,7 @@ func (h *header) lowerBound(b byte) int {
 
 // edgeAt returns the edge byte of the child at position i of children().
 func (h *header) edgeAt(i int) byte {
-	switch h.kind {
+	switch h.kind() {
 	case kindNode4:
 		return h.node4().keys[i]
 	case kindNode16:
@@ -231,13 +235,13 @@ func (h *header) edgeAt(i int) byte {
 
 // isFull reports whether adding a child requires a bigger node.
 func (h *header) isFull() bool {
-	switch h.kind {
+	switch h.kind() {
 	case kindNode4:
-		return h.count == 4
+		return h.inner().count == 4
 	case kindNode16:
-		return h.count == 16
+		return h.inner().count == 16
 	case kindNode48:
-		return h.count == 48
+		return h.inner().count == 48
 	default:
 		return false
 	}
@@ -246,8 +250,8 @@ func (h *header) isFull() bool {
 // shouldShrink reports whether, after removing one child, the node should
 // become the next smaller kind.
 func (h *header) shouldShrink() bool {
-	c := h.count - 1
-	switch h.kind {
+	c := h.inner().count - 1
+	switch h.kind() {
 	case kindNode16:
 		return c <= shrink16
 	case kindNode48:
@@ -261,7 +265,7 @@ func (h *header) shouldShrink() bool {
 
 // newInner allocates an empty inner node of the given kind.
 func newInner(k kind, txn uint64, prefix []byte, leaf *header) *header {
-	in := inner{header: header{txn: txn, kind: k}, prefix: prefix, leaf: leaf}
+	in := inner{header: mkHeader(txn, k), prefix: prefix, leaf: leaf}
 	switch k {
 	case kindNode4:
 		return &(&node4{inner: in}).header
@@ -279,8 +283,8 @@ func newInner(k kind, txn uint64, prefix []byte, leaf *header) *header {
 // which readers change concurrently, is never read here.
 func cloneInner(h *header, txn uint64) *header {
 	src := h.inner()
-	in := inner{header: header{txn: txn, kind: h.kind, count: h.count}, prefix: src.prefix, leaf: src.leaf}
-	switch h.kind {
+	in := inner{header: mkHeader(txn, h.kind()), prefix: src.prefix, leaf: src.leaf, count: src.count}
+	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
 		return &(&node4{inner: in, keys: n.keys, children: n.children}).header
@@ -300,7 +304,7 @@ func cloneInner(h *header, txn uint64) *header {
 func resized(h *header, k kind, txn uint64) *header {
 	src := h.inner()
 	nn := newInner(k, txn, src.prefix, src.leaf)
-	nn.count = h.count
+	nn.inner().count = h.inner().count
 	kids := h.children()
 	switch k {
 	case kindNode4:
@@ -346,7 +350,7 @@ func resized(h *header, k kind, txn uint64) *header {
 // insertChild adds child c under edge byte b to h, which must be owned, must
 // not be full and must not have a child under b.
 func (h *header) insertChild(b byte, c *header) {
-	switch h.kind {
+	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
 		i := h.lowerBound(b)
@@ -368,13 +372,13 @@ func (h *header) insertChild(b byte, c *header) {
 	case kindNode256:
 		h.node256().children[b] = c
 	}
-	h.count++
+	h.inner().count++
 }
 
 // removeChild removes the child under edge byte b from h, which must be owned
 // and must have such a child.
 func (h *header) removeChild(b byte) {
-	switch h.kind {
+	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
 		i := h.lowerBound(b)
@@ -396,7 +400,7 @@ func (h *header) removeChild(b byte) {
 	case kindNode256:
 		h.node256().children[b] = nil
 	}
-	h.count--
+	h.inner().count--
 }
 
 // firstChild returns the only child of an inner node with count 1.

@@ -111,7 +111,7 @@ func search(root *header, key []byte) *header {
 			return nil
 		}
 		n = *slot
-		if n.kind == kindLeaf {
+		if n.kind() == kindLeaf {
 			if bytes.Equal(n.leafKey(), key) {
 				return n
 			}
@@ -135,7 +135,7 @@ func closestNode(root *header, key []byte) *header {
 			return n
 		}
 		c := *slot
-		if c.kind == kindLeaf {
+		if c.kind() == kindLeaf {
 			return n
 		}
 		p := c.inner().prefix
@@ -165,7 +165,7 @@ func prefixNode(root *header, prefix []byte) (top, watch *header) {
 		c := *slot
 		k := c.nodeKey()
 		if len(k) < len(prefix) {
-			if c.kind == kindLeaf || !bytes.Equal(k[d+1:], prefix[d+1:len(k)]) {
+			if c.kind() == kindLeaf || !bytes.Equal(k[d+1:], prefix[d+1:len(k)]) {
 				return nil, n
 			}
 			n = c
@@ -174,7 +174,7 @@ func prefixNode(root *header, prefix []byte) (top, watch *header) {
 		if !bytes.Equal(k[d+1:len(prefix)], prefix[d+1:]) {
 			return nil, n
 		}
-		if c.kind != kindLeaf && len(k) == len(prefix) {
+		if c.kind() != kindLeaf && len(k) == len(prefix) {
 			return c, c
 		}
 		return c, n

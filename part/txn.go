@@ -105,7 +105,7 @@ func (t *Txn[T]) Delete(key []byte) (old T, hadOld bool) {
 			return old, false
 		}
 		c := *slot
-		if c.kind == kindLeaf {
+		if c.kind() == kindLeaf {
 			if !bytes.Equal(c.leafKey(), key) {
 				return old, false
 			}
@@ -140,7 +140,7 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 		c := *slot
 		k := c.nodeKey()
 		if len(k) < len(prefix) {
-			if c.kind == kindLeaf || !bytes.Equal(k[d+1:], prefix[d+1:len(k)]) {
+			if c.kind() == kindLeaf || !bytes.Equal(k[d+1:], prefix[d+1:len(k)]) {
 				return 0
 			}
 			t.path = append(t.path, pathEntry{n, b})
@@ -282,7 +282,7 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 			return old, false
 		}
 		c := *slot
-		if c.kind == kindLeaf {
+		if c.kind() == kindLeaf {
 			ck := c.leafKey()
 			if bytes.Equal(ck, key) {
 				old, hadOld = asLeaf[T](c).value, true
@@ -328,11 +328,11 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 // transaction), which must close when the value it was taken for is
 // replaced.
 func (t *Txn[T]) mutable(l *header) bool {
-	return l.txn == t.id && atomic.LoadPointer(&l.watch) == nil
+	return l.txn() == t.id && atomic.LoadPointer(&l.watch) == nil
 }
 
 func (t *Txn[T]) newLeaf(key []byte, value T) *header {
-	h := header{txn: t.id, kind: kindLeaf}
+	h := mkHeader(t.id, kindLeaf)
 	switch n := len(key); {
 	case n <= 8:
 		l := &inlineLeaf[T, [8]byte]{leaf: leaf[T]{header: h, value: value}}
@@ -364,13 +364,13 @@ func (t *Txn[T]) split(c *header, ck []byte, nl *header, from int) *header {
 	case len(ck) == m:
 		n4.leaf = c
 		n4.keys[0], n4.children[0] = nk[m], nl
-		nn.count = 1
+		nn.inner().count = 1
 	case len(nk) == m:
 		n4.leaf = nl
 		n4.keys[0], n4.children[0] = ck[m], c
-		nn.count = 1
+		nn.inner().count = 1
 	default:
-		nn.count = 2
+		nn.inner().count = 2
 		if ck[m] < nk[m] {
 			n4.keys[0], n4.children[0], n4.keys[1], n4.children[1] = ck[m], c, nk[m], nl
 		} else {
@@ -388,7 +388,7 @@ func (t *Txn[T]) retire(n *header) {
 	if t.opts.rootOnlyWatch && n != t.root {
 		return
 	}
-	if n.txn == t.id && atomic.LoadPointer(&n.watch) == nil {
+	if n.txn() == t.id && atomic.LoadPointer(&n.watch) == nil {
 		return
 	}
 	t.retired = append(t.retired, n)
@@ -398,7 +398,7 @@ func (t *Txn[T]) retire(n *header) {
 // number of leaves there.
 func (t *Txn[T]) retireSubtree(n *header) int {
 	t.retire(n)
-	if n.kind == kindLeaf {
+	if n.kind() == kindLeaf {
 		return 1
 	}
 	leaves := 0
@@ -419,7 +419,7 @@ func (t *Txn[T]) retireSubtree(n *header) int {
 func (t *Txn[T]) replaceUp(r *header) {
 	for i := len(t.path) - 1; i >= 0; i-- {
 		e := t.path[i]
-		if e.n.txn == t.id {
+		if e.n.txn() == t.id {
 			*e.n.findChild(e.b) = r
 			return
 		}
@@ -434,7 +434,7 @@ func (t *Txn[T]) replaceUp(r *header) {
 // own returns n if the transaction owns it, or else a copy that it owns, put
 // in n's place in the tree.
 func (t *Txn[T]) own(n *header) *header {
-	if n.txn == t.id {
+	if n.txn() == t.id {
 		return n
 	}
 	nn := cloneInner(n, t.id)
@@ -450,7 +450,7 @@ func (t *Txn[T]) setLeaf(n *header, l *header) {
 
 // setChild replaces the child in slot (n's slot for edge byte b) with c.
 func (t *Txn[T]) setChild(n *header, slot **header, b byte, c *header) {
-	if n.txn == t.id {
+	if n.txn() == t.id {
 		*slot = c
 		return
 	}
@@ -461,7 +461,7 @@ func (t *Txn[T]) setChild(n *header, slot **header, b byte, c *header) {
 // into a bigger kind if it is full.
 func (t *Txn[T]) addChild(n *header, b byte, c *header) {
 	if n.isFull() {
-		nn := resized(n, n.kind+1, t.id)
+		nn := resized(n, n.kind()+1, t.id)
 		nn.insertChild(b, c)
 		t.retire(n)
 		t.replaceUp(nn)
@@ -473,7 +473,7 @@ func (t *Txn[T]) addChild(n *header, b byte, c *header) {
 // removeLeaf removes the leaf of the inner node n; a node left with a single
 // child (other than the root) is replaced by that child.
 func (t *Txn[T]) removeLeaf(n *header) {
-	if len(t.path) > 0 && n.count == 1 {
+	if len(t.path) > 0 && n.inner().count == 1 {
 		t.retire(n)
 		t.replaceUp(n.firstChild())
 		return
@@ -488,11 +488,11 @@ func (t *Txn[T]) removeChild(n *header, b byte, c *header) {
 	if len(t.path) > 0 {
 		in := n.inner()
 		switch {
-		case n.count == 1:
+		case n.inner().count == 1:
 			t.retire(n)
 			t.replaceUp(in.leaf)
 			return
-		case n.count == 2 && in.leaf == nil:
+		case n.inner().count == 2 && in.leaf == nil:
 			t.retire(n)
 			for _, o := range n.children() {
 				if o != nil && o != c {
@@ -503,7 +503,7 @@ func (t *Txn[T]) removeChild(n *header, b byte, c *header) {
 		}
 	}
 	if n.shouldShrink() {
-		nn := resized(n, n.kind-1, t.id)
+		nn := resized(n, n.kind()-1, t.id)
 		nn.removeChild(b)
 		t.retire(n)
 		t.replaceUp(nn)

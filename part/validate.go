@@ -11,7 +11,7 @@ import (
 // commit and builds with the invariants tag call it on every commit.
 func (t Tree[T]) validate() error {
 	r := t.root
-	if r == nil || r.kind == kindLeaf {
+	if r == nil || r.kind() == kindLeaf {
 		return fmt.Errorf("root is not an inner node")
 	}
 	if len(r.inner().prefix) != 0 {
@@ -37,14 +37,14 @@ func validateNode(n *header, isRoot bool) (int, error) {
 			count++
 		}
 	}
-	if count != int(n.count) {
-		return 0, fmt.Errorf("node %x: count %d but %d children", p, n.count, count)
+	if count != int(n.inner().count) {
+		return 0, fmt.Errorf("node %x: count %d but %d children", p, n.inner().count, count)
 	}
-	lo, hi := childRange(n.kind)
+	lo, hi := childRange(n.kind())
 	if count < lo || count > hi {
-		return 0, fmt.Errorf("node %x: kind %d with %d children", p, n.kind, count)
+		return 0, fmt.Errorf("node %x: kind %d with %d children", p, n.kind(), count)
 	}
-	if n.kind == kindNode48 {
+	if n.kind() == kindNode48 {
 		bm := n.node48().bitmap
 		if pc := bits.OnesCount64(bm[0]) + bits.OnesCount64(bm[1]) + bits.OnesCount64(bm[2]) + bits.OnesCount64(bm[3]); pc != count {
 			return 0, fmt.Errorf("node48 %x: bitmap has %d bits for %d children", p, pc, count)
@@ -55,7 +55,7 @@ func validateNode(n *header, isRoot bool) (int, error) {
 	if in.leaf != nil {
 		entries++
 		leaves++
-		if in.leaf.kind != kindLeaf {
+		if in.leaf.kind() != kindLeaf {
 			return 0, fmt.Errorf("node %x: leaf field holds a non-leaf", p)
 		}
 		if !bytes.Equal(in.leaf.leafKey(), p) {
@@ -82,7 +82,7 @@ func validateNode(n *header, isRoot bool) (int, error) {
 		if len(k) <= len(p) || !bytes.Equal(k[:len(p)], p) || k[len(p)] != b {
 			return 0, fmt.Errorf("node %x: child under edge %d has key or prefix %x", p, b, k)
 		}
-		if c.kind == kindLeaf {
+		if c.kind() == kindLeaf {
 			leaves++
 			continue
 		}

@@ -4,7 +4,7 @@ package part
 // reports whether yield asked to go on. Recursion follows inner nodes only;
 // leaves are yielded from their parent's loop.
 func walk[T any](n *header, yield func([]byte, T) bool) bool {
-	if n.kind == kindLeaf {
+	if n.kind() == kindLeaf {
 		l := asLeaf[T](n)
 		return yield(l.key, l.value)
 	}
@@ -17,7 +17,7 @@ func walk[T any](n *header, yield func([]byte, T) bool) bool {
 	for _, c := range n.children() {
 		switch {
 		case c == nil:
-		case c.kind == kindLeaf:
+		case c.kind() == kindLeaf:
 			l := asLeaf[T](c)
 			if !yield(l.key, l.value) {
 				return false
@@ -34,7 +34,7 @@ func walk[T any](n *header, yield func([]byte, T) bool) bool {
 // walkReverse is walk in descending order: children from the last, then the
 // node's own leaf, whose key is a prefix of all of theirs.
 func walkReverse[T any](n *header, yield func([]byte, T) bool) bool {
-	if n.kind == kindLeaf {
+	if n.kind() == kindLeaf {
 		l := asLeaf[T](n)
 		return yield(l.key, l.value)
 	}
@@ -43,7 +43,7 @@ func walkReverse[T any](n *header, yield func([]byte, T) bool) bool {
 		c := kids[i]
 		switch {
 		case c == nil:
-		case c.kind == kindLeaf:
+		case c.kind() == kindLeaf:
 			l := asLeaf[T](c)
 			if !yield(l.key, l.value) {
 				return false
