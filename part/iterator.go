@@ -142,7 +142,7 @@ func (it *Iterator[T]) seekLowerBound(root *header, key []byte) {
 	self := it.one[:]
 	n, d0 := root, 0 // n's prefix is known to match key before d0
 	for {
-		p := n.inner().prefix
+		p := n.inner().prefix()
 		m := min(len(p), len(key))
 		if c := bytes.Compare(p[d0:m], key[d0:m]); c != 0 {
 			if c > 0 {
@@ -184,7 +184,7 @@ func (it *Iterator[T]) seekReverseLowerBound(root *header, key []byte) {
 	n, d0 := root, 0
 	for {
 		in := n.inner()
-		p := in.prefix
+		p := in.prefix()
 		m := min(len(p), len(key))
 		if c := bytes.Compare(p[d0:m], key[d0:m]); c != 0 {
 			if c < 0 {

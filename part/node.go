@@ -74,17 +74,34 @@ type leafKey struct {
 	key []byte
 }
 
-// inner is the part shared by all inner node kinds.
+// inner is the part shared by all inner node kinds. It is laid out so
+// that a lookup finds everything it reads of a node4 or node16 (kind,
+// count, prefix length, edge bytes and the first child) in the node's first
+// 64 bytes.
 type inner struct {
 	header
-	// prefix is the full key path from the root to this node: every key
-	// below the node starts with it. It aliases the key of some leaf that
-	// is (or was) below the node, so it costs no allocation. The root's
-	// prefix is empty.
-	prefix []byte
-	// leaf is the leaf whose key equals prefix, or nil.
-	leaf  *header
 	count uint16 // number of children
+	// The prefix is the full key path from the root to this node: every
+	// key below the node starts with it. It aliases the key of some leaf
+	// that is (or was) below the node, so it costs no allocation. The
+	// root's prefix is empty. Kept as pointer and length (a slice's
+	// capacity is never needed) to keep the node small.
+	plen uint32
+	pptr *byte
+	// leaf is the leaf whose key equals the prefix, or nil.
+	leaf *header
+}
+
+// prefix returns the node's prefix.
+func (in *inner) prefix() []byte { return unsafe.Slice(in.pptr, in.plen) }
+
+// depth returns the length of the node's prefix: the position in a key of
+// the byte that selects a child.
+func (in *inner) depth() int { return int(in.plen) }
+
+func (in *inner) setPrefix(p []byte) {
+	in.plen = uint32(len(p))
+	in.pptr = unsafe.SliceData(p)
 }
 
 type node4 struct {
@@ -129,7 +146,7 @@ func (h *header) nodeKey() []byte {
 	if h.kind() == kindLeaf {
 		return h.leafKey()
 	}
-	return h.inner().prefix
+	return h.inner().prefix()
 }
 
 // children returns the child slots of an inner node in edge-byte order. For
@@ -167,17 +184,13 @@ func (h *header) findChild(b byte) **header {
 	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
-		for i := range int(n.count) {
-			if n.keys[i] == b {
-				return &n.children[i]
-			}
+		if i := indexByte4(&n.keys, b); i < int(n.count) {
+			return &n.children[i]
 		}
 	case kindNode16:
 		n := h.node16()
-		for i := range int(n.count) {
-			if n.keys[i] == b {
-				return &n.children[i]
-			}
+		if i := indexByte16(&n.keys, b); i < int(n.count) {
+			return &n.children[i]
 		}
 	case kindNode48:
 		n := h.node48()
@@ -191,6 +204,34 @@ func (h *header) findChild(b byte) **header {
 		}
 	}
 	return nil
+}
+
+// The edge bytes of node4 and node16 are searched a word at a time: x is
+// the keys XORed with b in every byte, so a matching key is a zero byte,
+// and (x - 0x01...) &^ x & 0x80... sets the high bit of the lowest zero
+// byte (and maybe of higher ones, which borrows can flip; only the lowest
+// is used). Keys are distinct, so the lowest match is the match; slots
+// beyond the count hold stale bytes, which the callers' count check drops.
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// indexByte4 returns the position of b in keys, or 4 or more if absent.
+func indexByte4(keys *[4]byte, b byte) int {
+	x := binary.LittleEndian.Uint32(keys[:]) ^ 0x01010101*uint32(b)
+	return bits.TrailingZeros32((x-0x01010101)&^x&0x80808080) / 8
+}
+
+// indexByte16 returns the position of b in keys, or 16 or more if absent.
+func indexByte16(keys *[16]byte, b byte) int {
+	bb := lows * uint64(b)
+	x := binary.LittleEndian.Uint64(keys[:8]) ^ bb
+	if m := (x - lows) &^ x & highs; m != 0 {
+		return bits.TrailingZeros64(m) / 8
+	}
+	x = binary.LittleEndian.Uint64(keys[8:]) ^ bb
+	return 8 + bits.TrailingZeros64((x-lows)&^x&highs)/8
 }
 
 // lowerBound returns the position in children() of the first child whose
@@ -227,7 +268,7 @@ func (h *header) edgeAt(i int) byte {
 		return h.node16().keys[i]
 	case kindNode48:
 		// The edge byte is also the child's key byte at the node's depth.
-		return h.node48().children[i].nodeKey()[len(h.inner().prefix)]
+		return h.node48().children[i].nodeKey()[h.inner().depth()]
 	default:
 		return byte(i)
 	}
@@ -265,7 +306,8 @@ func (h *header) shouldShrink() bool {
 
 // newInner allocates an empty inner node of the given kind.
 func newInner(k kind, txn uint64, prefix []byte, leaf *header) *header {
-	in := inner{header: mkHeader(txn, k), prefix: prefix, leaf: leaf}
+	in := inner{header: mkHeader(txn, k), leaf: leaf}
+	in.setPrefix(prefix)
 	switch k {
 	case kindNode4:
 		return &(&node4{inner: in}).header
@@ -283,7 +325,7 @@ func newInner(k kind, txn uint64, prefix []byte, leaf *header) *header {
 // which readers change concurrently, is never read here.
 func cloneInner(h *header, txn uint64) *header {
 	src := h.inner()
-	in := inner{header: mkHeader(txn, h.kind()), prefix: src.prefix, leaf: src.leaf, count: src.count}
+	in := inner{header: mkHeader(txn, h.kind()), count: src.count, plen: src.plen, pptr: src.pptr, leaf: src.leaf}
 	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
@@ -303,7 +345,7 @@ func cloneInner(h *header, txn uint64) *header {
 // must be able to hold h's children.
 func resized(h *header, k kind, txn uint64) *header {
 	src := h.inner()
-	nn := newInner(k, txn, src.prefix, src.leaf)
+	nn := newInner(k, txn, src.prefix(), src.leaf)
 	nn.inner().count = h.inner().count
 	kids := h.children()
 	switch k {

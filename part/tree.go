@@ -99,7 +99,7 @@ func search(root *header, key []byte) *header {
 	n := root
 	for {
 		in := n.inner()
-		d := len(in.prefix)
+		d := in.depth()
 		if d >= len(key) {
 			if d == len(key) && in.leaf != nil && bytes.Equal(in.leaf.leafKey(), key) {
 				return in.leaf
@@ -126,7 +126,7 @@ func search(root *header, key []byte) *header {
 func closestNode(root *header, key []byte) *header {
 	n := root
 	for {
-		d := len(n.inner().prefix)
+		d := n.inner().depth()
 		if d >= len(key) {
 			return n
 		}
@@ -138,7 +138,7 @@ func closestNode(root *header, key []byte) *header {
 		if c.kind() == kindLeaf {
 			return n
 		}
-		p := c.inner().prefix
+		p := c.inner().prefix()
 		if len(p) > len(key) || !bytes.Equal(p[d+1:], key[d+1:len(p)]) {
 			return n
 		}
@@ -157,7 +157,7 @@ func prefixNode(root *header, prefix []byte) (top, watch *header) {
 		return n, n
 	}
 	for {
-		d := len(n.inner().prefix)
+		d := n.inner().depth()
 		slot := n.findChild(prefix[d])
 		if slot == nil {
 			return nil, n

@@ -88,7 +88,7 @@ func (t *Txn[T]) Delete(key []byte) (old T, hadOld bool) {
 	n := t.root
 	for {
 		in := n.inner()
-		d := len(in.prefix)
+		d := in.depth()
 		if d >= len(key) {
 			l := in.leaf
 			if d != len(key) || l == nil || !bytes.Equal(l.leafKey(), key) {
@@ -131,7 +131,7 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 	t.path = t.path[:0]
 	n := t.root
 	for {
-		d := len(n.inner().prefix)
+		d := n.inner().depth()
 		b := prefix[d]
 		slot := n.findChild(b)
 		if slot == nil {
@@ -249,7 +249,7 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 	n := t.root
 	for {
 		in := n.inner()
-		d := len(in.prefix)
+		d := in.depth()
 		if d == len(key) {
 			// The key ends at n: it is n's own leaf.
 			l := in.leaf
@@ -304,7 +304,7 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 			t.setChild(n, slot, b, t.split(c, ck, t.newLeaf(key, value), d+1))
 			return old, false
 		}
-		p := c.inner().prefix
+		p := c.inner().prefix()
 		if m := d + 1 + commonPrefix(p[d+1:], key[d+1:]); m < len(p) {
 			// key leaves c's prefix early: a new node above c holds both.
 			if fn != nil {

@@ -14,8 +14,8 @@ func (t Tree[T]) validate() error {
 	if r == nil || r.kind() == kindLeaf {
 		return fmt.Errorf("root is not an inner node")
 	}
-	if len(r.inner().prefix) != 0 {
-		return fmt.Errorf("root has prefix %x", r.inner().prefix)
+	if r.inner().depth() != 0 {
+		return fmt.Errorf("root has prefix %x", r.inner().prefix())
 	}
 	leaves, err := validateNode(r, true)
 	if err != nil {
@@ -29,7 +29,7 @@ func (t Tree[T]) validate() error {
 
 func validateNode(n *header, isRoot bool) (int, error) {
 	in := n.inner()
-	p := in.prefix
+	p := in.prefix()
 	kids := n.children()
 	count := 0
 	for _, c := range kids {

@@ -92,7 +92,7 @@ func testWatchExact(t *testing.T, seed uint64) {
 				}
 			} else {
 				n := closestNode(tree.root, k)
-				w.key = n.inner().prefix
+				w.key = n.inner().prefix()
 				if found || n.watchChan() != ch || !bytes.HasPrefix(k, w.key) {
 					t.Fatalf("%s: not the closest node's channel", w.what)
 				}
@@ -106,7 +106,7 @@ func testWatchExact(t *testing.T, seed uint64) {
 				t.Fatalf("PrefixWatch(%x): not the expected node's channel", p)
 			}
 			w := &watchRec{what: fmt.Sprintf("PrefixWatch(%x)", p), ch: ch, mustKey: p, mustPrefix: true}
-			w.key = n.inner().prefix
+			w.key = n.inner().prefix()
 			watches = append(watches, w)
 		case op < 90: // abort: nothing closes
 			txn.Reset(tree)
