@@ -53,14 +53,55 @@ type feedRegistry struct {
 	mu    sync.Mutex
 	holds []*feedHold // guarded by mu; closed holds are dropped lazily
 	count atomic.Int32
+	// registered is closed (and replaced) when a transaction that
+	// registered feeds ends; guarded by mu. Next hands it to callers whose
+	// snapshot is older than their feed's registration.
+	registered chan struct{}
+	// collect: a feed was released while the table was locked, so the
+	// graveyard should be collected once the lock holder is done.
+	collect atomic.Bool
 }
 
 // feedHold is a feed's claim on the graveyard. It is separate from the
 // iterator so that the iterator can be garbage collected while the registry
 // still holds this.
 type feedHold struct {
-	seen   atomic.Uint64 // deletes up to this revision were delivered
-	closed atomic.Bool
+	// start is the table revision the feed starts after: it delivers the
+	// deletes above it. It is the revision of the registering transaction
+	// when the feed registered; pending is set until that transaction
+	// ends (if it aborts, the feed is closed).
+	start   Revision
+	pending atomic.Bool
+	seen    atomic.Uint64 // deletes up to this revision were delivered
+	closed  atomic.Bool
+}
+
+// registeredChan returns the channel closed when the next transaction that
+// registered feeds ends.
+func (r *feedRegistry) registeredChan() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.registered == nil {
+		r.registered = make(chan struct{})
+	}
+	return r.registered
+}
+
+// registrationDone ends the registration of the feeds in holds (closing
+// them if aborted) and wakes the callers waiting for it.
+func (r *feedRegistry) registrationDone(holds []*feedHold, aborted bool) {
+	for _, h := range holds {
+		if aborted {
+			h.release(r)
+		}
+		h.pending.Store(false)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.registered != nil {
+		close(r.registered)
+		r.registered = nil
+	}
 }
 
 // live returns the number of open feeds.
@@ -123,19 +164,23 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	if err != nil {
 		return nil, err
 	}
-	// Deletes after the committed revision must reach the graveyard, also
-	// those this transaction makes; and the table needs its revision
-	// index from now on.
-	start := tt.base.revision
+	// The feed starts after this transaction's writes so far: the objects
+	// they deleted were never the feed's to see. Deletes from now on must
+	// reach the graveyard, and the table needs its revision index.
 	tt.observed = true
 	if !tt.revIndexed {
 		tt.indexRevisions()
 	}
-	h := &feedHold{}
-	h.seen.Store(start)
+	h := &feedHold{start: tt.revision}
+	h.pending.Store(true)
+	h.seen.Store(tt.revision)
 	t.meta.feeds.add(h)
-	it := &changeIterator[Obj]{t: t, hold: h, deletedFrom: start}
-	it.cleanup = runtime.AddCleanup(it, func(h *feedHold) { h.release(&t.meta.feeds) }, h)
+	tt.registered = append(tt.registered, h)
+	it := &changeIterator[Obj]{t: t, hold: h}
+	it.cleanup = runtime.AddCleanup(it, func(h *feedHold) {
+		h.release(&t.meta.feeds)
+		t.collectGraveyard()
+	}, h)
 	t.reportFeeds(tt.revision)
 	return it, nil
 }
@@ -143,9 +188,10 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 type changeIterator[Obj any] struct {
 	t    *table[Obj]
 	hold *feedHold
-	// Upserts up to upsertedTo and deletes up to deletedFrom have been
-	// delivered.
+	// Once started, upserts up to upsertedTo and deletes up to deletedFrom
+	// have been delivered.
 	upsertedTo, deletedFrom Revision
+	started                 bool
 	cleanup                 runtime.Cleanup
 	closed                  bool
 }
@@ -153,18 +199,29 @@ type changeIterator[Obj any] struct {
 func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revision], <-chan struct{}) {
 	st := it.t.stateIn(txn.committed())
 	watch := st.revisions.RootWatch()
-	if it.closed || !st.revIndexed {
-		// A snapshot from before the feed's registration committed has
-		// no revision index; building it replaces the index's root,
-		// which closes watch.
+	if it.closed || it.hold.closed.Load() {
+		return noChanges[Obj], watch
+	}
+	if !it.started {
+		it.deletedFrom = it.hold.start
+	}
+	rev := st.revision
+	if !st.revIndexed || rev < it.deletedFrom {
+		// The snapshot is from before the feed's registration committed.
+		if it.hold.pending.Load() {
+			// Wait for the registering transaction to end.
+			return noChanges[Obj], it.t.meta.feeds.registeredChan()
+		}
+		// It committed since, replacing the revision index's root: watch
+		// is closed, and a newer snapshot has the changes.
 		return noChanges[Obj], watch
 	}
 	upFrom, delFrom := it.upsertedTo, it.deletedFrom
-	rev := st.revision
-	if rev <= upFrom && rev <= delFrom {
+	if it.started && rev <= upFrom {
 		return noChanges[Obj], watch
 	}
-	it.upsertedTo, it.deletedFrom = max(upFrom, rev), max(delFrom, rev)
+	it.started = true
+	it.upsertedTo, it.deletedFrom = rev, max(delFrom, rev)
 	it.hold.seen.Store(it.deletedFrom)
 	return func(yield func(Change[Obj], Revision) bool) {
 		deleted := it.t.emptyGrave.byRev
@@ -218,10 +275,14 @@ func (it *changeIterator[Obj]) Close() {
 }
 
 // collectGraveyard empties the graveyard of what no feed needs any more, if
-// the table is not locked; otherwise the commit of the transaction holding
-// the lock does it.
+// the table is not locked; otherwise the transaction holding the lock does
+// it when it ends.
 func (t *table[Obj]) collectGraveyard() {
-	if t.meta.db == nil || !t.meta.lock.tryLock() {
+	if t.meta.db == nil {
+		return
+	}
+	if !t.meta.lock.tryLock() {
+		t.meta.feeds.collect.Store(true) // see writeTxn.release
 		return
 	}
 	w := t.meta.db.lockedWriteTxn(&t.meta)

@@ -55,9 +55,15 @@ func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJour
 	if db.journal != nil && db.journal != j {
 		return fmt.Errorf("table %q: %w", t.meta.name, ErrJournalConflict)
 	}
-	db.journal = j
-	t.journal = tj
-	tt.journal = tj
+	if db.journal == nil {
+		// Written once: commits read db.journal without db.mu, after the
+		// SetJournal of one of their tables (so after this write).
+		// Rewriting the same value would race with them.
+		db.journal = j
+	}
+	// The transaction's later writes are journaled now; later
+	// transactions only once this one commits (tableTxn.notify).
+	tt.journal, tt.attach = tj, tj
 	return nil
 }
 

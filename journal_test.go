@@ -238,3 +238,25 @@ func TestRestore(t *testing.T) {
 	}
 	txn.Abort()
 }
+
+// TestJournalAttachAborted checks that a SetJournal in a transaction that
+// aborts leaves the table unattached.
+func TestJournalAttachAborted(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t")
+	j := &memJournal{objects: map[string]int{}}
+	txn := db.WriteTxn(tbl)
+	if err := SetJournal(txn, tbl, j, memTableJournal{}); err != nil {
+		t.Fatal(err)
+	}
+	tbl.Insert(txn, &testObject{ID: 1})
+	txn.Abort()
+	txn = db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 2})
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if j.commits != 0 || len(j.objects) != 0 {
+		t.Fatalf("a table attached in an aborted transaction was journaled: %d commits, %v", j.commits, j.objects)
+	}
+}

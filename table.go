@@ -43,6 +43,9 @@ type TableMeta interface {
 	tableMeta() *tableMeta
 	// stateStats returns the figures of a state of the table, for metrics.
 	stateStats(*stateHeader) (objects, graveyard int)
+	// collectGraveyard drops the deleted objects no change feed needs, if
+	// the table is not locked.
+	collectGraveyard()
 }
 
 // Table is a table of objects of type Obj, for reading. Obj values are
@@ -118,8 +121,10 @@ type Table[Obj any] interface {
 
 	// Changes returns a change feed of the table: an iterator over every
 	// object inserted, replaced or deleted from now on, starting with the
-	// objects the table holds. It needs a write transaction that locked
-	// the table, so that no delete can slip past the feed's registration.
+	// objects the table holds once the transaction commits. It needs a
+	// write transaction that locked the table, so that no delete can slip
+	// past the feed's registration; if that transaction aborts, the feed
+	// is closed.
 	Changes(WriteTxn) (ChangeIterator[Obj], error)
 }
 

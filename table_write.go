@@ -36,6 +36,10 @@ type tableTxn[Obj any] struct {
 
 	init *initState // the pending initializers if changed, else nil
 
+	// registered lists the feeds registered in the transaction; they are
+	// closed if it aborts.
+	registered []*feedHold
+
 	// journal, when the table is attached to a Journal, receives the
 	// transaction's changes at commit; ops records the writes it needs
 	// (decided when the transaction begins, not per write), and truncated
@@ -43,6 +47,9 @@ type tableTxn[Obj any] struct {
 	journal   TableJournal[Obj]
 	ops       []journalOp
 	truncated bool
+	// attach is the journal SetJournal attached in the transaction, which
+	// the table keeps if it commits.
+	attach TableJournal[Obj]
 
 	// restoredRevs collects the revisions Restore adds while there is no
 	// revision index, to find duplicates.
@@ -76,7 +83,7 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
 	tt.observed, tt.revIndexed = tt.t.meta.feeds.live() > 0, base.revIndexed
 	tt.graveyardOpen, tt.init = false, nil
-	tt.journal, tt.truncated = tt.t.journal, false
+	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
 	clear(tt.ops)
 	tt.ops = tt.ops[:0]
 	tt.primary.Reset(base.primary)
@@ -87,6 +94,13 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	}
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
+	}
+	clear(tt.registered)
+	tt.registered = tt.registered[:0]
+	if base.grave != nil {
+		// Before the writes, so that objects inserted again need not be
+		// taken out of a graveyard that is about to go.
+		tt.collect()
 	}
 	switch {
 	case tt.observed && !tt.revIndexed:
@@ -227,6 +241,12 @@ func (tt *tableTxn[Obj]) notify() {
 	if tt.init != nil && len(tt.init.pending) == 0 && len(tt.base.init.pending) > 0 {
 		close(tt.init.done)
 	}
+	if len(tt.registered) > 0 {
+		tt.t.meta.feeds.registrationDone(tt.registered, false)
+	}
+	if tt.attach != nil {
+		tt.t.journal, tt.attach = tt.attach, nil
+	}
 	tt.base, tt.init = nil, nil
 }
 
@@ -246,6 +266,10 @@ func (tt *tableTxn[Obj]) abort() {
 		tt.graveyard.Reset(g.byKey)
 		tt.graveyardRev.Reset(g.byRev)
 	}
+	if len(tt.registered) > 0 {
+		// Feeds registered in an aborted transaction are closed.
+		tt.t.meta.feeds.registrationDone(tt.registered, true)
+	}
 	tt.base, tt.init = nil, nil
 }
 
@@ -261,6 +285,16 @@ func (tt *tableTxn[Obj]) collect() {
 		tree = tt.graveyardRev.Snapshot()
 	} else {
 		tree = tt.base.grave.byRev
+	}
+	last := tree.Iterator()
+	last.Last()
+	if k, _, ok := last.Next(); ok && binary.BigEndian.Uint64(k) <= watermark {
+		// Every feed is past the newest: drop it all at once.
+		tt.openGraveyard()
+		tt.graveyard.DeletePrefix(nil)
+		tt.graveyardRev.DeletePrefix(nil)
+		tt.dirty = true
+		return
 	}
 	for k, o := range tree.All() {
 		if binary.BigEndian.Uint64(k) > watermark {

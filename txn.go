@@ -370,6 +370,10 @@ func (w *writeTxn) release() {
 			lt.state = nil // else report needs it, and clears it
 		}
 		lt.meta.lock.unlock()
+		if lt.meta.feeds.collect.Load() && lt.meta.feeds.collect.CompareAndSwap(true, false) {
+			// A feed closed while the table was locked.
+			lt.meta.table.collectGraveyard()
+		}
 	}
 	runtime.SetFinalizer(w, nil)
 }

@@ -327,10 +327,10 @@ func TestWatchSet_Settle(t *testing.T) {
 func TestWatchSet_Context(t *testing.T) {
 	t.Parallel()
 	// An empty set waits for ctx.
-	var ws WatchSet // the zero value works
+	var ws WatchSet  // the zero value works
+	t0 := time.Now() // before the deadline is set, so it is at least 30ms after t0
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	t0 := time.Now()
 	got, err := ws.Wait(ctx, time.Second)
 	if got != nil || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait on an empty set = %v, %v", got, err)

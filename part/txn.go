@@ -123,7 +123,12 @@ func (t *Txn[T]) Delete(key []byte) (old T, hadOld bool) {
 // many it removed.
 func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 	if len(prefix) == 0 {
-		removed := t.retireSubtree(t.root)
+		removed := t.size
+		if t.opts.rootOnlyWatch {
+			t.retire(t.root) // only the root has a channel to close
+		} else {
+			t.retireSubtree(t.root)
+		}
 		t.root = newInner(kindNode4, t.id, nil, nil)
 		t.size = 0
 		return removed
