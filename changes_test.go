@@ -195,3 +195,32 @@ func TestChangesRevisionIndex(t *testing.T) {
 		t.Fatalf("revision index kept after the last feed closed: indexed %v, %d entries", st.revIndexed, st.revisions.Len())
 	}
 }
+
+// TestChangesRegisteredWithoutWrites checks that a feed registered in a
+// transaction that writes nothing (the table already has a revision index)
+// is usable once that transaction commits.
+func TestChangesRegisteredWithoutWrites(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	txn := db.WriteTxn(tbl)
+	first, _ := tbl.Changes(txn)
+	tbl.Insert(txn, &testObject{ID: 1})
+	txn.Commit()
+	defer first.Close()
+
+	txn = db.WriteTxn(tbl)
+	second, _ := tbl.Changes(txn) // nothing to write: the index exists
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	got, watch := drain(t, second, db.ReadTxn())
+	if len(got) != 1 {
+		t.Fatalf("first Next of the second feed = %v, want the object", got)
+	}
+	select {
+	case <-watch:
+		t.Fatal("drained feed returned a closed channel")
+	default:
+	}
+}

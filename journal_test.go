@@ -260,3 +260,26 @@ func TestJournalAttachAborted(t *testing.T) {
 		t.Fatalf("a table attached in an aborted transaction was journaled: %d commits, %v", j.commits, j.objects)
 	}
 }
+
+// TestJournalAttachWithoutWrites checks that SetJournal in a transaction
+// that writes nothing attaches the table once it commits.
+func TestJournalAttachWithoutWrites(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t")
+	j := &memJournal{objects: map[string]int{}}
+	txn := db.WriteTxn(tbl)
+	if err := SetJournal(txn, tbl, j, memTableJournal{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	txn = db.WriteTxn(tbl)
+	tbl.Insert(txn, &testObject{ID: 2})
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if j.commits != 1 || len(j.objects) != 1 {
+		t.Fatalf("table attached in a transaction without writes: %d journal commits, %v", j.commits, j.objects)
+	}
+}

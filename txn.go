@@ -253,6 +253,13 @@ func (w *writeTxn) Commit() (ReadTxn, error) {
 		}
 	}
 	if !changed {
+		// Nothing to publish, but the writers end as committed
+		// (registered feeds, attached journals).
+		for i := range w.locked {
+			if lt := &w.locked[i]; lt.w != nil {
+				lt.w.notify()
+			}
+		}
 		w.root = w.db.root.Load()
 		w.release()
 		if w.db.opts.metricsOn {

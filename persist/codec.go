@@ -122,7 +122,9 @@ type versioned[Obj any] struct {
 
 func (v versioned[Obj]) Version() uint32 { return v.version }
 
-func (v versioned[Obj]) Append(dst []byte, obj Obj) ([]byte, error) { return v.current.Append(dst, obj) }
+func (v versioned[Obj]) Append(dst []byte, obj Obj) ([]byte, error) {
+	return v.current.Append(dst, obj)
+}
 
 func (v versioned[Obj]) Decode(data []byte, version uint32) (Obj, error) {
 	switch {
