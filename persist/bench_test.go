@@ -1,0 +1,380 @@
+package persist
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/index"
+)
+
+// The benchmarks run on the operating system's file system, in temporary
+// directories: syncs are real. README.md has the figures and the commands.
+
+var recoveryObjects = flag.Int("persist.recovery", 1_000_000, "objects of BenchmarkRecovery")
+
+// benchName is 90 bytes: with the ID and the value, an item's encoding is
+// 100 bytes.
+var benchName = strings.Repeat("n", 90)
+
+// benchKeySpace is how many distinct objects the commit benchmarks cycle
+// through, so that the table stays the same size.
+const benchKeySpace = 10_000
+
+func benchItem(id uint64) *item { return &item{ID: id, Name: benchName, Value: int64(id)} }
+
+func benchOpen(b *testing.B, mode SyncMode) *Store {
+	s, err := Open(b.TempDir(), Options{Sync: mode, Logger: quietLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+var benchModes = []struct {
+	name string
+	mode SyncMode
+}{
+	{"Sync", Sync{}},
+	{"Buffered", Buffered{Interval: 100 * time.Millisecond}},
+}
+
+// BenchmarkCommit compares a commit of n objects to a persisted table
+// (persisted: a write transaction, n inserts, Commit through the store)
+// with a raw Pebble batch of the same keys and values written the same way
+// (raw: the same encoding, SetDeferred into a reused batch, one Commit with
+// the same sync option), with the store's own calls alone (journal: what
+// the layer adds to raw), and with the same transaction on a table that
+// is not persisted (memory): persisted costs about memory + journal.
+func BenchmarkCommit(b *testing.B) {
+	for _, m := range benchModes {
+		for _, n := range []int{1, 100} {
+			b.Run(fmt.Sprintf("%s/objects=%d/persisted", m.name, n), func(b *testing.B) {
+				s := benchOpen(b, m.mode)
+				db := strata.New()
+				tbl := itemTable(b, s, db, "items", nil)
+				benchCommits(b, db, tbl, n)
+			})
+			b.Run(fmt.Sprintf("%s/objects=%d/raw", m.name, n), func(b *testing.B) {
+				s := benchOpen(b, m.mode)
+				benchRawCommits(b, s, n)
+			})
+			b.Run(fmt.Sprintf("%s/objects=%d/journal", m.name, n), func(b *testing.B) {
+				s := benchOpen(b, m.mode)
+				benchJournalCommits(b, s, n)
+			})
+			b.Run(fmt.Sprintf("%s/objects=%d/memory", m.name, n), func(b *testing.B) {
+				db := strata.New()
+				tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
+				benchCommits(b, db, tbl, n)
+			})
+		}
+	}
+}
+
+func benchCommits(b *testing.B, db *strata.DB, tbl strata.RWTable[*item], n int) {
+	objs := make([]*item, benchKeySpace)
+	for i := range objs {
+		objs[i] = benchItem(uint64(i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	next := 0
+	for range b.N {
+		txn := db.WriteTxn(tbl)
+		for range n {
+			// A copy: an inserted object may not be inserted again.
+			o := *objs[next]
+			if _, _, err := tbl.Insert(txn, &o); err != nil {
+				b.Fatal(err)
+			}
+			next = (next + 1) % benchKeySpace
+		}
+		if _, err := txn.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchRawCommits(b *testing.B, s *Store, n int) {
+	keys := makeTableKeys(1)
+	codec := Binary[item]()
+	objs := make([]*item, benchKeySpace)
+	pks := make([][]byte, benchKeySpace)
+	for i := range objs {
+		objs[i] = benchItem(uint64(i))
+		pks[i] = index.Uint64(uint64(i))
+	}
+	batch := s.db.NewBatch()
+	var buf []byte
+	var rev uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	next := 0
+	for range b.N {
+		for range n {
+			o := *objs[next]
+			rev++
+			buf = appendValueHeader(buf[:0], 1, rev)
+			buf, _ = codec.Append(buf, &o)
+			op := batch.SetDeferred(len(keys.prefix)+len(pks[next]), len(buf))
+			copy(op.Key[copy(op.Key, keys.prefix):], pks[next])
+			copy(op.Value, buf)
+			op.Finish()
+			next = (next + 1) % benchKeySpace
+		}
+		if err := batch.Commit(s.writeOpts); err != nil {
+			b.Fatal(err)
+		}
+		// Synced the same way: in Buffered mode by the store's sync loop.
+		s.unsynced.Store(s.buffered)
+		batch.Reset()
+	}
+}
+
+// benchJournalCommits makes the store's own calls of a commit, as the
+// database makes them (Begin, an Upsert per object, SetRevision, Commit),
+// without the in-memory transaction: the layer's own cost, to compare
+// with raw.
+func benchJournalCommits(b *testing.B, s *Store, n int) {
+	tj := &tableJournal[*item]{codec: Binary[item](), version: 1, keys: makeTableKeys(1)}
+	objs := make([]*item, benchKeySpace)
+	pks := make([][]byte, benchKeySpace)
+	for i := range objs {
+		objs[i] = benchItem(uint64(i))
+		pks[i] = index.Uint64(uint64(i))
+	}
+	var rev uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	next := 0
+	for range b.N {
+		jb := s.Begin()
+		for range n {
+			o := *objs[next]
+			rev++
+			if err := tj.Upsert(jb, pks[next], &o, rev); err != nil {
+				b.Fatal(err)
+			}
+			next = (next + 1) % benchKeySpace
+		}
+		if err := tj.SetRevision(jb, rev); err != nil {
+			b.Fatal(err)
+		}
+		if err := jb.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkConcurrentWriters: writers commit one object each to their
+// own persisted table, in Sync mode: one writer, and eight at once, in
+// alternating rounds of 200 commits, so that both see the same machine
+// load (b.N commits each). Concurrent commits share syncs (group commit):
+// it reports commits/s of each and the speedup of eight over one.
+func BenchmarkConcurrentWriters(b *testing.B) {
+	const writers, round = 8, 200
+	s := benchOpen(b, Sync{})
+	db := strata.New()
+	tables := make([]strata.RWTable[*item], writers)
+	for i := range tables {
+		tables[i] = itemTable(b, s, db, fmt.Sprint("t", i), nil)
+	}
+	run := func(w, commits int) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i, tbl := range tables[:w] {
+			count := commits / w
+			if i < commits%w {
+				count++
+			}
+			wg.Go(func() {
+				for j := range count {
+					txn := db.WriteTxn(tbl)
+					tbl.Insert(txn, benchItem(uint64(j%benchKeySpace)))
+					if _, err := txn.Commit(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	var one, eight time.Duration
+	var syncs uint64 // by the rounds of eight
+	runEight := func(n int) {
+		before := s.Stats().WALSyncs
+		eight += run(writers, n)
+		syncs += s.Stats().WALSyncs - before
+	}
+	b.ResetTimer()
+	for done, i := 0, 0; done < b.N; i++ {
+		n := min(round, b.N-done)
+		if i%2 == 0 {
+			one += run(1, n)
+			runEight(n)
+		} else {
+			runEight(n)
+			one += run(1, n)
+		}
+		done += n
+	}
+	b.ReportMetric(float64(b.N)/float64(syncs), "writers=8-commits/sync")
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(b.N)/one.Seconds(), "writers=1-commits/s")
+	b.ReportMetric(float64(b.N)/eight.Seconds(), "writers=8-commits/s")
+	b.ReportMetric(one.Seconds()/eight.Seconds(), "speedup")
+}
+
+// recoveryDir is removed by TestMain.
+var recoveryDir string
+
+// recoveryStore is the directory of a closed store holding *recoveryObjects
+// items in table "items", made once per run.
+var recoveryStore = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "strata-persist-recovery-")
+	if err != nil {
+		return "", err
+	}
+	recoveryDir = dir
+	s, err := Open(dir, Options{Sync: Buffered{}, Logger: quietLogger(nil)})
+	if err != nil {
+		return "", err
+	}
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
+	if err := Register(s, db, tbl, Binary[item]()); err != nil {
+		return "", err
+	}
+	const batch = 10_000
+	for i := 0; i < *recoveryObjects; i += batch {
+		txn := db.WriteTxn(tbl)
+		for j := i; j < min(i+batch, *recoveryObjects); j++ {
+			// Names repeat every 1000 objects: a secondary index with
+			// 1000 objects per key.
+			tbl.Insert(txn, &item{ID: uint64(j), Name: fmt.Sprintf("%090d", j%1000), Value: int64(j)})
+		}
+		if _, err := txn.Commit(); err != nil {
+			return "", err
+		}
+	}
+	// Compact, so that both readers scan table files.
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+		return "", err
+	}
+	return dir, s.Close()
+})
+
+// BenchmarkRecovery loads *recoveryObjects objects (100-byte values, one
+// secondary index) two ways, alternating in each iteration so that both
+// see the same machine load: Register (registered), and a raw Pebble scan
+// of the same keys decoded with the same codec into a slice plus the same
+// trees built from that slice with strata.Restore (raw). Both open the
+// store outside the timing. It reports each one's time per load, their
+// ratio, and Register's objects per second.
+func BenchmarkRecovery(b *testing.B) {
+	dir, err := recoveryStore()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var registered, raw time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			registered += recoverRegistered(b, dir)
+			raw += recoverRaw(b, dir)
+		} else {
+			raw += recoverRaw(b, dir)
+			registered += recoverRegistered(b, dir)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(registered.Seconds()/float64(b.N), "registered-s/op")
+	b.ReportMetric(raw.Seconds()/float64(b.N), "raw-s/op")
+	b.ReportMetric(float64(registered)/float64(raw), "registered/raw")
+	b.ReportMetric(float64(*recoveryObjects)*float64(b.N)/registered.Seconds(), "objects/s")
+}
+
+func recoverRegistered(b *testing.B, dir string) time.Duration {
+	s, err := Open(dir, Options{Logger: quietLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
+	start := time.Now()
+	if err := Register(s, db, tbl, Binary[item]()); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	if n := tbl.NumObjects(db.ReadTxn()); n != *recoveryObjects {
+		b.Fatalf("loaded %d objects", n)
+	}
+	return took
+}
+
+func recoverRaw(b *testing.B, dir string) time.Duration {
+	s, err := Open(dir, Options{Logger: quietLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
+	start := time.Now()
+	objs := rawScan(b, s.db, makeTableKeys(1), Binary[item]())
+	txn := db.WriteTxn(tbl)
+	err = strata.Restore(txn, tbl, func(yield func(*item, strata.Revision) bool) {
+		for _, o := range objs {
+			if !yield(o.obj, o.rev) {
+				return
+			}
+		}
+	}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	txn.Commit()
+	took := time.Since(start)
+	if n := tbl.NumObjects(db.ReadTxn()); n != *recoveryObjects {
+		b.Fatalf("built %d objects", n)
+	}
+	return took
+}
+
+type revObj[Obj any] struct {
+	obj Obj
+	rev strata.Revision
+}
+
+func rawScan[Obj any](b *testing.B, db *pebble.DB, keys tableKeys, codec Codec[Obj]) []revObj[Obj] {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: keys.prefix, UpperBound: keys.upper})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Close()
+	objs := make([]revObj[Obj], 0, *recoveryObjects)
+	for it.First(); it.Valid(); it.Next() {
+		version, rev, data, err := parseValue(it.Value())
+		if err != nil {
+			b.Fatal(err)
+		}
+		o, err := codec.Decode(data, version)
+		if err != nil {
+			b.Fatal(err)
+		}
+		objs = append(objs, revObj[Obj]{o, rev})
+	}
+	return objs
+}

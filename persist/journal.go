@@ -1,0 +1,169 @@
+package persist
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata"
+)
+
+// Begin starts the record of one commit: a Pebble batch, reused from
+// earlier commits. It implements strata.Journal.
+func (s *Store) Begin() strata.JournalBatch {
+	jb := s.batches.Get().(*journalBatch)
+	jb.gen++
+	return jb
+}
+
+var _ strata.Journal = (*Store)(nil)
+
+// journalBatch is the record of one commit: the changes of every
+// persisted table the commit changed, applied to Pebble atomically.
+type journalBatch struct {
+	s *Store
+	b *pebble.Batch
+	// gen tells the commits a pooled batch records apart: Begin increments
+	// it.
+	gen uint64
+}
+
+// Commit writes the batch: in Sync mode it returns once the log is synced
+// (concurrent commits share syncs: Pebble's group commit); in Buffered mode
+// once Pebble has taken the batch. If it returns an error, the database
+// publishes nothing; see the README for what the store then holds.
+//
+// Guarded by BenchmarkCommit.
+func (jb *journalBatch) Commit() (err error) {
+	s := jb.s
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if err := s.usable(); err != nil {
+		jb.Discard()
+		return err
+	}
+	var start time.Time
+	if s.metricsOn {
+		start = time.Now()
+	}
+	size := jb.b.Len()
+	err = s.apply(jb.b)
+	if s.metricsOn {
+		s.metrics.Commit(size, time.Since(start), err != nil)
+	}
+	if err != nil {
+		// Pebble forbids reusing a batch whose commit failed: drop it.
+		return err
+	}
+	if s.buffered {
+		s.unsynced.Store(true)
+	}
+	jb.b.Reset()
+	s.batches.Put(jb)
+	return nil
+}
+
+// apply commits b to Pebble, turning a fatal error (which Pebble raises on
+// a failed write or sync of its log) into an error.
+func (s *Store) apply(b *pebble.Batch) (err error) {
+	defer recoverFatal(&err)
+	return b.Commit(s.writeOpts)
+}
+
+// Discard drops the batch unwritten.
+func (jb *journalBatch) Discard() {
+	jb.b.Reset()
+	jb.s.batches.Put(jb)
+}
+
+// tableJournal writes the changes of one table into journal batches. It
+// is bound to the table once, at registration: the codec, its version and
+// the table's keys are fields, so that the per-object path has no lookup.
+//
+// The database calls it only while the table is locked, so buf, its
+// scratch space, needs no lock of its own.
+type tableJournal[Obj any] struct {
+	codec   Codec[Obj]
+	version uint32
+	keys    tableKeys
+	buf     []byte
+	// last is the highest revision upserted into the batch lastBatch
+	// (generation lastGen) records: if the table's revision after the
+	// commit is that one, SetRevision need not write it (see there).
+	last      strata.Revision
+	lastBatch *journalBatch
+	lastGen   uint64
+}
+
+var _ strata.TableJournal[int] = (*tableJournal[int])(nil)
+
+// maxRetainedBuf is the largest scratch buffer a table keeps between
+// objects.
+const maxRetainedBuf = 64 << 10
+
+// Upsert encodes obj after its value header into the table's scratch
+// buffer, and copies it, with the key, into the batch (Pebble's
+// SetDeferred: the key is written in place, never concatenated). The
+// codec appends, so the value's length is only known once it is encoded;
+// the one copy of the value is what Batch.Set would do too.
+//
+// No allocation per object for a codec that does not allocate; guarded by
+// BenchmarkCommit and TestUpsertAllocs.
+func (tj *tableJournal[Obj]) Upsert(b strata.JournalBatch, primaryKey []byte, obj Obj, rev strata.Revision) error {
+	jb := b.(*journalBatch)
+	buf := appendValueHeader(tj.buf[:0], tj.version, rev)
+	buf, err := tj.codec.Append(buf, obj)
+	if cap(buf) <= maxRetainedBuf {
+		tj.buf = buf
+	}
+	if err != nil {
+		return fmt.Errorf("encode object %x: %w", primaryKey, err)
+	}
+	prefix := tj.keys.prefix
+	op := jb.b.SetDeferred(len(prefix)+len(primaryKey), len(buf))
+	copy(op.Key[copy(op.Key, prefix):], primaryKey)
+	copy(op.Value, buf)
+	if tj.lastBatch != jb || tj.lastGen != jb.gen {
+		tj.lastBatch, tj.lastGen, tj.last = jb, jb.gen, 0
+	}
+	tj.last = max(tj.last, rev)
+	return op.Finish()
+}
+
+// Delete records the deletion of the object with the primary key.
+func (tj *tableJournal[Obj]) Delete(b strata.JournalBatch, primaryKey []byte) error {
+	jb := b.(*journalBatch)
+	prefix := tj.keys.prefix
+	op := jb.b.DeleteDeferred(len(prefix) + len(primaryKey))
+	copy(op.Key[copy(op.Key, prefix):], primaryKey)
+	return op.Finish()
+}
+
+// DeleteAll records the deletion of all of the table's objects: one range
+// deletion over the table's keys.
+func (tj *tableJournal[Obj]) DeleteAll(b strata.JournalBatch) error {
+	return b.(*journalBatch).b.DeleteRange(tj.keys.prefix, tj.keys.upper, nil)
+}
+
+// SetRevision records the table's revision, unless the commit upserted an
+// object at that very revision: loading takes the greater of the stored
+// revision and the highest object revision, so the revision is then
+// known without its own record. A commit whose last revision went to a
+// delete, whose object is gone, records it; so every later load finds a
+// revision at least as high as any handed out. (One record less per
+// commit: BenchmarkCommit/Buffered/objects=1/journal.)
+func (tj *tableJournal[Obj]) SetRevision(b strata.JournalBatch, rev strata.Revision) error {
+	jb := b.(*journalBatch)
+	if tj.lastBatch == jb && tj.lastGen == jb.gen && tj.last == rev {
+		tj.lastBatch = nil
+		return nil
+	}
+	tj.lastBatch = nil
+	var v [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(v[:], rev)
+	op := jb.b.SetDeferred(len(tj.keys.rev), n)
+	copy(op.Key, tj.keys.rev)
+	copy(op.Value, v[:n])
+	return op.Finish()
+}

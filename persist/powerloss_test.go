@@ -1,0 +1,185 @@
+package persist
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/strata-db/strata"
+)
+
+// The power-loss tests run the store on Pebble's crashable in-memory file
+// system, and open crash clones of it: the file system as a power loss at
+// that moment could leave it, with all synced data and a random part of
+// the unsynced data.
+
+// crashClone returns a crash clone of fs with a random share of the
+// unsynced data.
+func crashClone(fs *vfs.MemFS, rng *rand.Rand) *vfs.MemFS {
+	return fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng})
+}
+
+// recoverBank opens the bank in a crash clone and checks it against the
+// model; it returns the sequence number it holds.
+func recoverBank(t testing.TB, fs vfs.FS) uint64 {
+	t.Helper()
+	s := openStore(t, "/db", Options{FS: fs})
+	defer closeStore(t, s)
+	b, err := openBank(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := b.check(b.db.ReadTxn())
+	if err != nil {
+		t.Fatalf("crash clone holding transaction %d: %v", seq, err)
+	}
+	return seq
+}
+
+func powerLossRounds() int {
+	switch {
+	case *longRun:
+		return 2000
+	case testing.Short():
+		return 100
+	}
+	return 300
+}
+
+// TestPowerLossSync: every commit acknowledged in Sync mode survives a
+// power loss.
+func TestPowerLossSync(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := openStore(t, "/db", Options{FS: fs})
+	defer closeStore(t, s)
+	b, err := openBank(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	clones := 0
+	for seq := uint64(1); seq <= uint64(powerLossRounds()); seq++ {
+		if _, err := b.run(planOf(seq)); err != nil {
+			t.Fatal(err)
+		}
+		if rng.IntN(10) == 0 {
+			clones++
+			if got := recoverBank(t, crashClone(fs, rng)); got != seq {
+				t.Fatalf("after acknowledged transaction %d a crash clone holds %d", seq, got)
+			}
+		}
+	}
+	t.Logf("%d crash clones, each with every acknowledged transaction", clones)
+}
+
+// TestPowerLossBuffered: in Buffered mode a power loss may lose the last
+// commits, but what survives is a prefix of the commits, each whole.
+func TestPowerLossBuffered(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := openStore(t, "/db", Options{FS: fs, Sync: Buffered{Interval: 2 * time.Millisecond}})
+	defer closeStore(t, s)
+	b, err := openBank(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	clones, lost := 0, 0
+	for seq := uint64(1); seq <= uint64(powerLossRounds()); seq++ {
+		if _, err := b.run(planOf(seq)); err != nil {
+			t.Fatal(err)
+		}
+		if rng.IntN(4) == 0 {
+			time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+		}
+		if rng.IntN(10) == 0 {
+			clones++
+			got := recoverBank(t, crashClone(fs, rng)) // checks got's state exactly
+			if got > seq {
+				t.Fatalf("crash clone holds transaction %d, beyond the last one, %d", got, seq)
+			}
+			if got < seq {
+				lost++
+			}
+		}
+	}
+	t.Logf("%d crash clones, %d lost the last transactions (never torn)", clones, lost)
+}
+
+// TestPowerLossConcurrent: writers commit to different tables at once
+// (sharing syncs), while crash clones are taken: each clone holds, for
+// every table, every commit acknowledged before the clone, at most one
+// more in flight, each whole.
+func TestPowerLossConcurrent(t *testing.T) {
+	const writers, objects = 4, 5
+	fs := vfs.NewCrashableMem()
+	s := openStore(t, "/db", Options{FS: fs})
+	defer closeStore(t, s)
+	db := strata.New()
+	tables := make([]strata.RWTable[*item], writers)
+	for i := range tables {
+		tables[i] = itemTable(t, s, db, fmt.Sprint("w", i), nil)
+	}
+	var acked [writers]atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, tbl := range tables {
+		wg.Go(func() {
+			for v := int64(1); ; v++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				txn := db.WriteTxn(tbl)
+				for id := range uint64(objects) {
+					tbl.Insert(txn, &item{ID: id, Name: fmt.Sprint("w", i), Value: v})
+				}
+				if _, err := txn.Commit(); err != nil {
+					t.Error(err)
+					return
+				}
+				acked[i].Store(v)
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4))
+	rounds := powerLossRounds() / 10
+	for range rounds {
+		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+		var before, after [writers]int64
+		for i := range acked {
+			before[i] = acked[i].Load()
+		}
+		clone := crashClone(fs, rng)
+		for i := range acked {
+			after[i] = acked[i].Load()
+		}
+		cs := openStore(t, "/db", Options{FS: clone})
+		cdb := strata.New()
+		for i := range tables {
+			tbl := itemTable(t, cs, cdb, fmt.Sprint("w", i), nil)
+			rows := itemRows(cdb.ReadTxn(), tbl)
+			v := rows[0].Value
+			for id := range uint64(objects) {
+				if rows[id].Value != v {
+					t.Fatalf("table w%d torn: %v", i, rows)
+				}
+			}
+			if len(rows) != 0 && len(rows) != objects || v < before[i] || v > after[i]+1 {
+				t.Fatalf("table w%d holds commit %d (%d objects); acknowledged %d before the clone, %d after", i, v, len(rows), before[i], after[i])
+			}
+		}
+		closeStore(t, cs)
+	}
+	close(stop)
+	wg.Wait()
+	total := int64(0)
+	for i := range acked {
+		total += acked[i].Load()
+	}
+	t.Logf("%d crash clones during %d concurrent commits", rounds, total)
+}

@@ -1,0 +1,462 @@
+package persist
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/strata-db/strata/metrics"
+)
+
+// Store keeps the tables registered with it durable in a Pebble database in
+// one directory. It is the strata.Journal of the databases whose tables it
+// keeps: every commit that changes one of them is written to the store
+// before it becomes visible. Reads never go to the store: they are served
+// from memory.
+//
+// A Store is safe for concurrent use. Close it when done: it syncs the log,
+// stops its goroutines and releases the directory.
+type Store struct {
+	db   *pebble.DB
+	dir  string
+	fs   vfs.FS
+	log  *slog.Logger
+	lock *pebble.Lock
+	// release ends the store's claim on the directory within this process
+	// (see claimDir).
+	release func()
+
+	metrics   metrics.Store
+	metricsOn bool // Metrics is not a no-op: commits read the clock
+	// writeOpts is pebble.Sync, or pebble.NoSync in Buffered mode.
+	writeOpts *pebble.WriteOptions
+	buffered  bool
+	// unsynced is set by every Buffered commit after it is applied, and
+	// cleared by the sync loop just before it syncs: a sync after the
+	// clear covers every commit that set it before.
+	unsynced atomic.Bool
+
+	// batches holds *journalBatch values for reuse.
+	batches sync.Pool
+
+	// failed holds the first fatal error Pebble reported (pebbleLogger),
+	// after which the store refuses every commit.
+	failed atomic.Pointer[error]
+
+	// closeMu is held for reading by every use of db (commits, loading,
+	// checkpoints, stats) and for writing by Close, which sets closed. A
+	// use checks closed first, so db is never used after it is closed.
+	closeMu sync.RWMutex
+	closed  bool
+
+	// mu guards the catalog.
+	mu sync.Mutex
+	// catalog maps the name of every table in the store to its id; nextID
+	// is the id the next new table gets (ids start at 1 and are never
+	// reused).
+	catalog map[string]uint32
+	nextID  uint32
+	// registered holds the tables registered since Open (or being
+	// registered).
+	registered map[string]bool
+
+	// stop is closed by Close to stop the goroutines in wg.
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	// statsMu guards the sync counters of the last sample, from which
+	// Stats computes the mean sync latency since.
+	statsMu     sync.Mutex
+	lastSyncs   uint64
+	lastSyncSum float64 // nanoseconds
+}
+
+// Open opens the store in directory dir, creating it if needed. Only one
+// Store may have a directory open at a time, in this process or any other:
+// a second Open fails with ErrLocked. A store written by a newer release in
+// an unknown format is refused with ErrNewerFormat.
+//
+// Open recovers whatever Pebble had durably written; the tables' objects
+// come back when each table is registered (Register).
+func Open(dir string, opts Options) (_ *Store, err error) {
+	s := &Store{
+		dir:        dir,
+		fs:         opts.FS,
+		log:        opts.Logger,
+		metrics:    opts.Metrics,
+		writeOpts:  pebble.Sync,
+		catalog:    map[string]uint32{},
+		nextID:     1,
+		registered: map[string]bool{},
+		stop:       make(chan struct{}),
+	}
+	if s.fs == nil {
+		s.fs = vfs.Default
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if _, nop := s.metrics.(metrics.NopStore); s.metrics == nil || nop {
+		s.metrics, s.metricsOn = metrics.NopStore{}, false
+	} else {
+		s.metricsOn = true
+	}
+	syncInterval := time.Duration(0)
+	switch m := opts.Sync.(type) {
+	case nil, Sync:
+	case Buffered:
+		s.writeOpts, s.buffered = pebble.NoSync, true
+		syncInterval = m.Interval
+		if syncInterval <= 0 {
+			syncInterval = defaultSyncInterval
+		}
+	default:
+		return nil, fmt.Errorf("persist: open %s: unknown sync mode %T", dir, m)
+	}
+
+	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("persist: open %s: %w", dir, err)
+	}
+	if s.release, err = claimDir(s.fs, dir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			if s.db != nil {
+				_ = s.closePebble()
+			}
+			if s.lock != nil {
+				s.lock.Close()
+			}
+			s.release()
+		}
+	}()
+	defer recoverFatal(&err)
+	if s.lock, err = pebble.LockDirectory(dir, s.fs); err != nil {
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+			return nil, fmt.Errorf("persist: open %s: %w (%v)", dir, ErrLocked, err)
+		}
+		return nil, fmt.Errorf("persist: open %s: lock: %w", dir, err)
+	}
+	if s.db, err = pebble.Open(dir, s.pebbleOptions(opts)); err != nil {
+		return nil, fmt.Errorf("persist: open %s: %w", dir, err)
+	}
+	if err := s.loadMeta(); err != nil {
+		return nil, fmt.Errorf("persist: open %s: %w", dir, err)
+	}
+	s.batches.New = func() any { return &journalBatch{s: s, b: s.db.NewBatch()} }
+	if s.buffered {
+		s.wg.Add(1)
+		go s.syncLoop(syncInterval)
+	}
+	if s.metricsOn {
+		s.wg.Add(1)
+		interval := opts.StatsInterval
+		if interval <= 0 {
+			interval = defaultStatsInterval
+		}
+		go s.statsLoop(interval)
+	}
+	return s, nil
+}
+
+// pebbleOptions returns the options Pebble opens the store with.
+func (s *Store) pebbleOptions(opts Options) *pebble.Options {
+	po := &pebble.Options{
+		CacheSize:    cmp.Or(opts.CacheSize, defaultCacheSize),
+		MemTableSize: opts.MemTableSize,
+	}
+	if opts.Pebble != nil {
+		opts.Pebble(po)
+	}
+	// What the store relies on, whatever opts.Pebble did.
+	po.FS = s.fs
+	po.Lock = s.lock
+	po.FormatMajorVersion = pebbleFormat
+	po.Logger = &pebbleLogger{log: s.log, onFatal: s.fail}
+	po.LoggerAndTracer = nil
+	po.EventListener = eventListener(s.log)
+	po.ReadOnly = false
+	po.DisableWAL = false
+	return po
+}
+
+// fail records the first fatal error: from then on the store refuses
+// commits.
+func (s *Store) fail(err error) { s.failed.CompareAndSwap(nil, &err) }
+
+// usable returns why the store cannot be written, or nil. The caller holds
+// closeMu.
+func (s *Store) usable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	if p := s.failed.Load(); p != nil {
+		return fmt.Errorf("%w: %w", ErrStoreFailed, *p)
+	}
+	return nil
+}
+
+// openDirs holds the directories of the operating system's file system
+// that Stores of this process have open. Pebble's own lock tells other
+// processes apart, but within one process its error is a bare message;
+// this gives ErrLocked in both cases.
+var openDirs struct {
+	sync.Mutex
+	m map[string]bool
+}
+
+// claimDir claims dir for a Store of this process, if it is on the
+// operating system's file system (other file systems, such as vfs.MemFS,
+// refuse a second lock within the process themselves), and returns the
+// function that releases the claim.
+func claimDir(fs vfs.FS, dir string) (func(), error) {
+	if fs != vfs.Default {
+		return func() {}, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("persist: open %s: %w", dir, err)
+	}
+	openDirs.Lock()
+	defer openDirs.Unlock()
+	if openDirs.m[abs] {
+		return nil, fmt.Errorf("persist: open %s: %w (by this process)", dir, ErrLocked)
+	}
+	if openDirs.m == nil {
+		openDirs.m = map[string]bool{}
+	}
+	openDirs.m[abs] = true
+	return func() {
+		openDirs.Lock()
+		delete(openDirs.m, abs)
+		openDirs.Unlock()
+	}, nil
+}
+
+// loadMeta checks the store's format, writes it into a new store, and
+// reads the catalog.
+func (s *Store) loadMeta() error {
+	v, closer, err := s.db.Get(formatKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		format, n := binary.Uvarint(v)
+		closer.Close()
+		if n <= 0 {
+			return fmt.Errorf("format key: %w", ErrCorrupt)
+		}
+		if format > storeFormat {
+			return fmt.Errorf("store format %d, this release knows up to %d: %w", format, storeFormat, ErrNewerFormat)
+		}
+	}
+	// (Re)write the format: new stores get it, and the recorded Pebble
+	// format follows the upgrade Open may have made.
+	val := binary.AppendUvarint(nil, storeFormat)
+	val = binary.AppendUvarint(val, uint64(s.db.FormatMajorVersion()))
+	if err := s.db.Set(formatKey, val, pebble.Sync); err != nil {
+		return err
+	}
+
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: catalogPrefix, UpperBound: catalogEnd})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		name := string(it.Key()[1:])
+		id, err := parseUvarint(it.Value())
+		if err != nil || id == 0 || id > uint64(^uint32(0)) {
+			it.Close()
+			return fmt.Errorf("catalog entry %q: %w", name, ErrCorrupt)
+		}
+		s.catalog[name] = uint32(id)
+		s.nextID = max(s.nextID, uint32(id)+1)
+	}
+	err = it.Error()
+	return errors.Join(err, it.Close())
+}
+
+// Close syncs the log, flushes Pebble's memtable (so that the next Open
+// has no log to replay), stops the store's goroutines and releases the
+// directory. Commits to persisted tables fail with ErrClosed afterwards.
+// Closing a closed store returns ErrClosed.
+//
+// Close returns the error of a store that failed (ErrStoreFailed); it
+// releases the directory all the same.
+func (s *Store) Close() (err error) {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+
+	close(s.stop)
+	s.wg.Wait()
+
+	defer func() {
+		s.lock.Close()
+		s.release()
+	}()
+	defer recoverFatal(&err)
+	if p := s.failed.Load(); p != nil {
+		// Pebble's memtable may hold a write whose log sync failed: do
+		// not flush it into a table file. Pebble's Close may fail too.
+		_ = s.closePebble()
+		return fmt.Errorf("persist: close %s: %w: %w", s.dir, ErrStoreFailed, *p)
+	}
+	if s.buffered {
+		err = s.db.LogData(nil, pebble.Sync)
+	}
+	if err == nil {
+		err = s.db.Flush()
+	}
+	err = errors.Join(err, s.closePebble())
+	if err != nil {
+		return fmt.Errorf("persist: close %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// closePebble closes the Pebble database, turning a fatal error into an
+// error.
+func (s *Store) closePebble() (err error) {
+	defer recoverFatal(&err)
+	return s.db.Close()
+}
+
+// syncLoop syncs the log every interval, in Buffered mode, if a commit
+// came since the last sync.
+func (s *Store) syncLoop(interval time.Duration) {
+	defer s.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if s.unsynced.Swap(false) {
+				if err := s.syncLog(); err != nil && !errors.Is(err, ErrClosed) {
+					s.log.Error("persist: periodic sync of the log failed", "dir", s.dir, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// syncLog syncs Pebble's log: every commit applied before is durable when
+// it returns nil. (A record synced with pebble.Sync makes the log writer
+// sync the file, which covers everything written before it.)
+func (s *Store) syncLog() (err error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	defer recoverFatal(&err)
+	return s.db.LogData(nil, pebble.Sync)
+}
+
+// Checkpoint writes a consistent copy of the store, as of now, to the
+// directory dir, which must not exist; it may be opened as a store of its
+// own. Pebble hard-links the table files where it can, so it is cheap; the
+// log is synced first, so every commit acknowledged before the call is in
+// the copy. Commits may go on meanwhile.
+func (s *Store) Checkpoint(dir string) (err error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if err := s.usable(); err != nil {
+		return fmt.Errorf("persist: checkpoint %s: %w", dir, err)
+	}
+	defer recoverFatal(&err)
+	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("persist: checkpoint %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Unregistered returns, sorted, the names of the tables the store holds
+// that were not registered since it was opened. Their objects stay in the
+// store untouched.
+func (s *Store) Unregistered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name := range s.catalog {
+		if !s.registered[name] {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Stats returns the figures of the store's LSM now. The mean sync latency
+// is that of the syncs since the previous call (or sample sent to the
+// metrics). A closed store returns zero figures.
+func (s *Store) Stats() metrics.StoreStats {
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return metrics.StoreStats{}
+	}
+	m := s.db.Metrics()
+	s.closeMu.RUnlock()
+
+	st := metrics.StoreStats{
+		WALBytesWritten: m.WAL.BytesWritten,
+		Compactions:     m.Compact.Count,
+		CompactionDebt:  m.Compact.EstimatedDebt,
+		DiskUsage:       m.DiskSpaceUsage(),
+	}
+	if h := m.LogWriter.FsyncLatency; h != nil {
+		var pm dto.Metric
+		if h.Write(&pm) == nil && pm.Histogram != nil {
+			count, sum := pm.Histogram.GetSampleCount(), pm.Histogram.GetSampleSum()
+			st.WALSyncs = count
+			s.statsMu.Lock()
+			if count > s.lastSyncs {
+				st.WALSyncLatency = time.Duration((sum - s.lastSyncSum) / float64(count-s.lastSyncs))
+			}
+			s.lastSyncs, s.lastSyncSum = count, sum
+			s.statsMu.Unlock()
+		}
+	}
+	s.mu.Lock()
+	st.Tables = len(s.catalog)
+	s.mu.Unlock()
+	return st
+}
+
+// statsLoop sends Stats to the metrics every interval.
+func (s *Store) statsLoop(interval time.Duration) {
+	defer s.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.metrics.Stats(s.Stats())
+		}
+	}
+}
