@@ -3,13 +3,14 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare
+.PHONY: test vet fmt-check unit race bench-smoke compare persist
 
-test: vet fmt-check unit race bench-smoke compare
+test: vet fmt-check unit race bench-smoke compare persist
 
 vet:
 	$(GO) vet ./...
 	cd bench/compare && $(GO) vet ./...
+	cd persist && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -33,3 +34,12 @@ bench-smoke:
 # smoke run of every workload against every database.
 compare:
 	cd bench/compare && $(GO) test -count=1 ./...
+
+# The persistence module (Pebble): its tests (100 crash cycles, power loss,
+# injected I/O errors, snapshot corruption), with and without the race
+# detector, and a smoke run of its benchmarks.
+persist:
+	cd persist && $(GO) test -count=1 ./...
+	cd persist && $(GO) test -count=1 -race -short ./...
+	cd persist && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./... \
+		-persist.recovery=10000 -snapshot.objects=10000
