@@ -76,16 +76,24 @@ func (t Tree[T]) Get(key []byte) (value T, found bool) {
 // the channel closes when it is inserted and may also close when keys that
 // share a long prefix with it change.
 func (t Tree[T]) GetWatch(key []byte) (value T, watch <-chan struct{}, found bool) {
-	if l := search(t.root, key); l != nil {
-		if t.opts.rootOnlyWatch {
-			return asLeaf[T](l).value, t.root.watchChan(), true
-		}
-		return asLeaf[T](l).value, l.watchChan(), true
+	return getWatch[T](t.opts, t.root, key)
+}
+
+// getWatch implements GetWatch for trees and transactions.
+func getWatch[T any](opts *options, root *header, key []byte) (value T, watch <-chan struct{}, found bool) {
+	l := search(root, key)
+	switch {
+	case opts.rootOnlyWatch:
+		watch = root.watchChan()
+	case l != nil:
+		watch = l.watchChan()
+	default:
+		watch = closestNode(root, key).watchChan()
 	}
-	if t.opts.rootOnlyWatch {
-		return value, t.root.watchChan(), false
+	if l != nil {
+		value, found = asLeaf[T](l).value, true
 	}
-	return value, closestNode(t.root, key).watchChan(), false
+	return value, watch, found
 }
 
 // RootWatch returns a channel that is closed when anything in the tree

@@ -209,16 +209,7 @@ func (t *Txn[T]) Snapshot() Tree[T] {
 // when a commit after this transaction's replaces or deletes the key, or
 // when this transaction deletes it and commits.
 func (t *Txn[T]) GetWatch(key []byte) (value T, watch <-chan struct{}, found bool) {
-	if l := search(t.root, key); l != nil {
-		if t.opts.rootOnlyWatch {
-			return asLeaf[T](l).value, t.root.watchChan(), true
-		}
-		return asLeaf[T](l).value, l.watchChan(), true
-	}
-	if t.opts.rootOnlyWatch {
-		return value, t.root.watchChan(), false
-	}
-	return value, closestNode(t.root, key).watchChan(), false
+	return getWatch[T](t.opts, t.root, key)
 }
 
 // All returns an iterator over the transaction's keys and values in
