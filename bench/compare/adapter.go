@@ -74,8 +74,35 @@ type WTxn interface {
 	Modify(o *Object) error
 	// Delete removes the object with o's ID and reports whether it existed.
 	Delete(o *Object) (bool, error)
+	// DeleteAll removes every object.
+	DeleteAll() error
 	Commit()
 	Abort()
+}
+
+// Feeder is a DB with change feeds on its objects table: strata and statedb
+// have them (Table.Changes), go-memdb has none.
+type Feeder interface {
+	// Changes opens a change feed, in a write transaction of its own that
+	// it commits.
+	Changes() (Feed, error)
+}
+
+// Feed is a change feed of the objects table.
+type Feed interface {
+	// Next consumes the changes committed since the previous call, up to
+	// the latest snapshot, and returns what it saw and the channel Next
+	// returned (closed by the next change).
+	Next() (FeedResult, <-chan struct{})
+	// Close closes the feed (and stops what the database ran for it).
+	Close()
+}
+
+// FeedResult is what one Next delivered: the number of upserts and of
+// deletes, and the sum of the IDs of all the changes.
+type FeedResult struct {
+	Upserts, Deletes int
+	Sum              uint64
 }
 
 // Factory creates an empty database of one kind.

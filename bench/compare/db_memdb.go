@@ -128,3 +128,8 @@ func (w *memdbW) Delete(o *Object) (bool, error) {
 
 func (w *memdbW) Commit() { w.txn.Commit() }
 func (w *memdbW) Abort()  { w.txn.Abort() }
+
+func (w *memdbW) DeleteAll() error {
+	_, err := w.txn.DeleteAll(memdbTable, "id")
+	return err
+}

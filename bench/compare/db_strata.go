@@ -160,3 +160,38 @@ func (w *strataW) Commit() {
 }
 
 func (w *strataW) Abort() { w.wtxn.Abort() }
+
+func (w *strataW) DeleteAll() error { return w.a.tbl.DeleteAll(w.wtxn) }
+
+func (a *strataDB) Changes() (Feed, error) {
+	w := a.db.WriteTxn(a.tbl)
+	it, err := a.tbl.Changes(w)
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	if _, err := w.Commit(); err != nil {
+		return nil, err
+	}
+	return &strataFeed{a: a, it: it}, nil
+}
+
+type strataFeed struct {
+	a  *strataDB
+	it strata.ChangeIterator[*Object]
+}
+
+func (f *strataFeed) Next() (r FeedResult, watch <-chan struct{}) {
+	changes, watch := f.it.Next(f.a.db.ReadTxn())
+	for c := range changes {
+		if c.Deleted {
+			r.Deletes++
+		} else {
+			r.Upserts++
+		}
+		r.Sum += c.Object.ID
+	}
+	return r, watch
+}
+
+func (f *strataFeed) Close() { f.it.Close() }

@@ -144,6 +144,9 @@ func run(cfg config) error {
 			// that drift of the shared machine hits all of them alike.
 			for j := range rw.impls {
 				i := (round + j) % len(rw.impls)
+				if slices.Contains(w.NA, rw.impls[i]) {
+					continue
+				}
 				s, errs := measure(w, i)
 				s.Round, s.position = round, j
 				if len(errs) > 0 {
@@ -324,6 +327,7 @@ func printTables(out io.Writer, rows []*row, cfg config) {
 			cols := []string{r.w.Name}
 			meds := make([]float64, len(names))
 			allocs := make([]float64, len(names))
+			na := func(i int) bool { return slices.Contains(r.w.NA, names[i]) }
 			for i := range names {
 				vs := values(r.samples[i], func(s sample) float64 { return s.V })
 				meds[i] = median(vs)
@@ -332,13 +336,24 @@ func printTables(out io.Writer, rows []*row, cfg config) {
 				if len(vs) > 1 {
 					c += fmt.Sprintf(" ±%.0f%%", spread(vs))
 				}
+				if na(i) {
+					c = "n/a"
+				}
 				cols = append(cols, c)
 			}
 			for i := 1; i < len(names); i++ {
+				if na(i) || na(0) {
+					cols = append(cols, "n/a")
+					continue
+				}
 				cols = append(cols, fmtRatio(meds[i], meds[0]))
 			}
 			if kind != KindMemory {
 				for i := range names {
+					if na(i) {
+						cols = append(cols, "n/a")
+						continue
+					}
 					cols = append(cols, fmtAllocs(allocs[i]))
 				}
 			}
@@ -347,6 +362,34 @@ func printTables(out io.Writer, rows []*row, cfg config) {
 		}
 		fmt.Fprintln(out)
 		writeMarkdown(out, table)
+		printBaselines(out, rs, names)
+	}
+}
+
+// printBaselines prints, for each workload W run with W_Baseline (the same
+// work without the feature W measures, e.g. Changes without a feed), what
+// the feature costs each implementation: median(W) / median(W_Baseline) - 1.
+func printBaselines(out io.Writer, rs []*row, names []string) {
+	byName := map[string]*row{}
+	for _, r := range rs {
+		byName[r.w.Name] = r
+	}
+	for _, r := range rs {
+		base, ok := byName[r.w.Name+"_Baseline"]
+		if !ok {
+			continue
+		}
+		var parts []string
+		for i, n := range names {
+			w := median(values(r.samples[i], func(s sample) float64 { return s.V }))
+			b := median(values(base.samples[i], func(s sample) float64 { return s.V }))
+			if math.IsNaN(w) || math.IsNaN(b) {
+				parts = append(parts, n+" n/a")
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s %+.0f%%", n, 100*(w/b-1)))
+		}
+		fmt.Fprintf(out, "\n%s over %s_Baseline (time): %s\n", r.w.Name, r.w.Name, strings.Join(parts, ", "))
 	}
 }
 
@@ -433,6 +476,9 @@ func writeJSON(path string, rows []*row, cfg config) error {
 			ro.Unit = "B/object"
 		}
 		for i, name := range r.impls {
+			if len(r.samples[i]) == 0 {
+				continue // n/a, or every sample failed
+			}
 			ro.Impls = append(ro.Impls, implOut{
 				Impl:         name,
 				Median:       median(values(r.samples[i], func(s sample) float64 { return s.V })),

@@ -23,6 +23,9 @@ type Workload struct {
 	Group string // write, read, radix, memory: caches live within a group
 	Kind  Kind
 	DB    func(b *testing.B, f Factory)
+	// NA lists the implementations that lack what the workload measures:
+	// not run, shown as n/a.
+	NA    []string
 	Radix func(b *testing.B, f RadixFactory)
 	// Memory builds the data set and returns the heap bytes per object.
 	Memory func(f Factory) (float64, error)
@@ -257,6 +260,65 @@ func deleteWorkload(b *testing.B, f Factory) {
 		b.StartTimer()
 	}
 	expectCount(b, d, batchN)
+}
+
+// changesWorkload is the root suite's DB_Changes (statedb's): one op inserts
+// batchN objects in a transaction, consumes their batchN upserts from a
+// change feed, deletes them all (DeleteAll) in a transaction, waits for the
+// channel the feed returned and consumes the batchN deletes. Without a feed
+// it is DB_Changes_Baseline: the same writes, nobody observing. The objects
+// are the same pointers every op: the table is empty when they go in again.
+func changesWorkload(feed bool) func(*testing.B, Factory) {
+	return func(b *testing.B, f Factory) {
+		d := mustNew(b, f, Schema{})
+		objs := generations(batchN, nil)[0]
+		sum := uint64(batchN * (batchN - 1) / 2)
+		var fd Feed
+		if feed {
+			fr, ok := d.(Feeder)
+			if !ok {
+				b.Skipf("%s has no change feeds", f.Name)
+			}
+			var err error
+			if fd, err = fr.Changes(); err != nil {
+				fatalf(b, "Changes: %v", err)
+			}
+			defer fd.Close()
+		}
+		for b.Loop() {
+			w := d.WriteTxn()
+			for _, o := range objs {
+				insertOrFail(b, w, o)
+			}
+			w.Commit()
+			var watch <-chan struct{}
+			if fd != nil {
+				var r FeedResult
+				if r, watch = fd.Next(); r != (FeedResult{Upserts: batchN, Sum: sum}) {
+					fatalf(b, "Next after the inserts: %+v, want %d upserts", r, batchN)
+				}
+			}
+			w = d.WriteTxn()
+			if err := w.DeleteAll(); err != nil {
+				fatalf(b, "DeleteAll: %v", err)
+			}
+			w.Commit()
+			if fd != nil {
+				<-watch
+				if r, _ := fd.Next(); r != (FeedResult{Deletes: batchN, Sum: sum}) {
+					fatalf(b, "Next after DeleteAll: %+v, want %d deletes", r, batchN)
+				}
+			}
+		}
+		b.StopTimer()
+		expectCount(b, d, 0)
+		if fd != nil {
+			if r, _ := fd.Next(); r != (FeedResult{}) {
+				fatalf(b, "Next on a drained feed: %+v", r)
+			}
+		}
+		b.ReportMetric(float64(b.N*batchN)/b.Elapsed().Seconds(), "objects/sec")
+	}
 }
 
 // ---- read workloads ------------------------------------------------------
@@ -534,6 +596,9 @@ func workloads() []Workload {
 		{Name: "SequentialInsert", Op: "txn: 1000 inserts, ID order", Group: "write",
 			DB: txnOf1000(none, nil, seq, false, insertBody, checkLatest)},
 		{Name: "Delete", Op: "txn: 1000 deletes, random", Group: "write", DB: deleteWorkload},
+		{Name: "Changes", Op: "txn 1000 inserts; feed: 1000 upserts; txn DeleteAll; feed: 1000 deletes", Group: "write",
+			DB: changesWorkload(true), NA: []string{"memdb"}},
+		{Name: "Changes_Baseline", Op: "as Changes, without a feed", Group: "write", DB: changesWorkload(false)},
 
 		{Name: "NewReadTxn", Op: "ReadTxn", Group: "read", DB: newReadTxn},
 		{Name: "RandomLookup", Op: "ReadTxn + 1000 Get by ID, random", Group: "read", DB: randomLookup},
