@@ -76,11 +76,17 @@ type feedHold struct {
 	closed  atomic.Bool
 }
 
-// registeredChan returns the channel closed when the next transaction that
-// registered feeds ends.
-func (r *feedRegistry) registeredChan() <-chan struct{} {
+// registeredChan returns, if h's registration is still pending, the
+// channel closed when the next transaction that registered feeds ends, and
+// nil otherwise. Checking and taking the channel under mu, which
+// registrationDone holds to end registrations, means a registration cannot
+// end in between and leave the caller with a channel nobody closes.
+func (r *feedRegistry) registeredChan(h *feedHold) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !h.pending.Load() {
+		return nil
+	}
 	if r.registered == nil {
 		r.registered = make(chan struct{})
 	}
@@ -94,10 +100,12 @@ func (r *feedRegistry) registrationDone(holds []*feedHold, aborted bool) {
 		if aborted {
 			h.release(r)
 		}
-		h.pending.Store(false)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, h := range holds {
+		h.pending.Store(false)
+	}
 	if r.registered != nil {
 		close(r.registered)
 		r.registered = nil
@@ -208,9 +216,9 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 	rev := st.revision
 	if !st.revIndexed || rev < it.deletedFrom {
 		// The snapshot is from before the feed's registration committed.
-		if it.hold.pending.Load() {
+		if ch := it.t.meta.feeds.registeredChan(it.hold); ch != nil {
 			// Wait for the registering transaction to end.
-			return noChanges[Obj], it.t.meta.feeds.registeredChan()
+			return noChanges[Obj], ch
 		}
 		// It committed since, replacing the revision index's root: watch
 		// is closed, and a newer snapshot has the changes.
@@ -281,10 +289,13 @@ func (t *table[Obj]) collectGraveyard() {
 	if t.meta.db == nil {
 		return
 	}
+	// The flag is set before trying the lock: a holder that unlocks after
+	// the failed try then sees it (writeTxn.release).
+	t.meta.feeds.collect.Store(true)
 	if !t.meta.lock.tryLock() {
-		t.meta.feeds.collect.Store(true) // see writeTxn.release
 		return
 	}
+	t.meta.feeds.collect.Store(false)
 	w := t.meta.db.lockedWriteTxn(&t.meta)
 	tt, err := t.writeState(w)
 	if err == nil {

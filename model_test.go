@@ -2,7 +2,8 @@ package strata
 
 // A model-based test: random sequences of operations over several tables,
 // each checked after every step against a simple model made of Go maps and
-// slices sorted by Go values (never by the index encodings).
+// slices sorted by Go values (never by the index encodings). Change feeds
+// and the graveyard are modelled in changes_model_test.go.
 //
 // Flags:
 //
@@ -45,6 +46,20 @@ type mdlEnt[Obj any] struct {
 type mdlState[Obj comparable, PK cmp.Ordered] struct {
 	objs map[PK]mdlEnt[Obj]
 	rev  Revision
+	// dels holds, for each primary key that is not in objs but was
+	// deleted, the object as it was and the revision of its last deletion:
+	// what a change feed reports as deleted.
+	dels map[PK]mdlEnt[Obj]
+	// indexed: the table keeps its revision index, which it does only
+	// while it has change feeds.
+	indexed bool
+	// revRoot identifies the root of the revision index tree, whose
+	// channel Next returns; revReplaced: the open transaction built or
+	// dropped the index.
+	revRoot     int
+	revReplaced bool
+	// pub numbers the committed states of the table in commit order.
+	pub int
 	// Caches, rebuilt on demand after each change: the objects in primary
 	// key order, and per index its entries sorted by (key, primary key).
 	all   []mdlEnt[Obj]
@@ -52,7 +67,8 @@ type mdlState[Obj comparable, PK cmp.Ordered] struct {
 }
 
 func (s *mdlState[Obj, PK]) clone() *mdlState[Obj, PK] {
-	return &mdlState[Obj, PK]{objs: maps.Clone(s.objs), rev: s.rev, views: make([]any, len(s.views))}
+	return &mdlState[Obj, PK]{objs: maps.Clone(s.objs), rev: s.rev, dels: maps.Clone(s.dels), indexed: s.indexed,
+		revRoot: s.revRoot, views: make([]any, len(s.views))}
 }
 
 func (s *mdlState[Obj, PK]) touch() {
@@ -452,6 +468,32 @@ type mdlTable[Obj comparable, PK cmp.Ordered] struct {
 	locked    bool               // locked by the open transaction
 	insWatch  map[PK]mdlInsertWatch[Obj]
 	buf       []mdlEnt[Obj] // scratch space for query results
+
+	// Change feeds (changes_model_test.go).
+	feeds []*mdlFeed[Obj, PK] // the live ones
+	// touched: the open transaction called a write method of the table
+	// (which begins its write state); observed: deletes in the open
+	// transaction go to the graveyard (the table had feeds when it was
+	// first touched, or one was registered in the transaction).
+	touched, observed bool
+	// gy is the model of the graveyard in the committed state, gyPending
+	// in the open transaction (nil while unchanged): primary key -> the
+	// deleted object at its deletion revision.
+	gy, gyPending map[PK]mdlEnt[Obj]
+	// dead lists the feeds closed by the abort of their registering
+	// transaction and not closed since (kept reachable, so that their
+	// cleanup does not run at a random moment).
+	dead []*mdlFeed[Obj, PK]
+	// collectFlag: a feed was released while the open transaction held
+	// the table's lock; the graveyard is collected when it ends.
+	// wasLocked: the transaction that just ended locked the table; ended
+	// says how it ended.
+	collectFlag bool
+	wasLocked   bool
+	ended       string
+	feedSeq     int // numbers the feeds, for messages
+	revRoots    int // numbers the revision index roots
+	pubs        int // numbers the committed states
 }
 
 func (mt *mdlTable[Obj, PK]) meta() TableMeta { return mt.tbl }
@@ -465,11 +507,12 @@ func (mt *mdlTable[Obj, PK]) register(db *DB) error {
 	mt.tbl = tbl
 	mt.committed = mt.emptyState().(*mdlState[Obj, PK])
 	mt.insWatch = map[PK]mdlInsertWatch[Obj]{}
+	mt.feeds, mt.dead, mt.gy, mt.gyPending, mt.collectFlag = nil, nil, map[PK]mdlEnt[Obj]{}, nil, false
 	return nil
 }
 
 func (mt *mdlTable[Obj, PK]) emptyState() any {
-	return &mdlState[Obj, PK]{objs: map[PK]mdlEnt[Obj]{}, views: make([]any, len(mt.indexes))}
+	return &mdlState[Obj, PK]{objs: map[PK]mdlEnt[Obj]{}, dels: map[PK]mdlEnt[Obj]{}, views: make([]any, len(mt.indexes))}
 }
 
 // view is the state reads through the open transaction see.
@@ -485,12 +528,12 @@ func (mt *mdlTable[Obj, PK]) viewState() any      { return mt.view() }
 
 func (mt *mdlTable[Obj, PK]) begin(locked bool) {
 	mt.pending, mt.locked = nil, locked
+	mt.touched, mt.observed, mt.gyPending = false, false, nil
 }
 
 func (mt *mdlTable[Obj, PK]) commit(m *mdlRun) {
-	if mt.pending != nil {
-		mt.committed = mt.pending
-	}
+	mt.feedsCommit(m)
+	mt.wasLocked = mt.locked
 	mt.pending, mt.locked = nil, false
 	for pk, iw := range mt.insWatch {
 		m.addWatch(&mdlWatch{
@@ -506,9 +549,11 @@ func (mt *mdlTable[Obj, PK]) commit(m *mdlRun) {
 	clear(mt.insWatch)
 }
 
-func (mt *mdlTable[Obj, PK]) abort() {
+func (mt *mdlTable[Obj, PK]) abort(m *mdlRun) {
+	mt.wasLocked = mt.locked
 	mt.pending, mt.locked = nil, false
 	clear(mt.insWatch)
+	mt.feedsAborted(m)
 }
 
 // write returns the pending state, cloned from the committed one on the
@@ -524,13 +569,80 @@ func (mt *mdlTable[Obj, PK]) write() *mdlState[Obj, PK] {
 func (mt *mdlTable[Obj, PK]) put(pk PK, obj Obj) {
 	st := mt.write()
 	st.rev++
+	if _, had := st.objs[pk]; !had {
+		// Inserted again: no longer deleted, and out of the graveyard.
+		delete(st.dels, pk)
+		if _, buried := mt.graveyard()[pk]; buried {
+			delete(mt.gyWrite(), pk)
+		}
+	}
 	st.objs[pk] = mdlEnt[Obj]{obj, st.rev}
 }
 
 func (mt *mdlTable[Obj, PK]) del(pk PK) {
 	st := mt.write()
 	st.rev++
+	e := mdlEnt[Obj]{st.objs[pk].obj, st.rev}
 	delete(st.objs, pk)
+	st.dels[pk] = e
+	if mt.observed {
+		mt.gyWrite()[pk] = e
+	}
+}
+
+// touch models the table's write state beginning in the open transaction
+// (its first write, or Changes): deletes go to the graveyard if the table
+// has feeds, the graveyard is collected, and the revision index is built or
+// dropped to match.
+func (mt *mdlTable[Obj, PK]) touch() {
+	if mt.touched {
+		return
+	}
+	mt.touched = true
+	mt.observed = len(mt.feeds) > 0
+	mt.collect()
+	if mt.view().indexed != mt.observed {
+		mt.setIndexed(mt.observed)
+	}
+}
+
+func (mt *mdlTable[Obj, PK]) setIndexed(v bool) {
+	st := mt.write()
+	st.indexed, st.revReplaced = v, true
+}
+
+// publish makes the pending state and graveyard the committed ones.
+func (mt *mdlTable[Obj, PK]) publish() {
+	if mt.gyPending != nil {
+		mt.gy, mt.gyPending = mt.gyPending, nil
+	}
+	p, c := mt.pending, mt.committed
+	if p == nil {
+		return
+	}
+	if p.revReplaced || (p.indexed && p.rev != c.rev) {
+		mt.revRoots++
+		p.revRoot = mt.revRoots
+	}
+	p.revReplaced = false
+	mt.pubs++
+	p.pub = mt.pubs
+	mt.committed, mt.pending = p, nil
+}
+
+// graveyard is the model of the graveyard the open transaction sees.
+func (mt *mdlTable[Obj, PK]) graveyard() map[PK]mdlEnt[Obj] {
+	if mt.gyPending != nil {
+		return mt.gyPending
+	}
+	return mt.gy
+}
+
+func (mt *mdlTable[Obj, PK]) gyWrite() map[PK]mdlEnt[Obj] {
+	if mt.gyPending == nil {
+		mt.gyPending = maps.Clone(mt.gy)
+	}
+	return mt.gyPending
 }
 
 // conflict reports whether obj (with primary key pk) clashes with another
@@ -608,7 +720,7 @@ func (mt *mdlTable[Obj, PK]) expectWrite(m *mdlRun, op string, wantErr error, wa
 
 // writeOp runs one random write on the table in txn and applies it to the
 // model. If the table is not locked, the write must fail and change nothing.
-func (mt *mdlTable[Obj, PK]) writeOp(m *mdlRun, txn WriteTxn) string {
+func (mt *mdlTable[Obj, PK]) writeOp(m *mdlRun, txn WriteTxn) (op string) {
 	r := m.r
 	tbl := mt.tbl
 	if !mt.locked {
@@ -631,6 +743,17 @@ func (mt *mdlTable[Obj, PK]) writeOp(m *mdlRun, txn WriteTxn) string {
 		return "NotLocked." + op
 	}
 
+	// Every operation but "nop" calls a write method of the table, which
+	// begins its write state: the graveyard takes deletes if the table
+	// has feeds then.
+	if !mt.touched {
+		mt.observed = len(mt.feeds) > 0
+	}
+	defer func() {
+		if op != "nop" {
+			mt.touch()
+		}
+	}()
 	st := mt.view()
 	n := r.IntN(100)
 	switch {
@@ -785,11 +908,10 @@ func (mt *mdlTable[Obj, PK]) writeOp(m *mdlRun, txn WriteTxn) string {
 		if err := tbl.DeleteAll(txn); err != nil {
 			m.fatalf("%s: DeleteAll: %v", tbl.Name(), err)
 		}
-		if len(st.objs) > 0 {
-			// One revision per deleted object, as if deleted one by one.
-			st := mt.write()
-			st.rev += Revision(len(st.objs))
-			clear(st.objs)
+		// One revision per deleted object, in primary key order, as if
+		// deleted one by one.
+		for _, e := range slices.Clone(mt.all(st)) {
+			mt.del(mt.pkOf(e.obj))
 		}
 		return "DeleteAll"
 
@@ -926,10 +1048,20 @@ type mdlTableI interface {
 	viewState() any
 	begin(locked bool)
 	commit(m *mdlRun)
-	abort()
+	abort(m *mdlRun)
+	// released follows commit or abort: the table is unlocked.
+	released(m *mdlRun)
 	writeOp(m *mdlRun, txn WriteTxn) string
 	check(m *mdlRun, txn ReadTxn, st any, where string, full bool)
 	takeWatch(m *mdlRun, txn ReadTxn, st any, where string)
+	// feedOp runs a random change feed operation (changes_model_test.go).
+	feedOp(m *mdlRun, i int)
+	// endFeeds closes or drops every feed, and checks that the table
+	// then keeps neither deleted objects nor its revision index.
+	endFeeds(m *mdlRun)
+	// dropDeadWatches forgets the watch channels of feeds closed by an
+	// abort.
+	dropDeadWatches(m *mdlRun)
 }
 
 // mdlWatch is a watch channel and the query it came from.
@@ -941,6 +1073,9 @@ type mdlWatch struct {
 	// changed reports whether the query's result on the latest committed
 	// state differs from the result when the channel was taken.
 	changed func() bool
+	// owner, if set, is the change feed whose Next returned the channel:
+	// the channel is forgotten when the feed is closed.
+	owner any
 }
 
 // mdlSnap is a read transaction kept for later checks, with the model
@@ -979,6 +1114,7 @@ type mdlRun struct {
 
 	txn      WriteTxn
 	txnDesc  string
+	txnSnap  mdlSnap // what the open transaction started from
 	watches  []*mdlWatch
 	snaps    []mdlSnap
 	deferred []mdlDeferred
@@ -993,10 +1129,11 @@ func (m *mdlRun) fatalf(format string, args ...any) {
 }
 
 func (m *mdlRun) log(op string) {
+	kind := op
 	if _, rest, ok := strings.Cut(op, ": "); ok {
-		op = rest // the table's name
+		kind = rest // without the table's name
 	}
-	m.stats[strings.FieldsFunc(op+" ", func(c rune) bool { return c == '(' || c == ' ' })[0]]++
+	m.stats[strings.FieldsFunc(kind+" ", func(c rune) bool { return c == '(' || c == ' ' })[0]]++
 	if len(m.last) == 12 {
 		m.last = m.last[1:]
 	}
@@ -1045,6 +1182,26 @@ func (m *mdlRun) checkWatchesCommitted() {
 			m.fatalf("%s: result changed but the watch channel is open", w.desc)
 		case !changed && closed && w.exact:
 			m.fatalf("%s: result unchanged but the watch channel was closed", w.desc)
+		case !closed:
+			kept = append(kept, w)
+		}
+	}
+	clear(m.watches[len(kept):])
+	m.watches = kept
+}
+
+// checkWatchesAborted checks every watch after an abort: closed exactly if
+// its result changed (the feeds registered in the transaction ended, or the
+// graveyard collection that followed changed the table), else open.
+func (m *mdlRun) checkWatchesAborted() {
+	kept := m.watches[:0]
+	for _, w := range m.watches {
+		closed, changed := mdlClosed(w.ch), w.changed()
+		switch {
+		case changed && !closed:
+			m.fatalf("%s: result changed but the watch channel is open", w.desc)
+		case !changed && closed:
+			m.fatalf("%s: watch channel closed by Abort", w.desc)
 		case !closed:
 			kept = append(kept, w)
 		}
@@ -1116,13 +1273,19 @@ func (m *mdlRun) runDeferred() {
 			m.fatalf("kept iterator %s: %v", d.desc, err)
 		}
 	}
+	clear(m.deferred[len(kept):]) // what they hold may be collected
 	m.deferred = kept
 }
 
-func (m *mdlRun) beginTxn() {
+// beginTxn opens a write transaction over random tables, or over table
+// only if it is not negative.
+func (m *mdlRun) beginTxn(only int) {
 	r := m.r
 	n := 1 + r.IntN(len(m.tables))
 	perm := r.Perm(len(m.tables))[:n]
+	if only >= 0 {
+		n, perm = 1, []int{only}
+	}
 	var metas []TableMeta
 	var names []string
 	locked := make([]bool, len(m.tables))
@@ -1138,6 +1301,7 @@ func (m *mdlRun) beginTxn() {
 	}
 	r.Shuffle(len(metas), func(i, j int) { metas[i], metas[j] = metas[j], metas[i] })
 	m.txn = m.db.WriteTxn(metas[0], metas[1:]...)
+	m.txnSnap = mdlSnap{m.txn, m.states(false), fmt.Sprintf("open WriteTxn (step %d)", m.step)}
 	for i, mt := range m.tables {
 		mt.begin(locked[i])
 	}
@@ -1154,9 +1318,12 @@ func (m *mdlRun) commit() {
 	for _, mt := range m.tables {
 		mt.commit(m)
 	}
+	states := m.states(false) // what Commit published
+	for _, mt := range m.tables {
+		mt.released(m)
+	}
 	m.txn = nil
 	m.log("Commit(" + m.txnDesc + ")")
-	states := m.states(false)
 	for i, mt := range m.tables {
 		mt.check(m, rtxn, states[i], "ReadTxn from Commit", true)
 	}
@@ -1169,14 +1336,20 @@ func (m *mdlRun) commit() {
 
 func (m *mdlRun) abort() {
 	txn := m.txn
-	states := m.states(false) // what the transaction started from
+	states := m.txnSnap.states // what the transaction started from
 	txn.Abort()
 	for _, mt := range m.tables {
-		mt.abort()
+		mt.abort(m)
+	}
+	for _, mt := range m.tables {
+		mt.released(m)
 	}
 	m.txn = nil
 	m.log("Abort(" + m.txnDesc + ")")
-	m.checkWatchesOpen("Abort")
+	m.checkWatchesAborted()
+	for _, mt := range m.tables {
+		mt.dropDeadWatches(m)
+	}
 	m.addSnap(txn, states, "aborted WriteTxn")
 	txn.Abort() // again: does nothing
 }
@@ -1184,10 +1357,13 @@ func (m *mdlRun) abort() {
 func (m *mdlRun) doStep() {
 	r := m.r
 	full := r.IntN(len(m.tables)) // the table to check fully
-	if m.txn == nil {
+	if r.IntN(100) < mdlFeedPercent {
+		full = r.IntN(len(m.tables))
+		m.tables[full].feedOp(m, full)
+	} else if m.txn == nil {
 		switch n := r.IntN(100); {
 		case n < 70:
-			m.beginTxn()
+			m.beginTxn(-1)
 		case n < 85:
 			i := r.IntN(len(m.tables))
 			m.tables[i].takeWatch(m, m.db.ReadTxn(), m.tables[i].committedState(), "watch")
@@ -1555,6 +1731,7 @@ func TestModel(t *testing.T) {
 		if m.txn != nil {
 			m.commit()
 		}
+		m.endFeeds()
 	}
 	t.Logf("operations: %v", stats)
 }

@@ -1,0 +1,962 @@
+package strata
+
+// Change feeds in the model-based test (model_test.go): observers of each
+// table, registered at random moments in write transactions that locked
+// the table, call Next at random moments with the latest ReadTxn, an older
+// snapshot or a write transaction, and are closed, or dropped without Close
+// (the garbage collector then releases them), at random moments. Every Next
+// must deliver exactly the model's changes since the observer's previous
+// call, and the graveyard must hold exactly the deleted objects some live
+// observer still needs.
+//
+// The model of a feed (view semantics: what a feed has delivered always
+// describes a snapshot of the table):
+//   - start: the registering transaction's revision when Changes was
+//     called (after that transaction's earlier writes to the table). The
+//     feed's hold on the graveyard (seen) starts there, and follows the
+//     snapshots Next moves to. If the registering transaction aborts, the
+//     feed is closed: Next returns nothing, and it holds nothing.
+//   - A table keeps its revision index only while it has feeds: built by
+//     the registering transaction, dropped by the first write (or
+//     graveyard collection) after the last feed closed.
+//   - Next on a snapshot without the revision index, or older than the
+//     feed (its revision below start before the first move, below pos
+//     after), returns nothing and does not move. Its watch channel is,
+//     while the registering transaction is open, one that closes when that
+//     transaction ends; after that, the snapshot's revision index channel,
+//     which is closed already.
+//   - The first Next on a snapshot S (at or after start) returns every
+//     object of S as upserts and the objects deleted in (start, S] that are
+//     not in S; the registering transaction's deletes before Changes are
+//     never delivered. A later Next on a snapshot newer than pos returns
+//     the objects of S written after pos and the objects deleted after pos
+//     that are not in S; on a snapshot not newer than pos it returns
+//     nothing. Both in revision order, each object once, deleted ones as
+//     they were when deleted. pos becomes the revision of S.
+//   - Its watch channel is open while the table's revision index is that
+//     of S, and closed once it changed.
+//
+// The model of the graveyard: deletes go to it while the table has live
+// feeds (decided on the transaction's first write to the table, or when a
+// feed registers in it); an object inserted again leaves it. Collection
+// drops the objects deleted at or below the lowest hold of the live feeds
+// (everything without feeds); it happens when a transaction first writes
+// the table, at the commit of a transaction that wrote it, at Close of a
+// feed (or when the garbage collector releases a dropped one) while the
+// table is not locked, and otherwise at the end (commit or abort) of the
+// transaction that held the lock. Besides that exact model, the graveyard
+// must keep every deletion some live feed has not passed.
+//
+// The model is single-threaded but for the cleanups of dropped feeds, which
+// it waits for. Two races between goroutines are shown by the TestBug_
+// tests at the end of this file.
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/part"
+)
+
+const (
+	// mdlFeedPercent is the share of steps that are change feed operations.
+	mdlFeedPercent = 8
+	// mdlMaxFeeds is the most live feeds a table has at once.
+	mdlMaxFeeds = 4
+)
+
+// mdlFeed is an observer: a change feed and what the model knows of it.
+type mdlFeed[Obj comparable, PK cmp.Ordered] struct {
+	id int
+	it ChangeIterator[Obj]
+	// started: Next has moved the feed at least once; pos is then the
+	// revision of the newest snapshot it moved to.
+	started bool
+	pos     Revision
+	// start: see the file comment; base is the committed revision the
+	// registering transaction began from (for statistics).
+	start, base Revision
+	// seen is the feed's hold on the graveyard: start, then pos.
+	seen Revision
+	// inTxn: registered in the open transaction. regCommit is the
+	// committed state (mdlState.pub) the registration's commit left
+	// (MaxInt until then).
+	inTxn     bool
+	regCommit int
+	// dead: closed by the abort of the registering transaction.
+	dead bool
+	// view is the table as the changes delivered so far describe it: it
+	// must equal the snapshot of each Next that moves the feed.
+	view map[PK]mdlEnt[Obj]
+}
+
+// mdlChange is a change as the feed delivers it.
+type mdlChange[Obj any] struct {
+	obj     Obj
+	rev     Revision
+	deleted bool
+}
+
+func (mt *mdlTable[Obj, PK]) fmtChanges(cs []mdlChange[Obj]) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if c.deleted {
+			b.WriteString("-")
+		}
+		fmt.Fprintf(&b, "%s@%d", mt.fmtObj(c.obj), c.rev)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func (mt *mdlTable[Obj, PK]) impl() *table[Obj] { return mt.tbl.(*table[Obj]) }
+
+// checkFeedCount checks that the table counts as many open feeds as the
+// model.
+func (mt *mdlTable[Obj, PK]) checkFeedCount(m *mdlRun) {
+	if n := mt.impl().meta.feeds.live(); n != len(mt.feeds) {
+		m.fatalf("%s: %d open change feeds, want %d", mt.tbl.Name(), n, len(mt.feeds))
+	}
+}
+
+func (mt *mdlTable[Obj, PK]) feedOp(m *mdlRun, i int) {
+	r := m.r
+	switch n := r.IntN(100); {
+	case n < 14 && len(mt.feeds) < mdlMaxFeeds:
+		mt.feedRegister(m, i)
+	case n < 17:
+		mt.feedErrors(m)
+	case n < 27 && len(mt.feeds) > 0:
+		mt.feedClose(m, mt.feeds[r.IntN(len(mt.feeds))])
+	case n < 29 && len(mt.feeds) > 0:
+		mt.feedDrop(m, r.IntN(len(mt.feeds)))
+	case n < 35 && len(mt.dead) > 0:
+		f := mt.dead[r.IntN(len(mt.dead))]
+		if r.IntN(3) == 0 {
+			mt.feedClose(m, f)
+		} else {
+			mt.feedNext(m, i, f)
+		}
+	case len(mt.feeds) > 0:
+		mt.feedNext(m, i, mt.feeds[r.IntN(len(mt.feeds))])
+	default:
+		mt.feedRegister(m, i)
+	}
+}
+
+// feedRegister registers a feed in the open transaction, or in one of its
+// own (i is the table's position), which it may commit at once.
+func (mt *mdlTable[Obj, PK]) feedRegister(m *mdlRun, i int) {
+	name := mt.tbl.Name()
+	own := false
+	if m.txn == nil {
+		if m.r.IntN(2) == 0 {
+			m.log(name + ": FeedNop")
+			return
+		}
+		m.beginTxn(i)
+		own = true
+	}
+	if !mt.locked {
+		if _, err := mt.tbl.Changes(m.txn); !errors.Is(err, ErrTableNotLockedForWriting) {
+			m.fatalf("%s: Changes on a table not locked: err = %v", name, err)
+		}
+		m.log(name + ": Changes(not locked)")
+		return
+	}
+	it, err := mt.tbl.Changes(m.txn)
+	if err != nil {
+		m.fatalf("%s: Changes: %v", name, err)
+	}
+	mt.touch()
+	mt.observed = true
+	if !mt.view().indexed {
+		mt.setIndexed(true)
+	}
+	mt.feedSeq++
+	rev := mt.view().rev
+	f := &mdlFeed[Obj, PK]{
+		id: mt.feedSeq, it: it,
+		start: rev, base: mt.committed.rev, seen: rev,
+		inTxn: true, regCommit: math.MaxInt,
+		view: map[PK]mdlEnt[Obj]{},
+	}
+	mt.feeds = append(mt.feeds, f)
+	mt.checkFeedCount(m)
+	if rev > mt.committed.rev {
+		m.stats["Changes.afterWrites"]++
+	}
+	m.log(fmt.Sprintf("%s: Changes -> feed %d at %d", name, f.id, f.start))
+	if own && m.r.IntN(2) == 0 {
+		// A transaction that only registers a feed.
+		m.commit()
+	}
+}
+
+// feedErrors registers feeds with transactions that cannot take them.
+func (mt *mdlTable[Obj, PK]) feedErrors(m *mdlRun) {
+	name := mt.tbl.Name()
+	if _, err := mt.tbl.Changes(nil); !errors.Is(err, ErrTransactionClosed) {
+		m.fatalf("%s: Changes(nil): err = %v", name, err)
+	}
+	for _, s := range m.snaps {
+		if w, ok := s.txn.(WriteTxn); ok {
+			if _, err := mt.tbl.Changes(w); !errors.Is(err, ErrTransactionClosed) {
+				m.fatalf("%s: Changes on %s: err = %v", name, s.desc, err)
+			}
+			break
+		}
+	}
+	mt.checkFeedCount(m)
+	m.log(name + ": Changes(closed)")
+}
+
+// feedNext calls Next on a random snapshot and checks what it returns.
+func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
+	r := m.r
+	name := mt.tbl.Name()
+	var txn ReadTxn
+	var st *mdlState[Obj, PK]
+	var desc string
+	switch k := r.IntN(20); {
+	case k < 5 && len(m.snaps) > 0:
+		s := m.snaps[r.IntN(len(m.snaps))]
+		txn, st, desc = s.txn, s.state(m, i).(*mdlState[Obj, PK]), s.desc
+	case k < 8 && m.txn != nil:
+		// Next with a write transaction reads the snapshot it began from.
+		txn, st, desc = m.txn, m.txnSnap.state(m, i).(*mdlState[Obj, PK]), "open WriteTxn("+m.txnDesc+")"
+	default:
+		txn, st, desc = m.db.ReadTxn(), mt.committed, "db.ReadTxn"
+	}
+	R := st.rev
+	fdesc := fmt.Sprintf("%s: feed %d (start %d", name, f.id, f.start)
+	if f.started {
+		fdesc += fmt.Sprintf(", at %d", f.pos)
+	}
+	fdesc += fmt.Sprintf("): Next(%s at %d)", desc, R)
+
+	var want []mdlChange[Obj]
+	// What the watch channel is: the snapshot's revision index channel
+	// (closed once the index changed), or one that closes when the
+	// registering transaction ends; closedNow: it must be closed already.
+	regWatch, closedNow := false, false
+	switch {
+	case f.dead:
+		m.stats["FeedNext.dead"]++
+	case !st.indexed || R < max(f.start, f.pos):
+		// A snapshot from before the feed.
+		if !st.indexed && st.pub >= f.regCommit {
+			m.fatalf("%s: model: snapshot from after the registration committed has no revision index", fdesc)
+		}
+		if f.inTxn {
+			regWatch = true
+			m.stats["FeedNext.older(registering)"]++
+		} else {
+			closedNow = true
+			m.stats["FeedNext.older"]++
+		}
+	case f.started && R <= f.pos:
+		m.stats["FeedNext.notNewer"]++
+	default:
+		// The feed moves to st.
+		from, delFrom := f.pos, f.pos
+		if !f.started {
+			from, delFrom = 0, f.start
+			m.stats["FeedNext.first"]++
+		}
+		for _, e := range st.objs {
+			if e.rev > from {
+				want = append(want, mdlChange[Obj]{e.obj, e.rev, false})
+			}
+		}
+		for _, e := range st.dels {
+			switch {
+			case e.rev > delFrom:
+				want = append(want, mdlChange[Obj]{e.obj, e.rev, true})
+			case !f.started && e.rev > f.base:
+				// Deleted by the registering transaction before
+				// Changes: not the feed's.
+				m.stats["FeedNext.first(ownDeleteSkipped)"]++
+			}
+		}
+		slices.SortFunc(want, func(a, b mdlChange[Obj]) int { return cmp.Compare(a.rev, b.rev) })
+		// The model's own consistency: the changes bring the observer's
+		// view to the snapshot.
+		if !f.started {
+			clear(f.view)
+		}
+		for _, c := range want {
+			if c.deleted {
+				delete(f.view, mt.pkOf(c.obj))
+			} else {
+				f.view[mt.pkOf(c.obj)] = mdlEnt[Obj]{c.obj, c.rev}
+			}
+		}
+		if !maps.Equal(f.view, st.objs) {
+			m.fatalf("%s: model: the feed's view is not the snapshot", fdesc)
+		}
+		f.started, f.pos = true, R
+		f.seen = max(f.seen, R)
+	}
+
+	seq, watch := f.it.Next(txn)
+	check := func() error {
+		var got []mdlChange[Obj]
+		for c, rev := range seq {
+			if rev != c.Revision {
+				return fmt.Errorf("yielded revision %d with a change at %d", rev, c.Revision)
+			}
+			got = append(got, mdlChange[Obj]{c.Object, c.Revision, c.Deleted})
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("\n got  %s\n want %s", mt.fmtChanges(got), mt.fmtChanges(want))
+		}
+		return nil
+	}
+	if r.IntN(6) == 0 {
+		// The sequence reads its snapshot: it may be consumed later.
+		m.deferred = append(m.deferred, mdlDeferred{check, fdesc, 1 + r.IntN(10)})
+	} else if err := check(); err != nil {
+		m.fatalf("%s: %v", fdesc, err)
+	}
+	m.log(fmt.Sprintf("%s: FeedNext(%d, %s) -> %d changes", name, f.id, desc, len(want)))
+	switch {
+	case watch == nil:
+		m.fatalf("%s: nil watch channel", fdesc)
+	case f.dead:
+		// A closed feed's channel promises nothing.
+	case closedNow && !mdlClosed(watch):
+		m.fatalf("%s: snapshot older than the feed, whose registration ended: the watch channel is open", fdesc)
+	case regWatch:
+		// Closed when the registering transaction ends.
+		m.addWatch(&mdlWatch{
+			desc:    fdesc + " watch (registering)",
+			ch:      watch,
+			exact:   true,
+			changed: func() bool { return !f.inTxn },
+			owner:   f,
+		})
+	default:
+		// Never a busy loop: the channel is open while nothing changed.
+		m.addWatch(&mdlWatch{
+			desc:    fdesc + " watch",
+			ch:      watch,
+			exact:   true,
+			changed: func() bool { return mt.committed.revRoot != st.revRoot },
+			owner:   f,
+		})
+	}
+}
+
+// feedClose closes a feed (live, or closed by an abort).
+func (mt *mdlTable[Obj, PK]) feedClose(m *mdlRun, f *mdlFeed[Obj, PK]) {
+	name := mt.tbl.Name()
+	if f.dead {
+		mt.dead = slices.DeleteFunc(mt.dead, func(g *mdlFeed[Obj, PK]) bool { return g == f })
+	} else {
+		mt.feeds = slices.DeleteFunc(mt.feeds, func(g *mdlFeed[Obj, PK]) bool { return g == f })
+	}
+	f.it.Close()
+	if m.r.IntN(4) == 0 {
+		f.it.Close() // again: does nothing
+	}
+	seq, w := f.it.Next(m.db.ReadTxn())
+	if w == nil {
+		m.fatalf("%s: Next on a closed feed: nil watch channel", name)
+	}
+	for c := range seq {
+		m.fatalf("%s: Next on a closed feed returned %s", name, mt.fmtChanges([]mdlChange[Obj]{{c.Object, c.Revision, c.Deleted}}))
+	}
+	mt.checkFeedCount(m)
+	m.dropWatches(f)
+	if f.dead {
+		m.stats["FeedClose.dead"]++
+	}
+	m.log(fmt.Sprintf("%s: FeedClose(%d)", name, f.id))
+	mt.feedReleased(m, fmt.Sprintf("Close of feed %d", f.id))
+}
+
+// feedReleased models collectGraveyard, which Close and the cleanup of a
+// dropped feed call: the graveyard is collected at once in a transaction of
+// its own if the table is not locked, else when the transaction holding
+// the lock ends.
+func (mt *mdlTable[Obj, PK]) feedReleased(m *mdlRun, where string) {
+	if mt.locked {
+		mt.collectFlag = true
+		m.stats["Collect.deferred"]++
+		return
+	}
+	mt.collectTxn()
+	mt.checkGraveyard(m, where)
+	m.checkWatchesCommitted()
+}
+
+// collectTxn models collectGraveyard's transaction on the table, which the
+// open transaction (if any) does not lock: it begins (collecting, and
+// dropping the revision index if the table has no feeds) and commits
+// (collecting).
+func (mt *mdlTable[Obj, PK]) collectTxn() {
+	mt.touch()
+	mt.collect()
+	mt.publish()
+	mt.touched, mt.observed = false, false
+}
+
+func (m *mdlRun) dropWatches(owner any) {
+	m.watches = slices.DeleteFunc(m.watches, func(w *mdlWatch) bool { return w.owner == owner })
+}
+
+func (mt *mdlTable[Obj, PK]) dropDeadWatches(m *mdlRun) {
+	for _, f := range mt.dead {
+		m.dropWatches(f)
+	}
+}
+
+// feedDrop forgets a feed without closing it: the garbage collector
+// releases its hold, and its cleanup collects the graveyard.
+func (mt *mdlTable[Obj, PK]) feedDrop(m *mdlRun, k int) {
+	f := mt.feeds[k]
+	m.dropWatches(f)
+	f.it = nil
+	mt.feeds = slices.Delete(mt.feeds, k, k+1)
+	mt.waitReleased(m)
+	if mt.locked {
+		m.stats["FeedDrop.locked"]++
+	}
+	m.log(fmt.Sprintf("%s: FeedDrop(%d)", mt.tbl.Name(), f.id))
+	mt.feedReleased(m, fmt.Sprintf("cleanup of dropped feed %d", f.id))
+}
+
+// waitReleased runs the garbage collector until the table counts only the
+// model's feeds as open, and the cleanups that released the others are
+// done (they collect the graveyard, in a transaction of their own, after
+// releasing the hold).
+func (mt *mdlTable[Obj, PK]) waitReleased(m *mdlRun) {
+	// A sequence Next returned may keep its feed reachable: consume the
+	// kept ones now.
+	for _, d := range m.deferred {
+		if err := d.run(); err != nil {
+			m.fatalf("kept iterator %s: %v", d.desc, err)
+		}
+	}
+	clear(m.deferred)
+	m.deferred = m.deferred[:0]
+	fr := &mt.impl().meta.feeds
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; fr.live() != len(mt.feeds) || mdlFeedCleanupRunning(); i++ {
+		if time.Now().After(deadline) {
+			m.fatalf("%s: %d open change feeds 10s after dropping, want %d: a dropped feed was not released",
+				mt.tbl.Name(), fr.live(), len(mt.feeds))
+		}
+		if i%100 == 0 {
+			runtime.GC()
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+	mt.checkFeedCount(m)
+}
+
+var mdlStackBuf []byte
+
+// mdlFeedCleanupRunning reports whether a goroutine is running the cleanup
+// of a change feed (the function literal in Table.Changes).
+func mdlFeedCleanupRunning() bool {
+	if mdlStackBuf == nil {
+		mdlStackBuf = make([]byte, 1<<16)
+	}
+	for {
+		n := runtime.Stack(mdlStackBuf, true)
+		if n < len(mdlStackBuf) {
+			return bytes.Contains(mdlStackBuf[:n], []byte(").Changes.func"))
+		}
+		mdlStackBuf = make([]byte, 2*len(mdlStackBuf))
+	}
+}
+
+// watermark is the lowest hold of the live feeds.
+func (mt *mdlTable[Obj, PK]) watermark() Revision {
+	w := Revision(math.MaxUint64)
+	for _, f := range mt.feeds {
+		w = min(w, f.seen)
+	}
+	return w
+}
+
+// collect drops from the model's graveyard (pending, in a transaction)
+// what every live feed has passed.
+func (mt *mdlTable[Obj, PK]) collect() {
+	w := mt.watermark()
+	for pk, e := range mt.graveyard() {
+		if e.rev <= w {
+			delete(mt.gyWrite(), pk)
+		}
+	}
+}
+
+// feedsCommit models the commit of the open transaction on the table: it
+// collects the graveyard if it wrote the table, publishes, and ends the
+// registrations. released follows.
+func (mt *mdlTable[Obj, PK]) feedsCommit(m *mdlRun) {
+	mt.ended = "Commit"
+	if mt.touched {
+		mt.collect()
+		mt.ended = "Commit (table written)"
+	}
+	mt.publish()
+	for _, f := range mt.feeds {
+		if f.inTxn {
+			f.inTxn, f.regCommit = false, mt.committed.pub
+		}
+	}
+	mt.touched, mt.observed = false, false
+}
+
+// feedsAborted models the abort of the open transaction on the table: the
+// feeds registered in it are closed. released follows.
+func (mt *mdlTable[Obj, PK]) feedsAborted(m *mdlRun) {
+	mt.ended = "Abort"
+	mt.gyPending = nil
+	mt.touched, mt.observed = false, false
+	mt.feeds = slices.DeleteFunc(mt.feeds, func(f *mdlFeed[Obj, PK]) bool {
+		if f.inTxn {
+			f.inTxn, f.dead = false, true
+			mt.dead = append(mt.dead, f)
+			m.stats["FeedAborted"]++
+		}
+		return f.dead
+	})
+	mt.checkFeedCount(m)
+}
+
+// released models the unlocking of the table at the end of the open
+// transaction, after it published (the snapshot Commit returns is from
+// before): the graveyard is collected, in a transaction of its own, if a
+// feed was released while the table was locked.
+func (mt *mdlTable[Obj, PK]) released(m *mdlRun) {
+	if !mt.wasLocked {
+		return
+	}
+	mt.wasLocked = false
+	if mt.collectFlag {
+		mt.collectFlag = false
+		mt.collectTxn()
+		m.stats["Collect.after"+strings.Fields(mt.ended)[0]]++
+	}
+	mt.checkGraveyard(m, mt.ended)
+}
+
+// checkGraveyard compares the graveyard of the latest snapshot with the
+// model's, and checks that it keeps every deletion a live feed has not
+// passed, and that the revision index exists exactly while the table has
+// feeds.
+func (mt *mdlTable[Obj, PK]) checkGraveyard(m *mdlRun, where string) {
+	name := mt.tbl.Name()
+	st := mt.impl().stateIn(m.db.ReadTxn().committed())
+	byKey, byRev := mdlGraveTrees(st)
+	got := map[PK]mdlEnt[Obj]{}
+	for _, o := range byKey.All() {
+		got[mt.pkOf(o.obj)] = mdlEnt[Obj]{o.obj, o.rev}
+	}
+	if len(got) != byKey.Len() {
+		m.fatalf("%s: %s: graveyard has %d keys for %d objects", where, name, byKey.Len(), len(got))
+	}
+	n := 0
+	for k, o := range byRev.All() {
+		n++
+		if binary.BigEndian.Uint64(k) != o.rev || got[mt.pkOf(o.obj)] != (mdlEnt[Obj]{o.obj, o.rev}) {
+			m.fatalf("%s: %s: graveyard revision index has %s at %x, not in the graveyard",
+				where, name, mt.fmtEnts([]mdlEnt[Obj]{{o.obj, o.rev}}), k)
+		}
+	}
+	if n != len(got) || st.graveLen() != len(got) {
+		m.fatalf("%s: %s: graveyard holds %d objects, its revision index %d, its count %d",
+			where, name, len(got), n, st.graveLen())
+	}
+	// Every deletion a live feed has not passed is kept.
+	low := mt.watermark()
+	for pk, e := range mt.committed.dels {
+		if e.rev > low && got[pk] != e {
+			m.fatalf("%s: %s: object deleted at %d (%s) not in the graveyard, but a live feed holds %d",
+				where, name, e.rev, mt.fmtObj(e.obj), low)
+		}
+	}
+	if len(mt.feeds) == 0 && len(got) > 0 {
+		m.fatalf("%s: %s: graveyard holds %d objects without feeds", where, name, len(got))
+	}
+	if !maps.Equal(got, mt.gy) {
+		m.fatalf("%s: %s: graveyard\n got  %s\n want %s (feeds hold %v)", where, name,
+			mt.fmtEnts(mdlByRev(got)), mt.fmtEnts(mdlByRev(mt.gy)), mt.feedSeen())
+	}
+	if st.revIndexed != mt.committed.indexed || (len(mt.feeds) > 0 && !st.revIndexed) {
+		m.fatalf("%s: %s: revision index kept: %v, want %v (%d feeds)", where, name,
+			st.revIndexed, mt.committed.indexed, len(mt.feeds))
+	}
+}
+
+func (mt *mdlTable[Obj, PK]) feedSeen() []Revision {
+	var s []Revision
+	for _, f := range mt.feeds {
+		s = append(s, f.seen)
+	}
+	return s
+}
+
+// mdlGraveTrees returns the graveyard of a table state: its trees by
+// primary key and by deletion revision.
+func mdlGraveTrees[Obj any](st *tableState[Obj]) (byKey, byRev part.Tree[object[Obj]]) {
+	if st.grave == nil {
+		return part.New[object[Obj]](), part.New[object[Obj]]()
+	}
+	return st.grave.byKey, st.grave.byRev
+}
+
+func mdlByRev[Obj any, PK comparable](es map[PK]mdlEnt[Obj]) []mdlEnt[Obj] {
+	out := slices.Collect(maps.Values(es))
+	slices.SortFunc(out, func(a, b mdlEnt[Obj]) int { return cmp.Compare(a.rev, b.rev) })
+	return out
+}
+
+// endFeeds closes or drops every feed, one at a time, with no transaction
+// open: then the table keeps no deleted object and no revision index.
+func (mt *mdlTable[Obj, PK]) endFeeds(m *mdlRun) {
+	for len(mt.dead) > 0 && m.r.IntN(3) != 0 {
+		mt.feedClose(m, mt.dead[0])
+	}
+	for len(mt.feeds) > 0 {
+		k := m.r.IntN(len(mt.feeds))
+		if m.r.IntN(3) != 0 {
+			mt.feedClose(m, mt.feeds[k])
+		} else {
+			mt.feedDrop(m, k)
+		}
+	}
+	mt.checkGraveyard(m, "all feeds ended")
+	st := mt.impl().stateIn(m.db.ReadTxn().committed())
+	if st.graveLen() != 0 || st.revIndexed || st.revisions.Len() != 0 {
+		m.fatalf("%s: all feeds ended: graveyard holds %d objects, revision index kept: %v (%d entries)",
+			mt.tbl.Name(), st.graveLen(), st.revIndexed, st.revisions.Len())
+	}
+}
+
+func (m *mdlRun) endFeeds() {
+	for _, mt := range m.tables {
+		mt.endFeeds(m)
+	}
+	// A transaction that locks every table and writes nothing changes
+	// nothing.
+	metas := make([]TableMeta, len(m.tables))
+	for i, mt := range m.tables {
+		metas[i] = mt.meta()
+		mt.begin(true)
+	}
+	m.txn = m.db.WriteTxn(metas[0], metas[1:]...)
+	m.txnSnap = mdlSnap{m.txn, m.states(false), "open WriteTxn (all tables)"}
+	m.txnDesc = "all tables"
+	m.log("WriteTxn(" + m.txnDesc + ")")
+	if m.r.IntN(2) == 0 {
+		m.abort()
+	} else {
+		m.commit()
+	}
+}
+
+// ---- Regression tests of cases the model found ---------------------------
+
+// mdlFeedView applies the changes of one Next to view.
+func mdlFeedView(t *testing.T, view map[uint64]*testObject, it ChangeIterator[*testObject], txn ReadTxn) ([]changeRec, <-chan struct{}) {
+	t.Helper()
+	seq, watch := it.Next(txn)
+	var got []changeRec
+	for c := range seq {
+		got = append(got, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+		if c.Deleted {
+			delete(view, c.Object.ID)
+		} else {
+			view[c.Object.ID] = c.Object
+		}
+	}
+	return got, watch
+}
+
+func mdlTableIDs(tbl Table[*testObject], txn ReadTxn) map[uint64]bool {
+	ids := map[uint64]bool{}
+	for o := range tbl.All(txn) {
+		ids[o.ID] = true
+	}
+	return ids
+}
+
+// TestChangesFirstNextOnOlderSnapshot: the first Next of a feed given a
+// snapshot from before the feed's registration (here one that has a
+// revision index, kept by another feed) returns nothing and does not move
+// the feed, so that it never misses the deletes between that snapshot and
+// the registration. Its watch channel is, while the registering
+// transaction is open, closed when that ends; after that, closed already.
+// Regression test: the feed once started from the old snapshot, skipping
+// those deletes (the observer kept an object the table no longer had).
+func TestChangesFirstNextOnOlderSnapshot(t *testing.T) {
+	for _, ended := range []bool{true, false} {
+		db := New()
+		tbl := newTestTable(t, db, "test")
+		txn := db.WriteTxn(tbl)
+		other, _ := tbl.Changes(txn) // another feed: the table keeps its revision index
+		tbl.Insert(txn, &testObject{ID: 1})
+		tbl.Insert(txn, &testObject{ID: 2})
+		old, _ := txn.Commit()
+
+		txn = db.WriteTxn(tbl)
+		tbl.Delete(txn, &testObject{ID: 1})
+		txn.Commit()
+
+		txn = db.WriteTxn(tbl)
+		it, err := tbl.Changes(txn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ended {
+			txn.Commit()
+		}
+		view := map[uint64]*testObject{}
+		first, watch := mdlFeedView(t, view, it, old) // a snapshot from before the registration
+		if len(first) != 0 {
+			t.Errorf("registration ended: %v: Next(older snapshot) = %v, want nothing", ended, first)
+		}
+		if closed := mdlClosed(watch); closed != ended {
+			t.Errorf("registration ended: %v: Next(older snapshot): watch closed: %v", ended, closed)
+		}
+		if !ended {
+			txn.Commit()
+			if !mdlClosed(watch) {
+				t.Errorf("Next(older snapshot) during the registration: watch open after its commit")
+			}
+		}
+		later, _ := mdlFeedView(t, view, it, db.ReadTxn())
+		want := slices.Sorted(maps.Keys(mdlTableIDs(tbl, db.ReadTxn())))
+		if got := slices.Sorted(maps.Keys(view)); !slices.Equal(got, want) {
+			t.Errorf("registration ended: %v: after Next(older snapshot) = %v and Next(latest) = %v the feed describes objects %v; the table has %v",
+				ended, first, later, got, want)
+		}
+		it.Close()
+		other.Close()
+	}
+}
+
+// TestChangesDeletesBeforeRegistration: the first Next returns the deletes
+// since the feed was created, which the registering transaction's deletes
+// before Changes are not, whether or not the table already had a feed (and
+// so kept them in its graveyard). Regression test: the feed once started at
+// the revision the transaction began from, and delivered them when the table
+// had another feed.
+func TestChangesDeletesBeforeRegistration(t *testing.T) {
+	for _, withOther := range []bool{false, true} {
+		db := New()
+		tbl := newTestTable(t, db, "test")
+		txn := db.WriteTxn(tbl)
+		var other ChangeIterator[*testObject]
+		if withOther {
+			other, _ = tbl.Changes(txn)
+		}
+		tbl.Insert(txn, &testObject{ID: 1})
+		tbl.Insert(txn, &testObject{ID: 2})
+		tbl.Insert(txn, &testObject{ID: 3})
+		txn.Commit()
+
+		txn = db.WriteTxn(tbl)
+		tbl.Delete(txn, &testObject{ID: 1})
+		it, err := tbl.Changes(txn) // registered after the delete
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl.Delete(txn, &testObject{ID: 3}) // and after it: delivered
+		rtxn, _ := txn.Commit()
+		got, _ := mdlFeedView(t, map[uint64]*testObject{}, it, rtxn)
+		it.Close()
+		if want := []changeRec{{2, 0, false}, {3, 0, true}}; !slices.Equal(got, want) {
+			t.Errorf("table with another feed: %v: first Next = %v, want %v", withOther, got, want)
+		}
+		if other != nil {
+			other.Close()
+		}
+	}
+}
+
+// TestChangesGraveyardCollectedAfterLastClose: once the last feed is
+// closed, the graveyard is empty (and the revision index gone) without a
+// later write to the table: at once if the table is not locked, else when
+// the transaction holding the lock ends, even if it only locked the table
+// (committed or aborted). A feed dropped without Close is released by the
+// garbage collector, which then collects as well. Regression test: the
+// graveyard was once kept until a later transaction wrote the table.
+func TestChangesGraveyardCollectedAfterLastClose(t *testing.T) {
+	for _, end := range []string{"unlocked", "Commit", "Abort", "dropped", "dropped/Commit"} {
+		db := New()
+		tbl := newTestTable(t, db, "test")
+		txn := db.WriteTxn(tbl)
+		it, _ := tbl.Changes(txn)
+		tbl.Insert(txn, &testObject{ID: 1})
+		txn.Commit()
+		txn = db.WriteTxn(tbl)
+		tbl.Delete(txn, &testObject{ID: 1})
+		txn.Commit()
+		state := func() *tableState[*testObject] {
+			return tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
+		}
+		if n := state().graveLen(); n != 1 {
+			t.Fatalf("%s: graveyard holds %d objects before the close, want 1", end, n)
+		}
+
+		var lockTxn WriteTxn
+		if end != "unlocked" && end != "dropped" {
+			lockTxn = db.WriteTxn(tbl) // locks the table, writes nothing
+		}
+		if strings.HasPrefix(end, "dropped") {
+			it = nil
+			deadline := time.Now().Add(10 * time.Second)
+			for tbl.(*table[*testObject]).meta.feeds.live() != 0 || mdlFeedCleanupRunning() {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the dropped feed was not released", end)
+				}
+				runtime.GC()
+				time.Sleep(time.Millisecond)
+			}
+		} else {
+			it.Close()
+		}
+		switch {
+		case lockTxn == nil:
+		case end == "Abort":
+			lockTxn.Abort()
+		default:
+			lockTxn.Commit()
+		}
+		if st := state(); st.graveLen() != 0 || st.revIndexed {
+			t.Errorf("%s: after the last feed closed: graveyard holds %d objects, revision index kept: %v",
+				end, st.graveLen(), st.revIndexed)
+		}
+	}
+}
+
+// ---- Bugs: races between goroutines ---------------------------------------
+
+// mdlRace runs a and b at once, on two goroutines started together (b after
+// a busy loop of varying length, to sweep the interleavings), after setup on
+// the test's goroutine, until bad reports the outcome of a bad interleaving
+// (then it returns the number of rounds) or the time is up (then 0).
+func mdlRace(budget time.Duration, setup, a, b func(), bad func() bool) int {
+	var ready, done atomic.Int32
+	fin := make(chan struct{}, 1)
+	startA, startB := make(chan int), make(chan int)
+	defer close(startA)
+	defer close(startB)
+	worker := func(start chan int, f func()) {
+		for delay := range start {
+			ready.Add(1)
+			for ready.Load() < 2 {
+			}
+			for i := range delay {
+				runtime.KeepAlive(i)
+			}
+			f()
+			if done.Add(1) == 2 {
+				fin <- struct{}{}
+			}
+		}
+	}
+	go worker(startA, a)
+	go worker(startB, b)
+	deadline := time.Now().Add(budget)
+	for round := 1; time.Now().Before(deadline); round++ {
+		setup()
+		ready.Store(0)
+		done.Store(0)
+		startA <- 0
+		startB <- round % 300
+		<-fin
+		if bad() {
+			return round
+		}
+	}
+	return 0
+}
+
+// TestChangesCollectWhenCloseRacesUnlock: a transaction that only locks
+// the table ends while the last feed is closed on another goroutine; the
+// graveyard must be collected whichever comes first. Regression test:
+// collectGraveyard once set its flag after a failed TryLock, and a release
+// reading it in between lost the collection.
+func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	var it ChangeIterator[*testObject]
+	setup := func() {
+		txn := db.WriteTxn(tbl)
+		it, _ = tbl.Changes(txn)
+		tbl.Insert(txn, &testObject{ID: 1})
+		txn.Commit()
+		txn = db.WriteTxn(tbl)
+		tbl.Delete(txn, &testObject{ID: 1})
+		txn.Commit()
+	}
+	lockOnly := func() {
+		txn := db.WriteTxn(tbl)
+		txn.Commit()
+	}
+	bad := func() bool {
+		return tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).graveLen() != 0
+	}
+	if round := mdlRace(3*time.Second, setup, lockOnly, func() { it.Close() }, bad); round > 0 {
+		st := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
+		t.Errorf("round %d: the last feed closed while a transaction ended: graveyard holds %d objects, revision index kept: %v, collect flag: %v",
+			round, st.graveLen(), st.revIndexed, tbl.(*table[*testObject]).meta.feeds.collect.Load())
+	}
+}
+
+// TestChangesNextWatchAtRegistrationEnd: Next on a snapshot older than the
+// feed's registration runs on another goroutine while the registering
+// transaction commits; the channel it returns must close. Regression test:
+// Next once read the registration's pending flag and took the channel in
+// two steps, and a registration ending in between left it a channel nobody
+// closed.
+func TestChangesNextWatchAtRegistrationEnd(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	var (
+		it    ChangeIterator[*testObject]
+		txn   WriteTxn
+		old   ReadTxn
+		watch <-chan struct{}
+		n     int
+	)
+	setup := func() {
+		if it != nil {
+			it.Close()
+		}
+		old = db.ReadTxn() // no revision index: the table has no feed
+		txn = db.WriteTxn(tbl)
+		n++
+		tbl.Insert(txn, &testObject{ID: 1, Value: n})
+		it, _ = tbl.Changes(txn)
+	}
+	next := func() { _, watch = it.Next(old) }
+	bad := func() bool { return !mdlClosed(watch) }
+	if round := mdlRace(3*time.Second, setup, func() { txn.Commit() }, next, bad); round > 0 {
+		t.Errorf("round %d: Next(snapshot older than the feed) during the registering commit: "+
+			"the registration ended, but the watch channel is open (and stays so)", round)
+	}
+	it.Close()
+}
