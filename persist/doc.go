@@ -4,4 +4,43 @@
 //
 // It is a module of its own, so that programs that keep Strata in memory
 // only never build, download or link Pebble.
+//
+// # Durable tables
+//
+// Open a Store on a directory, then Register each table that should
+// survive restarts with a codec for its objects:
+//
+//	store, err := persist.Open(dir, persist.Options{})
+//	defer store.Close()
+//	err = persist.Register(store, db, nodes, persist.Binary[Node]())
+//
+// Register loads what the table held when the store was last used
+// (secondary indexes are rebuilt in memory, revisions go on above the stored
+// ones) and attaches the table to the store: from then on every commit that
+// changes it writes its changes, as one Pebble batch with the commit's other
+// persisted tables, before the commit becomes visible. A write that fails
+// fails the commit and changes nothing. Reads never touch Pebble.
+//
+// Options.Sync chooses what Commit waits for: Sync{} (the default) returns
+// after the record is fsynced, and concurrent commits share syncs;
+// Buffered{Interval} returns at once and syncs every Interval, so a crash,
+// even of the process alone, can lose the last Interval's commits (never
+// part of a commit).
+//
+// Codecs: Binary for types that implement encoding.BinaryAppender and
+// encoding.BinaryUnmarshaler, JSON, Funcs for encodings of your own, and
+// Versioned for an encoding that changed: every value records the codec
+// version that wrote it, old versions are migrated when loaded, and values of
+// an unknown, newer version are refused with ErrUnknownVersion.
+//
+// # Snapshots
+//
+// WriteSnapshot writes the tables of one ReadTxn (a consistent point in
+// time, taken while writers go on) to a single file with a versioned
+// header, per-block CRC-32C checksums and a footer with counts and a
+// checksum of the whole file; ReadSnapshot verifies it and restores it into
+// empty tables in one transaction, or changes nothing. WriteSnapshotFile
+// writes to a temporary name, fsyncs, renames and fsyncs the directory, so a
+// crash never leaves a file that loads. Snapshots work for databases that
+// are not persisted as well.
 package persist
