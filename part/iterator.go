@@ -19,30 +19,43 @@ type Iterator[T any] struct {
 	// from the back. An inner node popped in an ascending scan yields its
 	// own leaf and then pushes its children; in a descending scan it pushes
 	// its leaf first, so the leaf comes out after all the children.
-	stack   [][]*header
+	stack   []frame
 	one     [1]*header // backs the stack entry for a scan that starts at one node
 	reverse bool
-	buf     [8][]*header // initial backing array of stack, deep enough for most trees
+	buf     [8]frame // initial backing array of stack, deep enough for most trees
+}
+
+// frame is a slice of nodes still to visit: nodes[i:] in an ascending scan,
+// nodes[:i] in a descending one. Keeping the position as an index makes
+// taking a node one store of i.
+type frame struct {
+	nodes []*header
+	i     int
+}
+
+// push puts the nodes s on the stack, to be visited before those below.
+func (it *Iterator[T]) push(s []*header) {
+	f := frame{nodes: s}
+	if it.reverse {
+		f.i = len(s)
+	}
+	it.stack = append(it.stack, f)
 }
 
 // Next returns the next key and value. ok is false when the scan is done.
 // The key belongs to the tree and must not be modified.
 func (it *Iterator[T]) Next() (key []byte, value T, ok bool) {
+	if it.reverse {
+		return it.prev()
+	}
 	for len(it.stack) > 0 {
-		top := len(it.stack) - 1
-		s := it.stack[top]
-		if len(s) == 0 {
-			it.stack = it.stack[:top]
+		f := &it.stack[len(it.stack)-1]
+		if f.i >= len(f.nodes) {
+			it.stack = it.stack[:len(it.stack)-1]
 			continue
 		}
-		var n *header
-		if it.reverse {
-			n = s[len(s)-1]
-			it.stack[top] = s[:len(s)-1]
-		} else {
-			n = s[0]
-			it.stack[top] = s[1:]
-		}
+		n := f.nodes[f.i]
+		f.i++
 		if n == nil {
 			continue // an empty node256 slot
 		}
@@ -50,19 +63,39 @@ func (it *Iterator[T]) Next() (key []byte, value T, ok bool) {
 			l := asLeaf[T](n)
 			return l.key, l.value, true
 		}
-		in := n.inner()
-		if it.reverse {
-			if in.leaf != nil {
-				it.stack = append(it.stack, unsafe.Slice(&in.leaf, 1))
-			}
-			it.stack = append(it.stack, n.children())
-			continue
-		}
-		it.stack = append(it.stack, n.children())
-		if in.leaf != nil {
-			l := asLeaf[T](in.leaf)
+		it.stack = append(it.stack, frame{nodes: n.children()})
+		if lh := n.inner().leaf; lh != nil {
+			l := asLeaf[T](lh)
 			return l.key, l.value, true
 		}
+	}
+	return key, value, false
+}
+
+// prev is Next for descending scans: an inner node's own leaf is pushed
+// below its children, so that it comes after all of them.
+func (it *Iterator[T]) prev() (key []byte, value T, ok bool) {
+	for len(it.stack) > 0 {
+		f := &it.stack[len(it.stack)-1]
+		if f.i <= 0 {
+			it.stack = it.stack[:len(it.stack)-1]
+			continue
+		}
+		f.i--
+		n := f.nodes[f.i]
+		if n == nil {
+			continue
+		}
+		if n.kind() == kindLeaf {
+			l := asLeaf[T](n)
+			return l.key, l.value, true
+		}
+		in := n.inner()
+		if in.leaf != nil {
+			it.stack = append(it.stack, frame{nodes: unsafe.Slice(&in.leaf, 1), i: 1})
+		}
+		kids := n.children()
+		it.stack = append(it.stack, frame{nodes: kids, i: len(kids)})
 	}
 	return key, value, false
 }
@@ -120,16 +153,7 @@ func (it *Iterator[T]) seekSubtree(top *header, reverse bool) {
 	it.start(reverse)
 	if top != nil {
 		it.one[0] = top
-		it.stack = append(it.stack, it.one[:])
-	}
-}
-
-func (it *Iterator[T]) yieldAll(yield func([]byte, T) bool) {
-	for {
-		k, v, ok := it.Next()
-		if !ok || !yield(k, v) {
-			return
-		}
+		it.push(it.one[:])
 	}
 }
 
@@ -146,28 +170,28 @@ func (it *Iterator[T]) seekLowerBound(root *header, key []byte) {
 		m := min(len(p), len(key))
 		if c := bytes.Compare(p[d0:m], key[d0:m]); c != 0 {
 			if c > 0 {
-				it.stack = append(it.stack, self)
+				it.push(self)
 			}
 			return
 		}
 		if len(key) <= len(p) {
 			// key is a prefix of p: the whole subtree is >= key.
-			it.stack = append(it.stack, self)
+			it.push(self)
 			return
 		}
 		b := key[len(p)]
 		kids := n.children()
 		i := n.lowerBound(b)
 		if n.findChild(b) == nil {
-			it.stack = append(it.stack, kids[i:])
+			it.push(kids[i:])
 			return
 		}
-		it.stack = append(it.stack, kids[i+1:])
+		it.push(kids[i+1:])
 		c := kids[i]
 		self = kids[i : i+1]
 		if c.kind() == kindLeaf {
 			if bytes.Compare(c.leafKey(), key) >= 0 {
-				it.stack = append(it.stack, self)
+				it.push(self)
 			}
 			return
 		}
@@ -188,7 +212,7 @@ func (it *Iterator[T]) seekReverseLowerBound(root *header, key []byte) {
 		m := min(len(p), len(key))
 		if c := bytes.Compare(p[d0:m], key[d0:m]); c != 0 {
 			if c < 0 {
-				it.stack = append(it.stack, self)
+				it.push(self)
 			}
 			return
 		}
@@ -197,7 +221,7 @@ func (it *Iterator[T]) seekReverseLowerBound(root *header, key []byte) {
 		}
 		if in.leaf != nil {
 			// The node's own key is <= key and comes after its children.
-			it.stack = append(it.stack, unsafe.Slice(&in.leaf, 1))
+			it.push(unsafe.Slice(&in.leaf, 1))
 		}
 		if len(key) == len(p) {
 			return
@@ -205,7 +229,7 @@ func (it *Iterator[T]) seekReverseLowerBound(root *header, key []byte) {
 		b := key[len(p)]
 		kids := n.children()
 		i := n.lowerBound(b)
-		it.stack = append(it.stack, kids[:i])
+		it.push(kids[:i])
 		if n.findChild(b) == nil {
 			return
 		}
@@ -213,7 +237,7 @@ func (it *Iterator[T]) seekReverseLowerBound(root *header, key []byte) {
 		self = kids[i : i+1]
 		if c.kind() == kindLeaf {
 			if bytes.Compare(c.leafKey(), key) <= 0 {
-				it.stack = append(it.stack, self)
+				it.push(self)
 			}
 			return
 		}

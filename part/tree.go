@@ -244,21 +244,15 @@ func (t Tree[T]) ReversePrefix(prefix []byte) iter.Seq2[[]byte, T] {
 // LowerBound returns an iterator over the keys greater than or equal to key,
 // in ascending order.
 func (t Tree[T]) LowerBound(key []byte) iter.Seq2[[]byte, T] {
-	return func(yield func([]byte, T) bool) {
-		var it Iterator[T]
-		it.seekLowerBound(t.root, key)
-		it.yieldAll(yield)
-	}
+	root := t.root
+	return func(yield func([]byte, T) bool) { walkFrom(root, key, 0, yield) }
 }
 
 // ReverseLowerBound returns an iterator over the keys less than or equal to
 // key, in descending order.
 func (t Tree[T]) ReverseLowerBound(key []byte) iter.Seq2[[]byte, T] {
-	return func(yield func([]byte, T) bool) {
-		var it Iterator[T]
-		it.seekReverseLowerBound(t.root, key)
-		it.yieldAll(yield)
-	}
+	root := t.root
+	return func(yield func([]byte, T) bool) { walkTo(root, key, 0, yield) }
 }
 
 // Iterator returns an Iterator positioned before the smallest key of t.
