@@ -38,6 +38,8 @@ var (
 	// ErrPrimaryKey: the primary index yielded no key or more than one key
 	// for the object. A primary index must give every object exactly one.
 	ErrPrimaryKey = errors.New("primary index must yield exactly one key")
+	// ErrKeyTooLong: a key of the object is longer than MaxKeyLen.
+	ErrKeyTooLong = errors.New("key too long")
 	// ErrUniqueConstraint: the object has a key in a unique secondary index
 	// that another object already holds.
 	ErrUniqueConstraint = errors.New("unique index constraint violated")

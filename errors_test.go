@@ -1009,3 +1009,40 @@ func TestLongKeys(t *testing.T) {
 		t.Fatalf("tag index not empty: %d entries", len(got))
 	}
 }
+
+// TestErrKeyTooLong checks that keys beyond MaxKeyLen are refused with a
+// typed error and change nothing (with the limit lowered: the real one is
+// over a gigabyte).
+func TestErrKeyTooLong(t *testing.T) {
+	defer func(old int) { maxKeyLen = old }(maxKeyLen)
+	maxKeyLen = 100
+	db := New()
+	tbl := newTestTable(t, db, "long", nameIndex)
+	txn := db.WriteTxn(tbl)
+	long := string(make([]byte, 101))
+	if _, _, err := tbl.Insert(txn, &testObject{ID: 1, Name: long}); !errors.Is(err, ErrKeyTooLong) {
+		t.Fatalf("secondary key too long: err = %v", err)
+	}
+	if n := tbl.NumObjects(txn); n != 0 {
+		t.Fatalf("refused insert left %d objects", n)
+	}
+	if _, _, err := tbl.Insert(txn, &testObject{ID: 1, Name: string(make([]byte, 100))}); err != nil {
+		t.Fatalf("key of exactly the limit: %v", err)
+	}
+	txn.Abort()
+
+	byName, err := NewTable(db, "by-name", nameIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn = db.WriteTxn(byName)
+	if _, _, err := byName.Insert(txn, &testObject{Name: long}); !errors.Is(err, ErrKeyTooLong) {
+		t.Fatalf("primary key too long: err = %v", err)
+	}
+	if err := Restore(txn, byName, func(yield func(*testObject, Revision) bool) {
+		yield(&testObject{Name: long}, 1)
+	}, 0); !errors.Is(err, ErrKeyTooLong) {
+		t.Fatalf("Restore of a primary key too long: err = %v", err)
+	}
+	txn.Abort()
+}

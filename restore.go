@@ -54,6 +54,9 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	if err != nil {
 		return err
 	}
+	if len(pk) > maxKeyLen {
+		return fmt.Errorf("table %q: primary key of %d bytes: %w", t.meta.name, len(pk), ErrKeyTooLong)
+	}
 	if rev == 0 {
 		return fmt.Errorf("table %q: object %s: revision 0: %w", t.meta.name, pk, ErrRestoreInput)
 	}

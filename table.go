@@ -21,6 +21,15 @@ type TableName = string
 // MaxSecondaryIndexes is the most secondary indexes a table may have.
 const MaxSecondaryIndexes = 62
 
+// MaxKeyLen is the length of the longest key an index accepts: a third of
+// the radix tree's limit (part.MaxKeyLen), which leaves room for a
+// non-unique index's escaping and the primary key it appends. Longer keys
+// are refused with ErrKeyTooLong.
+const MaxKeyLen = part.MaxKeyLen / 3
+
+// maxKeyLen is MaxKeyLen, lowered by tests.
+var maxKeyLen = MaxKeyLen
+
 // TableMeta is what every table is, whatever its object type: the handle
 // passed to DB.WriteTxn.
 type TableMeta interface {

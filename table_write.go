@@ -367,6 +367,9 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 			}
 		}
 	}
+	if len(pk) > maxKeyLen {
+		return oldObj, false, fmt.Errorf("table %q: primary key of %d bytes: %w", t.meta.name, len(pk), ErrKeyTooLong)
+	}
 	if hadOld && t.pointerObj && samePointer(&old.obj, &obj) {
 		return oldObj, false, fmt.Errorf("table %q: %w", t.meta.name, ErrObjectMutated)
 	}
@@ -374,6 +377,12 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 		ix := &t.indexes[i+1]
 		keys := ix.fromObject(obj)
 		tt.newKeys[i] = keys
+		for j := range keys.Len() {
+			if len(keys.At(j)) > maxKeyLen {
+				clear(tt.newKeys)
+				return oldObj, false, fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
+			}
+		}
 		if !ix.unique {
 			continue
 		}

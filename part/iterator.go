@@ -61,12 +61,12 @@ func (it *Iterator[T]) Next() (key []byte, value T, ok bool) {
 		}
 		if n.kind() == kindLeaf {
 			l := asLeaf[T](n)
-			return l.key, l.value, true
+			return l.key(), l.value, true
 		}
 		it.stack = append(it.stack, frame{nodes: n.children()})
 		if lh := n.inner().leaf; lh != nil {
 			l := asLeaf[T](lh)
-			return l.key, l.value, true
+			return l.key(), l.value, true
 		}
 	}
 	return key, value, false
@@ -88,7 +88,7 @@ func (it *Iterator[T]) prev() (key []byte, value T, ok bool) {
 		}
 		if n.kind() == kindLeaf {
 			l := asLeaf[T](n)
-			return l.key, l.value, true
+			return l.key(), l.value, true
 		}
 		in := n.inner()
 		if in.leaf != nil {

@@ -54,12 +54,17 @@ func (h *header) kind() kind  { return kind(h.tk) }
 func (h *header) txn() uint64 { return h.tk >> 8 }
 
 // leaf holds one key and its value. The key is the full key, owned by the
-// tree and never changed.
+// tree and never changed; it is kept as pointer and 32-bit length (a
+// slice's capacity is never needed), so that a leaf with a two-word value
+// and a key of up to 16 bytes kept inline is 64 bytes, one cache line.
 type leaf[T any] struct {
 	header
-	key   []byte
+	kptr  *byte
+	klen  uint32
 	value T
 }
+
+func (l *leaf[T]) key() []byte { return unsafe.Slice(l.kptr, l.klen) }
 
 // inlineLeaf is a leaf whose key lives in buf, in the same allocation.
 type inlineLeaf[T any, B [8]byte | [16]byte | [32]byte] struct {
@@ -71,7 +76,8 @@ type inlineLeaf[T any, B [8]byte | [16]byte | [32]byte] struct {
 // code that only needs the key need not be generic.
 type leafKey struct {
 	header
-	key []byte
+	kptr *byte
+	klen uint32
 }
 
 // inner is the part shared by all inner node kinds. It is laid out so
@@ -136,8 +142,11 @@ func (h *header) node4() *node4     { return (*node4)(unsafe.Pointer(h)) }
 func (h *header) node16() *node16   { return (*node16)(unsafe.Pointer(h)) }
 func (h *header) node48() *node48   { return (*node48)(unsafe.Pointer(h)) }
 func (h *header) node256() *node256 { return (*node256)(unsafe.Pointer(h)) }
-func (h *header) leafKey() []byte   { return (*leafKey)(unsafe.Pointer(h)).key }
-func (h *header) isLeaf() bool      { return h.kind() == kindLeaf }
+func (h *header) leafKey() []byte {
+	l := (*leafKey)(unsafe.Pointer(h))
+	return unsafe.Slice(l.kptr, l.klen)
+}
+func (h *header) isLeaf() bool { return h.kind() == kindLeaf }
 
 func asLeaf[T any](h *header) *leaf[T] { return (*leaf[T])(unsafe.Pointer(h)) }
 

@@ -3,7 +3,9 @@ package part
 import (
 	"bytes"
 	"iter"
+	"math"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Txn is a batch of changes to a tree. It starts from a Tree and builds the
@@ -68,6 +70,10 @@ func (t *Txn[T]) Get(key []byte) (value T, found bool) {
 	}
 	return value, false
 }
+
+// MaxKeyLen is the length of the longest key a tree holds: 4 GiB - 1.
+// Insert and Modify panic on a longer key.
+const MaxKeyLen = math.MaxUint32
 
 // Insert stores value under key, replacing and returning any previous value.
 // The tree keeps its own copy of key.
@@ -332,18 +338,24 @@ func (t *Txn[T]) newLeaf(key []byte, value T) *header {
 	switch n := len(key); {
 	case n <= 8:
 		l := &inlineLeaf[T, [8]byte]{leaf: leaf[T]{header: h, value: value}}
-		l.key = l.buf[:copy(l.buf[:], key):n]
+		copy(l.buf[:], key)
+		l.kptr, l.klen = &l.buf[0], uint32(n)
 		return &l.header
 	case n <= 16:
 		l := &inlineLeaf[T, [16]byte]{leaf: leaf[T]{header: h, value: value}}
-		l.key = l.buf[:copy(l.buf[:], key):n]
+		copy(l.buf[:], key)
+		l.kptr, l.klen = &l.buf[0], uint32(n)
 		return &l.header
 	case n <= 32:
 		l := &inlineLeaf[T, [32]byte]{leaf: leaf[T]{header: h, value: value}}
-		l.key = l.buf[:copy(l.buf[:], key):n]
+		copy(l.buf[:], key)
+		l.kptr, l.klen = &l.buf[0], uint32(n)
 		return &l.header
 	}
-	l := &leaf[T]{header: h, key: bytes.Clone(key), value: value}
+	if uint64(len(key)) > MaxKeyLen {
+		panic("part: key longer than MaxKeyLen")
+	}
+	l := &leaf[T]{header: h, kptr: unsafe.SliceData(bytes.Clone(key)), klen: uint32(len(key)), value: value}
 	return &l.header
 }
 

@@ -8,11 +8,11 @@ import "bytes"
 func walk[T any](n *header, yield func([]byte, T) bool) bool {
 	if n.kind() == kindLeaf {
 		l := asLeaf[T](n)
-		return yield(l.key, l.value)
+		return yield(l.key(), l.value)
 	}
 	if lh := n.inner().leaf; lh != nil {
 		l := asLeaf[T](lh)
-		if !yield(l.key, l.value) {
+		if !yield(l.key(), l.value) {
 			return false
 		}
 	}
@@ -21,7 +21,7 @@ func walk[T any](n *header, yield func([]byte, T) bool) bool {
 		case c == nil:
 		case c.kind() == kindLeaf:
 			l := asLeaf[T](c)
-			if !yield(l.key, l.value) {
+			if !yield(l.key(), l.value) {
 				return false
 			}
 		default:
@@ -38,7 +38,7 @@ func walk[T any](n *header, yield func([]byte, T) bool) bool {
 func walkReverse[T any](n *header, yield func([]byte, T) bool) bool {
 	if n.kind() == kindLeaf {
 		l := asLeaf[T](n)
-		return yield(l.key, l.value)
+		return yield(l.key(), l.value)
 	}
 	kids := n.children()
 	for i := len(kids) - 1; i >= 0; i-- {
@@ -47,7 +47,7 @@ func walkReverse[T any](n *header, yield func([]byte, T) bool) bool {
 		case c == nil:
 		case c.kind() == kindLeaf:
 			l := asLeaf[T](c)
-			if !yield(l.key, l.value) {
+			if !yield(l.key(), l.value) {
 				return false
 			}
 		default:
@@ -58,7 +58,7 @@ func walkReverse[T any](n *header, yield func([]byte, T) bool) bool {
 	}
 	if lh := n.inner().leaf; lh != nil {
 		l := asLeaf[T](lh)
-		return yield(l.key, l.value)
+		return yield(l.key(), l.value)
 	}
 	return true
 }
@@ -71,7 +71,7 @@ func walkFrom[T any](n *header, key []byte, d0 int, yield func([]byte, T) bool) 
 	if n.kind() == kindLeaf {
 		if bytes.Compare(n.leafKey(), key) >= 0 {
 			l := asLeaf[T](n)
-			return yield(l.key, l.value)
+			return yield(l.key(), l.value)
 		}
 		return true
 	}
@@ -108,7 +108,7 @@ func walkTo[T any](n *header, key []byte, d0 int, yield func([]byte, T) bool) bo
 	if n.kind() == kindLeaf {
 		if bytes.Compare(n.leafKey(), key) <= 0 {
 			l := asLeaf[T](n)
-			return yield(l.key, l.value)
+			return yield(l.key(), l.value)
 		}
 		return true
 	}
@@ -136,7 +136,7 @@ func walkTo[T any](n *header, key []byte, d0 int, yield func([]byte, T) bool) bo
 	}
 	if in.leaf != nil {
 		l := asLeaf[T](in.leaf)
-		return yield(l.key, l.value)
+		return yield(l.key(), l.value)
 	}
 	return true
 }
