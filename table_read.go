@@ -93,8 +93,18 @@ func (t *table[Obj]) GetWatch(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision,
 }
 
 func (t *table[Obj]) List(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
-	seq, _ := t.ListWatch(txn, q)
-	return seq
+	ix := t.index(q.index)
+	tree := t.read(txn).tree(ix.pos)
+	if ix.unique {
+		o, found := tree.Get(q.key)
+		return func(yield func(Obj, Revision) bool) {
+			if found {
+				yield(o.obj, o.rev)
+			}
+		}
+	}
+	// Unlike ListWatch, no watch channel is made.
+	return objects(tree.Prefix(index.AppendEscaped(nil, q.key)))
 }
 
 func (t *table[Obj]) ListWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
@@ -222,12 +232,12 @@ func (t *table[Obj]) bounded(txn ReadTxn, indexName string, lower, upper bound, 
 }
 
 func (t *table[Obj]) All(txn ReadTxn) iter.Seq2[Obj, Revision] {
-	return scan(t.read(txn).primary, scanSpec{})
+	return objects(t.read(txn).primary.All())
 }
 
 func (t *table[Obj]) AllWatch(txn ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	tree := t.read(txn).primary
-	return scan(tree, scanSpec{}), tree.RootWatch()
+	return objects(tree.All()), tree.RootWatch()
 }
 
 func (t *table[Obj]) ReverseAll(txn ReadTxn) iter.Seq2[Obj, Revision] {
@@ -312,7 +322,8 @@ func scan[Obj any](tree part.Tree[object[Obj]], spec scanSpec) iter.Seq2[Obj, Re
 	}
 }
 
-// objects adapts a tree iterator to objects and revisions.
+// objects adapts a tree iterator to objects and revisions, for scans that
+// need no bounds or deduplication (BenchmarkDB_FullIteration_All).
 func objects[Obj any](seq iter.Seq2[[]byte, object[Obj]]) iter.Seq2[Obj, Revision] {
 	return func(yield func(Obj, Revision) bool) {
 		for _, o := range seq {
