@@ -3,6 +3,7 @@ package strata
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/strata-db/strata/index"
@@ -25,6 +26,10 @@ type tableTxn[Obj any] struct {
 	// not per write.
 	observed   bool
 	revIndexed bool
+	// revOpen: the revision index's transaction is open. It is opened only
+	// for tables that have or had feeds, so that other tables' writes pay
+	// nothing for it.
+	revOpen bool
 
 	primary   part.Txn[object[Obj]]
 	revisions part.Txn[object[Obj]]
@@ -87,7 +92,10 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	clear(tt.ops)
 	tt.ops = tt.ops[:0]
 	tt.primary.Reset(base.primary)
-	tt.revisions.Reset(base.revisions)
+	tt.revOpen = tt.observed || tt.revIndexed
+	if tt.revOpen {
+		tt.revisions.Reset(base.revisions)
+	}
 	if tt.secondary == nil {
 		tt.secondary = make([]part.Txn[object[Obj]], len(base.secondary))
 		tt.newKeys = make([]index.KeySet, len(base.secondary))
@@ -116,6 +124,10 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 // indexRevisions builds the revision index from the primary index, for a
 // change feed opening on a table that had none.
 func (tt *tableTxn[Obj]) indexRevisions() {
+	if !tt.revOpen {
+		tt.revisions.Reset(tt.base.revisions)
+		tt.revOpen = true
+	}
 	tt.revisions.DeletePrefix(nil)
 	for _, o := range tt.primary.All() {
 		tt.revisions.Insert(tt.revKey(o.rev), o)
@@ -164,7 +176,10 @@ func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[obj
 	st := newTableState[Obj](len(tt.secondary))
 	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.revision}
 	st.primary = finish(&tt.primary)
-	st.revisions = finish(&tt.revisions)
+	st.revisions = tt.base.revisions
+	if tt.revOpen {
+		st.revisions = finish(&tt.revisions)
+	}
 	st.revIndexed = tt.revIndexed
 	st.multiKey = tt.multiKey
 	st.grave = tt.base.grave
@@ -230,7 +245,9 @@ func (tt *tableTxn[Obj]) commit() *stateHeader {
 
 func (tt *tableTxn[Obj]) notify() {
 	tt.primary.Notify()
-	tt.revisions.Notify()
+	if tt.revOpen {
+		tt.revisions.Notify()
+	}
 	for i := range tt.secondary {
 		tt.secondary[i].Notify()
 	}
@@ -254,7 +271,9 @@ func (tt *tableTxn[Obj]) abort() {
 	// Drop the written nodes now rather than at the next transaction.
 	base := tt.base
 	tt.primary.Reset(base.primary)
-	tt.revisions.Reset(base.revisions)
+	if tt.revOpen {
+		tt.revisions.Reset(base.revisions)
+	}
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
@@ -346,57 +365,27 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	if err != nil {
 		return oldObj, false, err
 	}
-	old, hadOld := tt.primary.Get(pk)
-	switch mode {
-	case modeCAS:
-		if !hadOld {
-			return oldObj, false, fmt.Errorf("table %q: %w", t.meta.name, ErrObjectNotFound)
-		}
-		if old.rev != casRev {
-			return old.obj, true, fmt.Errorf("table %q: object at revision %d, not %d: %w", t.meta.name, old.rev, casRev, ErrRevisionNotEqual)
-		}
-	case modeModify:
-		if hadOld {
-			obj = merge(old.obj, obj)
-			mpk, err := t.primaryKey(obj)
-			if err != nil {
-				return oldObj, false, err
-			}
-			if !bytes.Equal(mpk, pk) {
-				return oldObj, false, fmt.Errorf("table %q: %w", t.meta.name, ErrPrimaryKeyChanged)
-			}
-		}
-	}
 	if len(pk) > maxKeyLen {
 		return oldObj, false, fmt.Errorf("table %q: primary key of %d bytes: %w", t.meta.name, len(pk), ErrKeyTooLong)
 	}
-	if hadOld && t.pointerObj && samePointer(&old.obj, &obj) {
-		return oldObj, false, fmt.Errorf("table %q: %w", t.meta.name, ErrObjectMutated)
+	// One descent of the primary index: the checks run on the stored
+	// object before anything changes, and a failed check leaves the tree
+	// untouched (BenchmarkDB_WriteTxn_1).
+	var old object[Obj]
+	no := object[Obj]{rev: tt.revision + 1}
+	_, _, stored := tt.primary.Update(pk, func(o object[Obj], found bool) (object[Obj], bool) {
+		old, hadOld = o, found
+		no.obj, err = tt.check(pk, obj, o, found, mode, casRev, merge)
+		return no, err == nil
+	})
+	if !stored {
+		clear(tt.newKeys)
+		if errors.Is(err, ErrRevisionNotEqual) {
+			return old.obj, true, err
+		}
+		return oldObj, false, err
 	}
-	for i := range tt.secondary {
-		ix := &t.indexes[i+1]
-		keys := ix.fromObject(obj)
-		tt.newKeys[i] = keys
-		for j := range keys.Len() {
-			if len(keys.At(j)) > maxKeyLen {
-				clear(tt.newKeys)
-				return oldObj, false, fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
-			}
-		}
-		if !ix.unique {
-			continue
-		}
-		for j := range keys.Len() {
-			if e, found := tt.secondary[i].Get(keys.At(j)); found && (!hadOld || e.rev != old.rev) {
-				clear(tt.newKeys)
-				return oldObj, false, fmt.Errorf("table %q: index %q: key %s: %w", t.meta.name, ix.name, keys.At(j), ErrUniqueConstraint)
-			}
-		}
-	}
-
-	tt.revision++
-	no := object[Obj]{obj: obj, rev: tt.revision}
-	tt.primary.Insert(pk, no)
+	tt.revision = no.rev
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: pk, rev: no.rev})
 	}
@@ -430,6 +419,55 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	}
 	tt.dirty = true
 	return old.obj, hadOld, nil
+}
+
+// check makes the checks of writing obj over the stored object old (if
+// hadOld) and returns the object to store: obj, or for Modify the merge. The
+// new object's keys in the secondary indexes are left in tt.newKeys.
+func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool, mode writeMode, casRev Revision, merge func(old, new Obj) Obj) (Obj, error) {
+	t := tt.t
+	switch mode {
+	case modeCAS:
+		if !hadOld {
+			return obj, fmt.Errorf("table %q: %w", t.meta.name, ErrObjectNotFound)
+		}
+		if old.rev != casRev {
+			return obj, fmt.Errorf("table %q: object at revision %d, not %d: %w", t.meta.name, old.rev, casRev, ErrRevisionNotEqual)
+		}
+	case modeModify:
+		if hadOld {
+			obj = merge(old.obj, obj)
+			mpk, err := t.primaryKey(obj)
+			if err != nil {
+				return obj, err
+			}
+			if !bytes.Equal(mpk, pk) {
+				return obj, fmt.Errorf("table %q: %w", t.meta.name, ErrPrimaryKeyChanged)
+			}
+		}
+	}
+	if hadOld && t.pointerObj && samePointer(&old.obj, &obj) {
+		return obj, fmt.Errorf("table %q: %w", t.meta.name, ErrObjectMutated)
+	}
+	for i := range tt.secondary {
+		ix := &t.indexes[i+1]
+		keys := ix.fromObject(obj)
+		tt.newKeys[i] = keys
+		for j := range keys.Len() {
+			if len(keys.At(j)) > maxKeyLen {
+				return obj, fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
+			}
+		}
+		if !ix.unique {
+			continue
+		}
+		for j := range keys.Len() {
+			if e, found := tt.secondary[i].Get(keys.At(j)); found && (!hadOld || e.rev != old.rev) {
+				return obj, fmt.Errorf("table %q: index %q: key %s: %w", t.meta.name, ix.name, keys.At(j), ErrUniqueConstraint)
+			}
+		}
+	}
+	return obj, nil
 }
 
 // remove deletes the object with obj's primary key, checking its revision

@@ -129,3 +129,40 @@ func collectIterator(it *Iterator[int]) []kv {
 	}
 	return out
 }
+
+// TestUpdateDeclined checks that an Update whose function declines leaves
+// the tree exactly as it was: same root, no watch channel closed, and that
+// one that accepts stores the value.
+func TestUpdateDeclined(t *testing.T) {
+	tree := New[int]()
+	txn := tree.Txn()
+	for i := range 300 {
+		txn.Insert([]byte{byte(i), byte(i >> 8)}, i)
+	}
+	tree = txn.Commit()
+	_, watch, _ := tree.GetWatch([]byte{7, 0})
+	rootWatch := tree.RootWatch()
+
+	txn = tree.Txn()
+	for _, k := range [][]byte{{7, 0}, {7, 1}, nil} {
+		old, had, updated := txn.Update(k, func(old int, found bool) (int, bool) { return old + 1, false })
+		if updated {
+			t.Fatalf("Update(%x) stored a declined value (old %d, had %v)", k, old, had)
+		}
+	}
+	after := txn.Commit()
+	if after.root != tree.root || isClosed(watch) || isClosed(rootWatch) {
+		t.Fatalf("declined Updates changed the tree")
+	}
+	txn = after.Txn()
+	if old, had, updated := txn.Update([]byte{7, 0}, func(old int, found bool) (int, bool) { return old + 1, found }); !updated || !had || old != 7 {
+		t.Fatalf("accepted Update = %d %v %v", old, had, updated)
+	}
+	if v, _ := txn.Get([]byte{7, 0}); v != 8 {
+		t.Fatalf("value after Update = %d, want 8", v)
+	}
+	txn.Commit()
+	if !isClosed(watch) {
+		t.Fatalf("watch not closed after the key was updated")
+	}
+}

@@ -78,12 +78,25 @@ const MaxKeyLen = math.MaxUint32
 // Insert stores value under key, replacing and returning any previous value.
 // The tree keeps its own copy of key.
 func (t *Txn[T]) Insert(key []byte, value T) (old T, hadOld bool) {
-	return t.upsert(key, value, nil)
+	old, hadOld, _ = t.upsert(key, value, nil)
+	return old, hadOld
 }
 
 // Modify stores under key the value returned by fn, which is called with the
 // current value and whether there is one, and returns the previous value.
 func (t *Txn[T]) Modify(key []byte, fn func(old T, found bool) T) (old T, hadOld bool) {
+	var zero T
+	old, hadOld, _ = t.upsert(key, zero, func(old T, found bool) (T, bool) { return fn(old, found), true })
+	return old, hadOld
+}
+
+// Update is Modify that may decline: fn is called with the current value and
+// whether there is one, before anything changes; if it returns false, the
+// tree is left exactly as it was (no node copied, no watch channel to
+// close). updated reports whether the value was stored. It spares a caller
+// that must look at the old value before deciding a Get and a second
+// descent of the tree.
+func (t *Txn[T]) Update(key []byte, fn func(old T, found bool) (T, bool)) (old T, hadOld, updated bool) {
 	var zero T
 	return t.upsert(key, zero, fn)
 }
@@ -246,7 +259,7 @@ func (t *Txn[T]) ReverseLowerBound(key []byte) iter.Seq2[[]byte, T] {
 }
 
 // upsert stores value (or, if fn is not nil, fn's result) under key.
-func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld bool) {
+func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T, hadOld, updated bool) {
 	t.path = t.path[:0]
 	n := t.root
 	for {
@@ -259,11 +272,14 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 				old, hadOld = asLeaf[T](l).value, true
 			}
 			if fn != nil {
-				value = fn(old, hadOld)
+				var ok bool
+				if value, ok = fn(old, hadOld); !ok {
+					return old, hadOld, false
+				}
 			}
 			if l != nil && t.mutable(l) {
 				asLeaf[T](l).value = value
-				return old, hadOld
+				return old, hadOld, true
 			}
 			if l != nil {
 				t.retire(l)
@@ -271,17 +287,20 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 				t.size++
 			}
 			t.setLeaf(n, t.newLeaf(key, value))
-			return old, hadOld
+			return old, hadOld, true
 		}
 		b := key[d]
 		slot := n.findChild(b)
 		if slot == nil {
 			if fn != nil {
-				value = fn(old, false)
+				var ok bool
+				if value, ok = fn(old, false); !ok {
+					return old, false, false
+				}
 			}
 			t.size++
 			t.addChild(n, b, t.newLeaf(key, value))
-			return old, false
+			return old, false, true
 		}
 		c := *slot
 		if c.kind() == kindLeaf {
@@ -289,32 +308,41 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) T) (old T, hadOld 
 			if bytes.Equal(ck, key) {
 				old, hadOld = asLeaf[T](c).value, true
 				if fn != nil {
-					value = fn(old, true)
+					var ok bool
+					if value, ok = fn(old, true); !ok {
+						return old, true, false
+					}
 				}
 				if t.mutable(c) {
 					asLeaf[T](c).value = value
-					return old, true
+					return old, true, true
 				}
 				t.retire(c)
 				t.setChild(n, slot, b, t.newLeaf(key, value))
-				return old, true
+				return old, true, true
 			}
 			if fn != nil {
-				value = fn(old, false)
+				var ok bool
+				if value, ok = fn(old, false); !ok {
+					return old, false, false
+				}
 			}
 			t.size++
 			t.setChild(n, slot, b, t.split(c, ck, t.newLeaf(key, value), d+1))
-			return old, false
+			return old, false, true
 		}
 		p := c.inner().prefix()
 		if m := d + 1 + commonPrefix(p[d+1:], key[d+1:]); m < len(p) {
 			// key leaves c's prefix early: a new node above c holds both.
 			if fn != nil {
-				value = fn(old, false)
+				var ok bool
+				if value, ok = fn(old, false); !ok {
+					return old, false, false
+				}
 			}
 			t.size++
 			t.setChild(n, slot, b, t.split(c, p, t.newLeaf(key, value), d+1))
-			return old, false
+			return old, false, true
 		}
 		t.path = append(t.path, pathEntry{n, b})
 		n = c
