@@ -17,6 +17,8 @@ var (
 	ErrDuplicateIndex = errors.New("duplicate index name")
 	// ErrPrimaryIndexNotUnique: the primary index must be unique.
 	ErrPrimaryIndexNotUnique = errors.New("primary index is not unique")
+	// ErrNoFromObject: an index has no FromObject function.
+	ErrNoFromObject = errors.New("index has no FromObject function")
 	// ErrTooManyIndexes: a table has more than MaxSecondaryIndexes
 	// secondary indexes.
 	ErrTooManyIndexes = errors.New("too many secondary indexes")

@@ -1046,3 +1046,18 @@ func TestErrKeyTooLong(t *testing.T) {
 	}
 	txn.Abort()
 }
+
+// TestErrNoFromObject: an index without FromObject is refused at NewTable.
+func TestErrNoFromObject(t *testing.T) {
+	db := New()
+	bad := Index[*testObject, uint64]{Name: "bad", FromKey: index.Uint64, Unique: true}
+	if _, err := NewTable(db, "t", bad); !errors.Is(err, ErrNoFromObject) {
+		t.Fatalf("primary without FromObject: %v", err)
+	}
+	if _, err := NewTable(db, "t", idIndex, Indexer[*testObject](bad)); !errors.Is(err, ErrNoFromObject) {
+		t.Fatalf("secondary without FromObject: %v", err)
+	}
+	if len(db.Tables()) != 0 {
+		t.Fatalf("refused tables were registered")
+	}
+}

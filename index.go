@@ -10,7 +10,9 @@ import (
 type Indexer[Obj any] interface {
 	indexName() string
 	isUnique() bool
-	fromObject(Obj) index.KeySet
+	// objectKeys returns the function that gives an object's keys, which
+	// the table calls directly on every write.
+	objectKeys() func(Obj) index.KeySet
 	fromString(string) (index.Key, error)
 }
 
@@ -41,9 +43,9 @@ type Index[Obj any, Key any] struct {
 	Unique bool
 }
 
-func (i Index[Obj, Key]) indexName() string               { return i.Name }
-func (i Index[Obj, Key]) isUnique() bool                  { return i.Unique }
-func (i Index[Obj, Key]) fromObject(obj Obj) index.KeySet { return i.FromObject(obj) }
+func (i Index[Obj, Key]) indexName() string                  { return i.Name }
+func (i Index[Obj, Key]) isUnique() bool                     { return i.Unique }
+func (i Index[Obj, Key]) objectKeys() func(Obj) index.KeySet { return i.FromObject }
 
 func (i Index[Obj, Key]) fromString(s string) (index.Key, error) {
 	if i.FromString == nil {

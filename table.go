@@ -279,8 +279,8 @@ type table[Obj any] struct {
 // must differ from each other; the primary index must be unique. A table
 // may have up to MaxSecondaryIndexes secondary indexes. The errors are
 // ErrInvalidTableName, ErrDuplicateTable, ErrEmptyIndexName,
-// ErrInvalidIndexName, ErrDuplicateIndex, ErrPrimaryIndexNotUnique and
-// ErrTooManyIndexes, wrapped with the table's name.
+// ErrInvalidIndexName, ErrDuplicateIndex, ErrPrimaryIndexNotUnique,
+// ErrNoFromObject and ErrTooManyIndexes, wrapped with the table's name.
 func NewTable[Obj any](db *DB, name TableName, primary Indexer[Obj], secondary ...Indexer[Obj]) (RWTable[Obj], error) {
 	t, err := newTable(name, primary, secondary)
 	if err != nil {
@@ -331,12 +331,16 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 				return nil, fmt.Errorf("index %q: %w", n, ErrDuplicateIndex)
 			}
 		}
+		keys := ix.objectKeys()
+		if keys == nil {
+			return nil, fmt.Errorf("index %q: %w", n, ErrNoFromObject)
+		}
 		t.meta.indexes = append(t.meta.indexes, n)
 		t.indexes = append(t.indexes, indexDef[Obj]{
 			name:       n,
 			pos:        i,
 			unique:     ix.isUnique(),
-			fromObject: ix.fromObject,
+			fromObject: keys,
 			fromString: ix.fromString,
 		})
 	}

@@ -221,6 +221,10 @@ func (w *writeTxn) add(m *tableMeta) {
 	if m.db != w.db {
 		panic(fmt.Sprintf("strata: WriteTxn: table %q belongs to another DB", m.name))
 	}
+	if len(w.locked) == 0 {
+		w.locked = append(w.locked, lockedTable{meta: m})
+		return
+	}
 	i, found := slices.BinarySearchFunc(w.locked, m.pos, func(lt lockedTable, pos int) int { return lt.meta.pos - pos })
 	if !found {
 		w.locked = slices.Insert(w.locked, i, lockedTable{meta: m})
