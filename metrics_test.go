@@ -235,7 +235,7 @@ func TestMetrics_Nop(t *testing.T) {
 				t.Errorf("table metrics handle = %v", got)
 			}
 			txn := db.WriteTxn(tbl)
-			if tc.nop && !txn.(*writeTxn).acquired.IsZero() {
+			if tc.nop && !txn.(*txnHandle).w.acquired.IsZero() {
 				t.Error("clock read for Nop metrics")
 			}
 			if _, _, err := tbl.Insert(txn, &testObject{ID: 1}); err != nil {

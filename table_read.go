@@ -14,11 +14,13 @@ func (t *table[Obj]) read(txn ReadTxn) *tableState[Obj] {
 	switch x := txn.(type) {
 	case *dbRoot:
 		return t.stateIn(x)
-	case *writeTxn:
-		if tt := t.pendingIn(x); tt != nil {
-			return tt.snapshot()
+	case *txnHandle:
+		if w := x.w; w != nil {
+			if tt := t.pendingIn(w); tt != nil {
+				return tt.snapshot()
+			}
 		}
-		return t.stateIn(x.root)
+		return t.stateIn(x.committed())
 	}
 	panic("strata: unknown ReadTxn implementation")
 }
@@ -26,9 +28,6 @@ func (t *table[Obj]) read(txn ReadTxn) *tableState[Obj] {
 // pendingIn returns the table's write state if w is open and wrote to the
 // table.
 func (t *table[Obj]) pendingIn(w *writeTxn) *tableTxn[Obj] {
-	if w.closed {
-		return nil
-	}
 	if lt := w.find(&t.meta); lt != nil && lt.w != nil {
 		return &t.writer
 	}
@@ -36,8 +35,8 @@ func (t *table[Obj]) pendingIn(w *writeTxn) *tableTxn[Obj] {
 }
 
 func (t *table[Obj]) NumObjects(txn ReadTxn) int {
-	if w, ok := txn.(*writeTxn); ok {
-		if tt := t.pendingIn(w); tt != nil {
+	if h, ok := txn.(*txnHandle); ok && h.w != nil {
+		if tt := t.pendingIn(h.w); tt != nil {
 			return tt.primary.Len()
 		}
 	}
@@ -45,8 +44,8 @@ func (t *table[Obj]) NumObjects(txn ReadTxn) int {
 }
 
 func (t *table[Obj]) Revision(txn ReadTxn) Revision {
-	if w, ok := txn.(*writeTxn); ok {
-		if tt := t.pendingIn(w); tt != nil {
+	if h, ok := txn.(*txnHandle); ok && h.w != nil {
+		if tt := t.pendingIn(h.w); tt != nil {
 			return tt.revision
 		}
 	}
@@ -57,8 +56,8 @@ func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, foun
 	ix := t.index(q.index)
 	if ix.unique {
 		var o object[Obj]
-		if w, ok := txn.(*writeTxn); ok {
-			if tt := t.pendingIn(w); tt != nil {
+		if h, ok := txn.(*txnHandle); ok && h.w != nil {
+			if tt := t.pendingIn(h.w); tt != nil {
 				o, found = tt.indexTxn(ix.pos).Get(q.key)
 				return o.obj, o.rev, found
 			}

@@ -69,10 +69,11 @@ type tableTxn[Obj any] struct {
 // writeState returns the table's write state in txn, beginning it on the
 // transaction's first write to the table.
 func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
-	w, _ := txn.(*writeTxn)
-	if w == nil {
+	h, _ := txn.(*txnHandle)
+	if h == nil || h.w == nil {
 		return nil, ErrTransactionClosed
 	}
+	w := h.w
 	lt, err := w.writer(&t.meta)
 	if err != nil {
 		return nil, err
