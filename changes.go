@@ -206,7 +206,10 @@ type changeIterator[Obj any] struct {
 
 func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revision], <-chan struct{}) {
 	st := it.t.stateIn(txn.committed())
-	watch := st.revisions.RootWatch()
+	var watch <-chan struct{} = closedChan // a snapshot without the index is outdated
+	if st.revs != nil {
+		watch = st.revs.RootWatch()
+	}
 	if it.closed || it.hold.closed.Load() {
 		return noChanges[Obj], watch
 	}
@@ -214,7 +217,7 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 		it.deletedFrom = it.hold.start
 	}
 	rev := st.revision
-	if !st.revIndexed || rev < it.deletedFrom {
+	if !st.revIndexed() || rev < it.deletedFrom {
 		// The snapshot is from before the feed's registration committed.
 		if ch := it.t.meta.feeds.registeredChan(it.hold); ch != nil {
 			// Wait for the registering transaction to end.
@@ -236,7 +239,7 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 		if st.grave != nil {
 			deleted = st.grave.byRev
 		}
-		mergeChanges(st.revisions, deleted, upFrom, delFrom, yield)
+		mergeChanges(*st.revs, deleted, upFrom, delFrom, yield)
 	}, watch
 }
 

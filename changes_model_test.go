@@ -602,9 +602,9 @@ func (mt *mdlTable[Obj, PK]) checkGraveyard(m *mdlRun, where string) {
 		m.fatalf("%s: %s: graveyard\n got  %s\n want %s (feeds hold %v)", where, name,
 			mt.fmtEnts(mdlByRev(got)), mt.fmtEnts(mdlByRev(mt.gy)), mt.feedSeen())
 	}
-	if st.revIndexed != mt.committed.indexed || (len(mt.feeds) > 0 && !st.revIndexed) {
+	if st.revIndexed() != mt.committed.indexed || (len(mt.feeds) > 0 && !st.revIndexed()) {
 		m.fatalf("%s: %s: revision index kept: %v, want %v (%d feeds)", where, name,
-			st.revIndexed, mt.committed.indexed, len(mt.feeds))
+			st.revIndexed(), mt.committed.indexed, len(mt.feeds))
 	}
 }
 
@@ -647,9 +647,9 @@ func (mt *mdlTable[Obj, PK]) endFeeds(m *mdlRun) {
 	}
 	mt.checkGraveyard(m, "all feeds ended")
 	st := mt.impl().stateIn(m.db.ReadTxn().committed())
-	if st.graveLen() != 0 || st.revIndexed || st.revisions.Len() != 0 {
+	if st.graveLen() != 0 || st.revIndexed() || st.revLen() != 0 {
 		m.fatalf("%s: all feeds ended: graveyard holds %d objects, revision index kept: %v (%d entries)",
-			mt.tbl.Name(), st.graveLen(), st.revIndexed, st.revisions.Len())
+			mt.tbl.Name(), st.graveLen(), st.revIndexed(), st.revLen())
 	}
 }
 
@@ -844,9 +844,9 @@ func TestChangesGraveyardCollectedAfterLastClose(t *testing.T) {
 		default:
 			lockTxn.Commit()
 		}
-		if st := state(); st.graveLen() != 0 || st.revIndexed {
+		if st := state(); st.graveLen() != 0 || st.revIndexed() {
 			t.Errorf("%s: after the last feed closed: graveyard holds %d objects, revision index kept: %v",
-				end, st.graveLen(), st.revIndexed)
+				end, st.graveLen(), st.revIndexed())
 		}
 	}
 }
@@ -922,7 +922,7 @@ func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
 	if round := mdlRace(3*time.Second, setup, lockOnly, func() { it.Close() }, bad); round > 0 {
 		st := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
 		t.Errorf("round %d: the last feed closed while a transaction ended: graveyard holds %d objects, revision index kept: %v, collect flag: %v",
-			round, st.graveLen(), st.revIndexed, tbl.(*table[*testObject]).meta.feeds.collect.Load())
+			round, st.graveLen(), st.revIndexed(), tbl.(*table[*testObject]).meta.feeds.collect.Load())
 	}
 }
 

@@ -160,8 +160,8 @@ func TestChangesRevisionIndex(t *testing.T) {
 	tbl.Insert(txn, &testObject{ID: 1})
 	tbl.Insert(txn, &testObject{ID: 2})
 	before, _ := txn.Commit()
-	if st := state(before); st.revIndexed || st.revisions.Len() != 0 {
-		t.Fatalf("revision index kept without feeds: indexed %v, %d entries", st.revIndexed, st.revisions.Len())
+	if st := state(before); st.revIndexed() || st.revLen() != 0 {
+		t.Fatalf("revision index kept without feeds: indexed %v, %d entries", st.revIndexed(), st.revLen())
 	}
 
 	txn = db.WriteTxn(tbl)
@@ -179,8 +179,8 @@ func TestChangesRevisionIndex(t *testing.T) {
 	default:
 		t.Fatal("registration commit did not close the old snapshot's watch")
 	}
-	if st := state(after); !st.revIndexed || st.revisions.Len() != 2 {
-		t.Fatalf("revision index after registration: indexed %v, %d entries", st.revIndexed, st.revisions.Len())
+	if st := state(after); !st.revIndexed() || st.revLen() != 2 {
+		t.Fatalf("revision index after registration: indexed %v, %d entries", st.revIndexed(), st.revLen())
 	}
 	if got, _ := drain(t, it, after); len(got) != 2 {
 		t.Fatalf("first Next = %v, want both objects", got)
@@ -191,8 +191,8 @@ func TestChangesRevisionIndex(t *testing.T) {
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 3})
 	now, _ := txn.Commit()
-	if st := state(now); st.revIndexed || st.revisions.Len() != 0 {
-		t.Fatalf("revision index kept after the last feed closed: indexed %v, %d entries", st.revIndexed, st.revisions.Len())
+	if st := state(now); st.revIndexed() || st.revLen() != 0 {
+		t.Fatalf("revision index kept after the last feed closed: indexed %v, %d entries", st.revIndexed(), st.revLen())
 	}
 }
 

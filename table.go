@@ -218,14 +218,13 @@ type object[Obj any] struct {
 type tableState[Obj any] struct {
 	stateHeader
 	primary part.Tree[object[Obj]]
-	// revisions maps revision (8 bytes, big endian) -> object. Only change
-	// feeds read it, so it is kept only while the table has feeds:
-	// revIndexed says it is complete; otherwise it is empty. The
-	// transaction that opens the first feed builds it from the primary
-	// index, and the first write after the last feed closed drops it.
-	revisions  part.Tree[object[Obj]]
-	revIndexed bool
-	secondary  []part.Tree[object[Obj]]
+	// revs maps revision (8 bytes, big endian) -> object. Only change
+	// feeds read it, so it is kept only while the table has feeds, and is
+	// nil otherwise. The transaction that opens the first feed builds it
+	// from the primary index, and the first write after the last feed
+	// closed drops it.
+	revs      *part.Tree[object[Obj]]
+	secondary []part.Tree[object[Obj]]
 	// multiKey has bit i set once an object with several keys in index i
 	// was inserted: scans of such an index skip objects they have seen.
 	multiKey uint64
@@ -255,8 +254,9 @@ type table[Obj any] struct {
 	indexes []indexDef[Obj] // primary first
 	primary Indexer[Obj]
 	empty   *tableState[Obj] // the state before the first write
-	// emptyGrave holds the empty graveyard trees that transactions start
-	// from when a state has none.
+	// emptyRevs and emptyGrave are the empty revision index and graveyard
+	// that transactions start from when a state has none.
+	emptyRevs  part.Tree[object[Obj]]
 	emptyGrave *graveyard[Obj]
 	// pointerObj: Obj is a pointer type, so reinserting the stored object
 	// itself can be detected (ErrObjectMutated).
@@ -347,10 +347,10 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 	t.empty = &tableState[Obj]{
 		stateHeader: stateHeader{meta: &t.meta},
 		primary:     part.New[object[Obj]](),
-		revisions:   part.New[object[Obj]](part.RootOnlyWatch()),
 		secondary:   make([]part.Tree[object[Obj]], len(secondary)),
 		init:        initialized,
 	}
+	t.emptyRevs = part.New[object[Obj]](part.RootOnlyWatch())
 	t.emptyGrave = &graveyard[Obj]{
 		byKey: part.New[object[Obj]](part.RootOnlyWatch()),
 		byRev: part.New[object[Obj]](part.RootOnlyWatch()),
@@ -365,6 +365,25 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 func (t *table[Obj]) stateStats(h *stateHeader) (objects, graveyard int) {
 	st := (*tableState[Obj])(unsafeStatePointer(h))
 	return st.primary.Len(), st.graveLen()
+}
+
+// revIndexed reports whether the state has a revision index.
+func (s *tableState[Obj]) revIndexed() bool { return s.revs != nil }
+
+// revisionTree returns the revision index, or the table's empty one.
+func (s *tableState[Obj]) revisionTree(t *table[Obj]) part.Tree[object[Obj]] {
+	if s.revs != nil {
+		return *s.revs
+	}
+	return t.emptyRevs
+}
+
+// revLen returns the number of entries in the revision index.
+func (s *tableState[Obj]) revLen() int {
+	if s.revs == nil {
+		return 0
+	}
+	return s.revs.Len()
 }
 
 // graveLen returns the number of objects in the graveyard.

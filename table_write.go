@@ -87,7 +87,7 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 
 func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
-	tt.observed, tt.revIndexed = tt.t.meta.feeds.live() > 0, base.revIndexed
+	tt.observed, tt.revIndexed = tt.t.meta.feeds.live() > 0, base.revIndexed()
 	tt.graveyardOpen, tt.init = false, nil
 	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
 	clear(tt.ops)
@@ -95,7 +95,7 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.primary.Reset(base.primary)
 	tt.revOpen = tt.observed || tt.revIndexed
 	if tt.revOpen {
-		tt.revisions.Reset(base.revisions)
+		tt.revisions.Reset(base.revisionTree(tt.t))
 	}
 	if tt.secondary == nil {
 		tt.secondary = make([]part.Txn[object[Obj]], len(base.secondary))
@@ -126,7 +126,7 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 // change feed opening on a table that had none.
 func (tt *tableTxn[Obj]) indexRevisions() {
 	if !tt.revOpen {
-		tt.revisions.Reset(tt.base.revisions)
+		tt.revisions.Reset(tt.base.revisionTree(tt.t))
 		tt.revOpen = true
 	}
 	tt.revisions.DeletePrefix(nil)
@@ -177,11 +177,14 @@ func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[obj
 	st := newTableState[Obj](len(tt.secondary))
 	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.revision}
 	st.primary = finish(&tt.primary)
-	st.revisions = tt.base.revisions
+	st.revs = tt.base.revs
 	if tt.revOpen {
-		st.revisions = finish(&tt.revisions)
+		st.revs = nil
+		if tt.revIndexed {
+			revs := finish(&tt.revisions)
+			st.revs = &revs
+		}
 	}
-	st.revIndexed = tt.revIndexed
 	st.multiKey = tt.multiKey
 	st.grave = tt.base.grave
 	st.init = tt.initState()
@@ -273,7 +276,7 @@ func (tt *tableTxn[Obj]) abort() {
 	base := tt.base
 	tt.primary.Reset(base.primary)
 	if tt.revOpen {
-		tt.revisions.Reset(base.revisions)
+		tt.revisions.Reset(base.revisionTree(tt.t))
 	}
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
