@@ -127,10 +127,10 @@ type tableWriter interface {
 }
 
 // txnHandle implements WriteTxn. Each transaction gets a handle of its own,
-// which carries the finalizer that reports a forgotten transaction and
-// outlives the transaction (a handle used after Commit must say
+// which outlives the transaction (a handle used after Commit must say
 // ErrTransactionClosed); the state it points to is pooled and reused once
-// the transaction ended (BenchmarkDB_WriteTxn_1).
+// the transaction ended (BenchmarkDB_WriteTxn_1). Handles are allocated in
+// blocks, which carry the finalizer that reports forgotten transactions.
 type txnHandle struct {
 	// w is the transaction's state while it is open, nil once it ended.
 	w *writeTxn
@@ -140,6 +140,49 @@ type txnHandle struct {
 }
 
 var writeTxnPool = sync.Pool{New: func() any { return new(writeTxn) }}
+
+// handlesPerBlock is how many handles share an allocation and a finalizer.
+// A finalizer costs more than the rest of an empty transaction
+// (BenchmarkDB_WriteTxn_CommitOnly); sharing it makes it cheap. The price:
+// a forgotten transaction is reported once every handle of its block is
+// unreachable, and a handle that is kept keeps the snapshots its block's
+// other handles read after their transactions ended. Sixteen keeps both
+// small.
+const handlesPerBlock = 16
+
+// handleBlock is an allocation of handles, handed out in order. Partly
+// used blocks wait in handleBlocks; one that the pool drops (the garbage
+// collector empties sync.Pools) is finalized once its handles are
+// unreachable, like a full one.
+type handleBlock struct {
+	used    int // handles handed out; only the goroutine holding the block touches it
+	handles [handlesPerBlock]txnHandle
+}
+
+var handleBlocks sync.Pool
+
+// newHandle returns a fresh handle for the transaction w.
+func newHandle(w *writeTxn) *txnHandle {
+	b, _ := handleBlocks.Get().(*handleBlock)
+	if b == nil {
+		b = new(handleBlock)
+		runtime.SetFinalizer(b, (*handleBlock).finalize)
+	}
+	h := &b.handles[b.used]
+	h.w = w
+	if b.used++; b.used < handlesPerBlock {
+		handleBlocks.Put(b)
+	}
+	return h
+}
+
+// finalize runs when no handle of b is reachable any more: a handle whose
+// transaction is still open was forgotten.
+func (b *handleBlock) finalize() {
+	for i := range b.handles[:b.used] {
+		b.handles[i].forgotten()
+	}
+}
 
 // writeTxn is the state of an open write transaction.
 type writeTxn struct {
@@ -218,9 +261,7 @@ func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (
 	}
 	w.acquired = start
 	w.root = db.root.Load()
-	h := &txnHandle{w: w}
-	runtime.SetFinalizer(h, (*txnHandle).forgotten)
-	return h, nil
+	return newHandle(w), nil
 }
 
 // lockedWriteTxn returns a write transaction over the table m, whose lock
@@ -234,9 +275,7 @@ func (db *DB) lockedWriteTxn(m *tableMeta) *txnHandle {
 		w.acquired = time.Now()
 		m.metrics.LockWait(0)
 	}
-	h := &txnHandle{w: w}
-	runtime.SetFinalizer(h, (*txnHandle).forgotten)
-	return h
+	return newHandle(w)
 }
 
 // add inserts m into the lock list, keeping it sorted by table position and
@@ -290,13 +329,12 @@ func (h *txnHandle) Abort() {
 func (h *txnHandle) end() {
 	w := h.w
 	h.root, h.w = w.root, nil
-	runtime.SetFinalizer(h, nil)
 	*w = writeTxn{}
 	writeTxnPool.Put(w)
 }
 
-// forgotten runs when the garbage collector finds a handle whose
-// transaction was neither committed nor aborted: it reports it and aborts
+// forgotten runs when the garbage collector found h unreachable: if its
+// transaction was neither committed nor aborted, it reports it and aborts
 // it, unlocking its tables.
 func (h *txnHandle) forgotten() {
 	w := h.w
