@@ -1,14 +1,13 @@
 package strata
 
 import (
-	"encoding/binary"
+	"cmp"
 	"iter"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/strata-db/strata/part"
 )
 
 // Change is one change delivered by a change feed: an object that was
@@ -31,10 +30,15 @@ type Change[Obj any] struct {
 // the channel is open, so a loop of Next and waiting on the channel never
 // spins.
 //
-// Deleted objects are kept until every open feed of the table has passed
-// them. Close a feed that is no longer read; a feed that is dropped without
-// Close releases its hold when the garbage collector finds it. A
-// ChangeIterator is not safe for concurrent use.
+// While a table has feeds, every commit appends its changes to the table's
+// change log, which is all a feed reads: keeping the log costs a write a
+// few nanoseconds, and a table without feeds keeps none. A feed holds the
+// part of the log it has not read, deleted objects and replaced versions
+// alike, so a feed that is neither read nor closed holds every change
+// after it: read feeds, and Close those no longer read. A feed dropped
+// without Close lets go when the garbage collector finds it. The first
+// Next sorts the table's objects by revision, which costs O(n log n) once
+// per feed. A ChangeIterator is not safe for concurrent use.
 type ChangeIterator[Obj any] interface {
 	// Next returns the changes up to the committed snapshot txn holds
 	// (for a write transaction, the snapshot it started from: its own
@@ -42,13 +46,119 @@ type ChangeIterator[Obj any] interface {
 	// snapshot, so it may be consumed later, but it must be consumed:
 	// the feed has moved past the changes it holds.
 	Next(txn ReadTxn) (changes iter.Seq2[Change[Obj], Revision], watch <-chan struct{})
-	// Close releases the feed's hold on deleted objects.
+	// Close releases the feed's hold on the change log.
 	Close()
 }
 
-// feedRegistry is a table's set of change feeds: how far each has read, so
-// that the graveyard keeps exactly the deleted objects some feed still
-// needs.
+// changeLogSegment is the number of changes in a segment of a change log.
+const changeLogSegment = 64
+
+// logEntry is one change in a table's change log.
+type logEntry[Obj any] struct {
+	obj Obj
+	rev Revision
+	// prev bounds the older change this one supersedes: the revision of the
+	// object it replaced or deleted, or for an object inserted under a new
+	// key, the table's newest logged delete (the key may have been deleted
+	// then or before). A feed whose batch holds no entry with prev inside
+	// the batch delivers it as it is, each object once.
+	prev    Revision
+	deleted bool
+}
+
+// logSegment is a run of log entries, linked to the next.
+//
+// A table's change log is a chain of segments that only grows at its tail:
+// the writer (holding the table lock) fills entries past the committed
+// end, which no reader looks at, and links a new segment when one is full.
+// A snapshot records the end of the log it saw (tableState.log), a feed
+// where it stopped; readers never read past the end of their snapshot, so
+// they never race with the writer. Nothing points back: the segments a
+// feed has passed belong to nobody once every feed is past them, and the
+// garbage collector takes them.
+type logSegment[Obj any] struct {
+	entries [changeLogSegment]logEntry[Obj]
+	next    *logSegment[Obj]
+	// chain is the same for every segment of a log: a table that loses
+	// its last feed drops its log, and starts a new one for the next.
+	chain *logChain
+	// seq is the number of entries logged before this segment's first,
+	// since the log began; it orders positions.
+	seq uint64
+	// deletes is the number of deletes logged before this segment.
+	deletes uint64
+}
+
+// logChain identifies a change log (it is not empty: pointers to distinct
+// zero-size values need not differ).
+type logChain struct{ _ byte }
+
+// logPos is a position in a change log: after the first n entries of seg.
+// The zero logPos means there is no log.
+type logPos[Obj any] struct {
+	seg *logSegment[Obj]
+	n   int
+	// deletes is the number of deletes logged before the position.
+	deletes uint64
+}
+
+func (p logPos[Obj]) seq() uint64 { return p.seg.seq + uint64(p.n) }
+
+// newLog returns the position at the start of a new, empty change log.
+func newLog[Obj any]() logPos[Obj] {
+	return logPos[Obj]{seg: &logSegment[Obj]{chain: new(logChain)}}
+}
+
+// append adds e at p, which must be the end of its log, and moves p past it.
+func (p *logPos[Obj]) append(e logEntry[Obj]) {
+	if p.n == changeLogSegment {
+		s := &logSegment[Obj]{chain: p.seg.chain, seq: p.seq(), deletes: p.deletes}
+		p.seg.next = s
+		p.seg, p.n = s, 0
+	}
+	p.seg.entries[p.n] = e
+	p.n++
+	if e.deleted {
+		p.deletes++
+	}
+}
+
+// truncate drops the entries from p to end, which were appended after p
+// by a transaction that aborted, so that the log holds on to nothing they
+// held. p is the end of the committed log, which no reader reads past.
+func (p logPos[Obj]) truncate(end logPos[Obj]) {
+	for s, i := p.seg, p.n; s != nil; s, i = s.next, 0 {
+		if s == end.seg {
+			clear(s.entries[i:end.n])
+			break
+		}
+		clear(s.entries[i:])
+	}
+	p.seg.next = nil
+}
+
+// entries yields the entries from p up to end.
+func (p logPos[Obj]) entries(end logPos[Obj]) iter.Seq[*logEntry[Obj]] {
+	return func(yield func(*logEntry[Obj]) bool) {
+		for s, i := p.seg, p.n; s != nil; s, i = s.next, 0 {
+			last := changeLogSegment
+			if s == end.seg {
+				last = end.n
+			}
+			for j := i; j < last; j++ {
+				if !yield(&s.entries[j]) {
+					return
+				}
+			}
+			if s == end.seg {
+				return
+			}
+		}
+	}
+}
+
+// feedRegistry is a table's set of change feeds: how far each has read,
+// for the metrics, and whether the table needs its change log at all.
 type feedRegistry struct {
 	mu    sync.Mutex
 	holds []*feedHold // guarded by mu; closed holds are dropped lazily
@@ -57,22 +167,20 @@ type feedRegistry struct {
 	// registered feeds ends; guarded by mu. Next hands it to callers whose
 	// snapshot is older than their feed's registration.
 	registered chan struct{}
-	// collect: a feed was released while the table was locked, so the
-	// graveyard should be collected once the lock holder is done.
+	// collect: the last feed was released while the table was locked, so
+	// the change log should be dropped once the lock holder is done.
 	collect atomic.Bool
 }
 
-// feedHold is a feed's claim on the graveyard. It is separate from the
+// feedHold is a feed's entry in the registry. It is separate from the
 // iterator so that the iterator can be garbage collected while the registry
 // still holds this.
 type feedHold struct {
-	// start is the table revision the feed starts after: it delivers the
-	// deletes above it. It is the revision of the registering transaction
-	// when the feed registered; pending is set until that transaction
-	// ends (if it aborts, the feed is closed).
-	start   Revision
+	// pending is set until the registering transaction ends (if it
+	// aborts, the feed is closed).
 	pending atomic.Bool
-	seen    atomic.Uint64 // deletes up to this revision were delivered
+	seen    atomic.Uint64 // the revision the feed has read up to
+	deletes atomic.Uint64 // the deletes logged before its position
 	closed  atomic.Bool
 }
 
@@ -128,42 +236,49 @@ func (h *feedHold) release(r *feedRegistry) {
 	}
 }
 
-// watermark returns the highest revision up to which every open feed has
-// delivered the deletes: graveyard entries at or below it can go.
-func (r *feedRegistry) watermark() Revision {
+// lowest returns the lowest revision and delete count the open feeds have
+// read up to (math.MaxUint64 for both without feeds).
+func (r *feedRegistry) lowest() (rev Revision, deletes uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	low := Revision(math.MaxUint64)
+	rev, deletes = math.MaxUint64, math.MaxUint64
 	live := r.holds[:0]
 	for _, h := range r.holds {
 		if h.closed.Load() {
 			continue
 		}
 		live = append(live, h)
-		low = min(low, h.seen.Load())
+		rev = min(rev, h.seen.Load())
+		deletes = min(deletes, h.deletes.Load())
 	}
 	clear(r.holds[len(live):])
 	r.holds = live
-	return low
+	return rev, deletes
 }
 
-// stats returns the number of open feeds and how many revisions the
-// slowest of them is behind rev.
-func (r *feedRegistry) stats(rev Revision) (live int, lag uint64) {
+// stats returns the number of open feeds, how many revisions the slowest
+// of them is behind rev, and how many of the deletes logged before
+// deletes some feed has not read (the graveyard).
+func (r *feedRegistry) stats(rev Revision, deletes uint64) (live int, lag uint64, graveyard int) {
 	if r.live() == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
-	if w := r.watermark(); w != math.MaxUint64 && w < rev {
-		lag = rev - w
+	low, lowDeletes := r.lowest()
+	if low != math.MaxUint64 && low < rev {
+		lag = rev - low
 	}
-	return r.live(), lag
+	if lowDeletes != math.MaxUint64 && lowDeletes < deletes {
+		graveyard = int(deletes - lowDeletes)
+	}
+	return r.live(), lag, graveyard
 }
 
 // reportFeeds tells the table's metrics, if any, how many feeds are open,
 // when a feed opens or closes.
-func (t *table[Obj]) reportFeeds(rev Revision) {
+func (t *table[Obj]) reportFeeds(st *tableState[Obj]) {
 	if m := t.meta.metrics; m != nil {
-		m.ChangeFeeds(t.meta.feeds.stats(rev))
+		live, lag, _ := t.meta.feeds.stats(st.revision, st.log.deletes)
+		m.ChangeFeeds(live, lag)
 	}
 }
 
@@ -173,101 +288,163 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 		return nil, err
 	}
 	// The feed starts after this transaction's writes so far: the objects
-	// they deleted were never the feed's to see. Deletes from now on must
-	// reach the graveyard, and the table needs its revision index.
+	// they deleted were never the feed's to see. Changes from now on go to
+	// the log.
 	tt.observed = true
-	if !tt.revIndexed {
-		tt.indexRevisions()
+	if tt.log.seg == nil {
+		tt.log, tt.dirty = newLog[Obj](), true
 	}
-	h := &feedHold{start: tt.revision}
+	h := &feedHold{}
 	h.pending.Store(true)
 	h.seen.Store(tt.revision)
+	h.deletes.Store(tt.log.deletes)
 	t.meta.feeds.add(h)
 	tt.registered = append(tt.registered, h)
-	it := &changeIterator[Obj]{t: t, hold: h}
+	it := &changeIterator[Obj]{t: t, hold: h, pos: tt.log, rev: tt.revision}
 	it.cleanup = runtime.AddCleanup(it, func(h *feedHold) {
 		h.release(&t.meta.feeds)
 		t.collectGraveyard()
 	}, h)
-	t.reportFeeds(tt.revision)
+	if m := t.meta.metrics; m != nil {
+		live, lag, _ := t.meta.feeds.stats(tt.revision, tt.log.deletes)
+		m.ChangeFeeds(live, lag)
+	}
 	return it, nil
 }
 
 type changeIterator[Obj any] struct {
 	t    *table[Obj]
 	hold *feedHold
-	// Once started, upserts up to upsertedTo and deletes up to deletedFrom
-	// have been delivered.
-	upsertedTo, deletedFrom Revision
-	started                 bool
-	cleanup                 runtime.Cleanup
-	closed                  bool
+	// pos is where the feed is in the table's change log, and rev the
+	// revision of the snapshot it moved to last (before the first Next:
+	// the registration's position and revision).
+	pos     logPos[Obj]
+	rev     Revision
+	started bool
+	cleanup runtime.Cleanup
+	closed  bool
 }
 
 func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revision], <-chan struct{}) {
 	st := it.t.stateIn(txn.committed())
-	var watch <-chan struct{} = closedChan // a snapshot without the index is outdated
-	if st.revs != nil {
-		watch = st.revs.RootWatch()
+	var watch <-chan struct{} = closedChan // a snapshot without the log is outdated
+	if st.log.seg != nil {
+		watch = st.primary.RootWatch()
 	}
 	if it.closed || it.hold.closed.Load() {
 		return noChanges[Obj], watch
 	}
-	if !it.started {
-		it.deletedFrom = it.hold.start
-	}
-	rev := st.revision
-	if !st.revIndexed() || rev < it.deletedFrom {
-		// The snapshot is from before the feed's registration committed.
+	sameLog := st.log.seg != nil && st.log.seg.chain == it.pos.seg.chain
+	if st.log.seg == nil || st.revision < it.rev || (sameLog && st.log.seq() < it.pos.seq()) {
+		// The snapshot is from before the feed's registration committed,
+		// or older than the one the feed moved to.
 		if ch := it.t.meta.feeds.registeredChan(it.hold); ch != nil {
 			// Wait for the registering transaction to end.
 			return noChanges[Obj], ch
 		}
-		// It committed since, replacing the revision index's root: watch
-		// is closed, and a newer snapshot has the changes.
+		// It committed since, changing the table: watch is closed, and a
+		// newer snapshot has the changes.
 		return noChanges[Obj], watch
 	}
-	upFrom, delFrom := it.upsertedTo, it.deletedFrom
-	if it.started && rev <= upFrom {
-		return noChanges[Obj], watch
-	}
-	it.started = true
-	it.upsertedTo, it.deletedFrom = rev, max(delFrom, rev)
-	it.hold.seen.Store(it.deletedFrom)
-	return func(yield func(Change[Obj], Revision) bool) {
-		deleted := it.t.emptyGrave.byRev
-		if st.grave != nil {
-			deleted = st.grave.byRev
+	if !sameLog {
+		// The snapshot has the log the table dropped before the feed's
+		// began; as it is not older than the feed, it is at the
+		// registration's revision, without a change since.
+		if it.started {
+			return noChanges[Obj], watch
 		}
-		mergeChanges(*st.revs, deleted, upFrom, delFrom, yield)
+		it.started = true
+		return func(yield func(Change[Obj], Revision) bool) {
+			it.t.firstChanges(st, st.log, yield)
+		}, watch
+	}
+	if it.started && st.log.seq() == it.pos.seq() {
+		return noChanges[Obj], watch
+	}
+	from, fromRev, first := it.pos, it.rev, !it.started
+	it.started, it.pos, it.rev = true, st.log, st.revision
+	it.hold.seen.Store(st.revision)
+	it.hold.deletes.Store(st.log.deletes)
+	t := it.t
+	if first {
+		return func(yield func(Change[Obj], Revision) bool) {
+			t.firstChanges(st, from, yield)
+		}, watch
+	}
+	return func(yield func(Change[Obj], Revision) bool) {
+		t.logChanges(from, st.log, fromRev, yield)
 	}, watch
 }
 
 func noChanges[Obj any](func(Change[Obj], Revision) bool) {}
 
-// mergeChanges yields the upserts above upFrom (from the revision index) and
-// the deletes above delFrom (from the graveyard's revision index) in
-// revision order.
-func mergeChanges[Obj any](revisions, graveyard part.Tree[object[Obj]], upFrom, delFrom Revision, yield func(Change[Obj], Revision) bool) {
-	var from [8]byte
-	binary.BigEndian.PutUint64(from[:], upFrom+1)
-	ups := revisions.Iterator()
-	ups.SeekLowerBound(from[:])
-	binary.BigEndian.PutUint64(from[:], delFrom+1)
-	dels := graveyard.Iterator()
-	dels.SeekLowerBound(from[:])
-
-	_, up, upOK := ups.Next()
-	_, del, delOK := dels.Next()
-	for upOK || delOK {
-		var c Change[Obj]
-		if upOK && (!delOK || up.rev < del.rev) {
-			c = Change[Obj]{Object: up.obj, Revision: up.rev}
-			_, up, upOK = ups.Next()
-		} else {
-			c = Change[Obj]{Object: del.obj, Revision: del.rev, Deleted: true}
-			_, del, delOK = dels.Next()
+// logChanges yields the changes logged from from to to, each object once
+// in its newest state; fromRev is the revision of the snapshot at from.
+func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev Revision, yield func(Change[Obj], Revision) bool) {
+	entries := from.entries(to)
+	for e := range entries {
+		if e.prev > fromRev {
+			// An entry may supersede another of the batch.
+			t.newestChanges(entries, yield)
+			return
 		}
+	}
+	for e := range entries {
+		if !yield(Change[Obj]{Object: e.obj, Revision: e.rev, Deleted: e.deleted}, e.rev) {
+			return
+		}
+	}
+}
+
+// newestChanges yields, of the entries, each object's newest.
+func (t *table[Obj]) newestChanges(entries iter.Seq[*logEntry[Obj]], yield func(Change[Obj], Revision) bool) {
+	newest := map[string]Revision{}
+	for e := range entries {
+		if pk, err := t.primaryKey(e.obj); err == nil {
+			newest[string(pk)] = e.rev
+		}
+	}
+	for e := range entries {
+		if pk, err := t.primaryKey(e.obj); err == nil && newest[string(pk)] != e.rev {
+			continue
+		}
+		if !yield(Change[Obj]{Object: e.obj, Revision: e.rev, Deleted: e.deleted}, e.rev) {
+			return
+		}
+	}
+}
+
+// firstChanges yields the changes of a feed's first Next: every object of
+// st, and the objects deleted since the feed's registration at from that
+// st does not have, in revision order.
+func (t *table[Obj]) firstChanges(st *tableState[Obj], from logPos[Obj], yield func(Change[Obj], Revision) bool) {
+	changes := make([]Change[Obj], 0, st.primary.Len())
+	for _, o := range st.primary.All() {
+		changes = append(changes, Change[Obj]{Object: o.obj, Revision: o.rev})
+	}
+	newest := map[string]Revision{}
+	for e := range from.entries(st.log) {
+		if !e.deleted {
+			continue
+		}
+		pk, err := t.primaryKey(e.obj)
+		if err != nil {
+			continue
+		}
+		if _, found := st.primary.Get(pk); !found {
+			newest[string(pk)] = e.rev
+		}
+	}
+	for e := range from.entries(st.log) {
+		if !e.deleted {
+			continue
+		}
+		if pk, err := t.primaryKey(e.obj); err == nil && newest[string(pk)] == e.rev {
+			changes = append(changes, Change[Obj]{Object: e.obj, Revision: e.rev, Deleted: true})
+		}
+	}
+	slices.SortFunc(changes, func(a, b Change[Obj]) int { return cmp.Compare(a.Revision, b.Revision) })
+	for _, c := range changes {
 		if !yield(c, c.Revision) {
 			return
 		}
@@ -279,17 +456,21 @@ func (it *changeIterator[Obj]) Close() {
 		return
 	}
 	it.closed = true
+	it.pos = logPos[Obj]{}
 	it.cleanup.Stop()
 	it.hold.release(&it.t.meta.feeds)
-	it.t.reportFeeds(it.deletedFrom)
+	if m := it.t.meta.metrics; m != nil {
+		live, lag, _ := it.t.meta.feeds.stats(it.rev, 0)
+		m.ChangeFeeds(live, lag)
+	}
 	it.t.collectGraveyard()
 }
 
-// collectGraveyard empties the graveyard of what no feed needs any more, if
-// the table is not locked; otherwise the transaction holding the lock does
-// it when it ends.
+// collectGraveyard drops the change log if the table has no feeds left and
+// is not locked; otherwise the transaction holding the lock does it when it
+// ends.
 func (t *table[Obj]) collectGraveyard() {
-	if t.meta.db == nil {
+	if t.meta.db == nil || t.meta.feeds.live() > 0 {
 		return
 	}
 	// The flag is set before trying the lock: a holder that unlocks after
@@ -300,9 +481,9 @@ func (t *table[Obj]) collectGraveyard() {
 	}
 	t.meta.feeds.collect.Store(false)
 	w := t.meta.db.lockedWriteTxn(&t.meta)
-	tt, err := t.writeState(w)
-	if err == nil {
-		tt.collect()
+	if _, err := t.writeState(w); err != nil {
+		w.Abort()
+		return
 	}
 	if _, err := w.Commit(); err != nil {
 		w.Abort()

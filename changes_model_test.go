@@ -6,25 +6,25 @@ package strata
 // snapshot or a write transaction, and are closed, or dropped without Close
 // (the garbage collector then releases them), at random moments. Every Next
 // must deliver exactly the model's changes since the observer's previous
-// call, and the graveyard must hold exactly the deleted objects some live
-// observer still needs.
+// call, and the graveyard (the deletes in the change log some live
+// observer has not read) must be what the model says.
 //
 // The model of a feed (view semantics: what a feed has delivered always
 // describes a snapshot of the table):
 //   - start: the registering transaction's revision when Changes was
 //     called (after that transaction's earlier writes to the table). The
-//     feed's hold on the graveyard (seen) starts there, and follows the
+//     feed's hold on the change log (seen) starts there, and follows the
 //     snapshots Next moves to. If the registering transaction aborts, the
 //     feed is closed: Next returns nothing, and it holds nothing.
-//   - A table keeps its revision index only while it has feeds: built by
-//     the registering transaction, dropped by the first write (or
-//     graveyard collection) after the last feed closed.
-//   - Next on a snapshot without the revision index, or older than the
+//   - A table keeps its change log only while it has feeds: started by
+//     the registering transaction, dropped by the first write after the
+//     last feed closed (or at once by the release of the last feed).
+//   - Next on a snapshot without the change log, or older than the
 //     feed (its revision below start before the first move, below pos
 //     after), returns nothing and does not move. Its watch channel is,
 //     while the registering transaction is open, one that closes when that
-//     transaction ends; after that, the snapshot's revision index channel,
-//     which is closed already.
+//     transaction ends; after that, a closed one (the snapshot's primary
+//     index channel: the table changed since).
 //   - The first Next on a snapshot S (at or after start) returns every
 //     object of S as upserts and the objects deleted in (start, S] that are
 //     not in S; the registering transaction's deletes before Changes are
@@ -33,19 +33,16 @@ package strata
 //     that are not in S; on a snapshot not newer than pos it returns
 //     nothing. Both in revision order, each object once, deleted ones as
 //     they were when deleted. pos becomes the revision of S.
-//   - Its watch channel is open while the table's revision index is that
-//     of S, and closed once it changed.
+//   - Its watch channel is open while the table's revision is that of S,
+//     and closed once it changed.
 //
-// The model of the graveyard: deletes go to it while the table has live
+// The model of the graveyard: deletes are logged while the table has live
 // feeds (decided on the transaction's first write to the table, or when a
-// feed registers in it); an object inserted again leaves it. Collection
-// drops the objects deleted at or below the lowest hold of the live feeds
-// (everything without feeds); it happens when a transaction first writes
-// the table, at the commit of a transaction that wrote it, at Close of a
-// feed (or when the garbage collector releases a dropped one) while the
-// table is not locked, and otherwise at the end (commit or abort) of the
-// transaction that held the lock. Besides that exact model, the graveyard
-// must keep every deletion some live feed has not passed.
+// feed registers in it); the graveyard is the logged deletes above the
+// lowest hold of the live feeds (none without feeds). When the last feed
+// is released, the change log is dropped: at once, in a transaction of its
+// own, if the table is not locked, and otherwise at the end (commit or
+// abort) of the transaction that held the lock.
 //
 // The model is single-threaded but for the cleanups of dropped feeds, which
 // it waits for. Two races between goroutines are shown by the TestBug_
@@ -54,7 +51,6 @@ package strata
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -65,8 +61,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/strata-db/strata/part"
 )
 
 const (
@@ -340,8 +334,10 @@ func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
 		m.fatalf("%s: nil watch channel", fdesc)
 	case f.dead:
 		// A closed feed's channel promises nothing.
-	case closedNow && !mdlClosed(watch):
-		m.fatalf("%s: snapshot older than the feed, whose registration ended: the watch channel is open", fdesc)
+	case closedNow:
+		if !mdlClosed(watch) {
+			m.fatalf("%s: snapshot older than the feed, whose registration ended: the watch channel is open", fdesc)
+		}
 	case regWatch:
 		// Closed when the registering transaction ends.
 		m.addWatch(&mdlWatch{
@@ -392,10 +388,16 @@ func (mt *mdlTable[Obj, PK]) feedClose(m *mdlRun, f *mdlFeed[Obj, PK]) {
 }
 
 // feedReleased models collectGraveyard, which Close and the cleanup of a
-// dropped feed call: the graveyard is collected at once in a transaction of
-// its own if the table is not locked, else when the transaction holding
-// the lock ends.
+// dropped feed call: if no feed is left, the change log is dropped at once
+// in a transaction of its own if the table is not locked, else when the
+// transaction holding the lock ends.
 func (mt *mdlTable[Obj, PK]) feedReleased(m *mdlRun, where string) {
+	if len(mt.feeds) > 0 {
+		if !mt.locked { // else a feed's registration may be pending
+			mt.checkGraveyard(m, where)
+		}
+		return
+	}
 	if mt.locked {
 		mt.collectFlag = true
 		m.stats["Collect.deferred"]++
@@ -407,12 +409,10 @@ func (mt *mdlTable[Obj, PK]) feedReleased(m *mdlRun, where string) {
 }
 
 // collectTxn models collectGraveyard's transaction on the table, which the
-// open transaction (if any) does not lock: it begins (collecting, and
-// dropping the revision index if the table has no feeds) and commits
-// (collecting).
+// open transaction (if any) does not lock: it begins (dropping the change
+// log if the table has no feeds) and commits.
 func (mt *mdlTable[Obj, PK]) collectTxn() {
 	mt.touch()
-	mt.collect()
 	mt.publish()
 	mt.touched, mt.observed = false, false
 }
@@ -428,7 +428,8 @@ func (mt *mdlTable[Obj, PK]) dropDeadWatches(m *mdlRun) {
 }
 
 // feedDrop forgets a feed without closing it: the garbage collector
-// releases its hold, and its cleanup collects the graveyard.
+// releases its hold, and its cleanup drops the change log if it was the
+// last.
 func (mt *mdlTable[Obj, PK]) feedDrop(m *mdlRun, k int) {
 	f := mt.feeds[k]
 	m.dropWatches(f)
@@ -444,8 +445,8 @@ func (mt *mdlTable[Obj, PK]) feedDrop(m *mdlRun, k int) {
 
 // waitReleased runs the garbage collector until the table counts only the
 // model's feeds as open, and the cleanups that released the others are
-// done (they collect the graveyard, in a transaction of their own, after
-// releasing the hold).
+// done (they drop the change log, in a transaction of their own, after
+// releasing the last hold).
 func (mt *mdlTable[Obj, PK]) waitReleased(m *mdlRun) {
 	// A sequence Next returned may keep its feed reachable: consume the
 	// kept ones now.
@@ -497,24 +498,11 @@ func (mt *mdlTable[Obj, PK]) watermark() Revision {
 	return w
 }
 
-// collect drops from the model's graveyard (pending, in a transaction)
-// what every live feed has passed.
-func (mt *mdlTable[Obj, PK]) collect() {
-	w := mt.watermark()
-	for pk, e := range mt.graveyard() {
-		if e.rev <= w {
-			delete(mt.gyWrite(), pk)
-		}
-	}
-}
-
 // feedsCommit models the commit of the open transaction on the table: it
-// collects the graveyard if it wrote the table, publishes, and ends the
-// registrations. released follows.
+// publishes and ends the registrations. released follows.
 func (mt *mdlTable[Obj, PK]) feedsCommit(m *mdlRun) {
 	mt.ended = "Commit"
 	if mt.touched {
-		mt.collect()
 		mt.ended = "Commit (table written)"
 	}
 	mt.publish()
@@ -545,8 +533,8 @@ func (mt *mdlTable[Obj, PK]) feedsAborted(m *mdlRun) {
 
 // released models the unlocking of the table at the end of the open
 // transaction, after it published (the snapshot Commit returns is from
-// before): the graveyard is collected, in a transaction of its own, if a
-// feed was released while the table was locked.
+// before): the change log is dropped, in a transaction of its own, if the
+// last feed was released while the table was locked.
 func (mt *mdlTable[Obj, PK]) released(m *mdlRun) {
 	if !mt.wasLocked {
 		return
@@ -560,52 +548,35 @@ func (mt *mdlTable[Obj, PK]) released(m *mdlRun) {
 	mt.checkGraveyard(m, mt.ended)
 }
 
-// checkGraveyard compares the graveyard of the latest snapshot with the
-// model's, and checks that it keeps every deletion a live feed has not
-// passed, and that the revision index exists exactly while the table has
-// feeds.
+// checkGraveyard compares the graveyard of the latest snapshot (the logged
+// deletes some live feed has not read) with the model's, and checks that
+// the change log exists exactly while the table has feeds.
 func (mt *mdlTable[Obj, PK]) checkGraveyard(m *mdlRun, where string) {
 	name := mt.tbl.Name()
 	st := mt.impl().stateIn(m.db.ReadTxn().committed())
-	byKey, byRev := mdlGraveTrees(st)
-	got := map[PK]mdlEnt[Obj]{}
-	for _, o := range byKey.All() {
-		got[mt.pkOf(o.obj)] = mdlEnt[Obj]{o.obj, o.rev}
-	}
-	if len(got) != byKey.Len() {
-		m.fatalf("%s: %s: graveyard has %d keys for %d objects", where, name, byKey.Len(), len(got))
-	}
-	n := 0
-	for k, o := range byRev.All() {
-		n++
-		if binary.BigEndian.Uint64(k) != o.rev || got[mt.pkOf(o.obj)] != (mdlEnt[Obj]{o.obj, o.rev}) {
-			m.fatalf("%s: %s: graveyard revision index has %s at %x, not in the graveyard",
-				where, name, mt.fmtEnts([]mdlEnt[Obj]{{o.obj, o.rev}}), k)
+	got := mdlGraveyard(mt.impl(), st)
+	want := 0
+	if low := mt.watermark(); len(mt.feeds) > 0 {
+		for _, rev := range mt.gy {
+			if rev > low {
+				want++
+			}
 		}
 	}
-	if n != len(got) || st.graveLen() != len(got) {
-		m.fatalf("%s: %s: graveyard holds %d objects, its revision index %d, its count %d",
-			where, name, len(got), n, st.graveLen())
+	if got != want {
+		m.fatalf("%s: %s: graveyard holds %d deletes, want %d (feeds hold %v)", where, name, got, want, mt.feedSeen())
 	}
-	// Every deletion a live feed has not passed is kept.
-	low := mt.watermark()
-	for pk, e := range mt.committed.dels {
-		if e.rev > low && got[pk] != e {
-			m.fatalf("%s: %s: object deleted at %d (%s) not in the graveyard, but a live feed holds %d",
-				where, name, e.rev, mt.fmtObj(e.obj), low)
-		}
+	if st.logged() != mt.committed.indexed || (len(mt.feeds) > 0 && !st.logged()) {
+		m.fatalf("%s: %s: change log kept: %v, want %v (%d feeds)", where, name,
+			st.logged(), mt.committed.indexed, len(mt.feeds))
 	}
-	if len(mt.feeds) == 0 && len(got) > 0 {
-		m.fatalf("%s: %s: graveyard holds %d objects without feeds", where, name, len(got))
-	}
-	if !maps.Equal(got, mt.gy) {
-		m.fatalf("%s: %s: graveyard\n got  %s\n want %s (feeds hold %v)", where, name,
-			mt.fmtEnts(mdlByRev(got)), mt.fmtEnts(mdlByRev(mt.gy)), mt.feedSeen())
-	}
-	if st.revIndexed() != mt.committed.indexed || (len(mt.feeds) > 0 && !st.revIndexed()) {
-		m.fatalf("%s: %s: revision index kept: %v, want %v (%d feeds)", where, name,
-			st.revIndexed(), mt.committed.indexed, len(mt.feeds))
-	}
+}
+
+// mdlGraveyard returns the size of the graveyard of a table state: the
+// deletes in its change log some live feed has not read.
+func mdlGraveyard[Obj any](t *table[Obj], st *tableState[Obj]) int {
+	_, _, n := t.meta.feeds.stats(st.revision, st.log.deletes)
+	return n
 }
 
 func (mt *mdlTable[Obj, PK]) feedSeen() []Revision {
@@ -616,23 +587,8 @@ func (mt *mdlTable[Obj, PK]) feedSeen() []Revision {
 	return s
 }
 
-// mdlGraveTrees returns the graveyard of a table state: its trees by
-// primary key and by deletion revision.
-func mdlGraveTrees[Obj any](st *tableState[Obj]) (byKey, byRev part.Tree[object[Obj]]) {
-	if st.grave == nil {
-		return part.New[object[Obj]](), part.New[object[Obj]]()
-	}
-	return st.grave.byKey, st.grave.byRev
-}
-
-func mdlByRev[Obj any, PK comparable](es map[PK]mdlEnt[Obj]) []mdlEnt[Obj] {
-	out := slices.Collect(maps.Values(es))
-	slices.SortFunc(out, func(a, b mdlEnt[Obj]) int { return cmp.Compare(a.rev, b.rev) })
-	return out
-}
-
 // endFeeds closes or drops every feed, one at a time, with no transaction
-// open: then the table keeps no deleted object and no revision index.
+// open: then the table keeps no change log.
 func (mt *mdlTable[Obj, PK]) endFeeds(m *mdlRun) {
 	for len(mt.dead) > 0 && m.r.IntN(3) != 0 {
 		mt.feedClose(m, mt.dead[0])
@@ -647,9 +603,8 @@ func (mt *mdlTable[Obj, PK]) endFeeds(m *mdlRun) {
 	}
 	mt.checkGraveyard(m, "all feeds ended")
 	st := mt.impl().stateIn(m.db.ReadTxn().committed())
-	if st.graveLen() != 0 || st.revIndexed() || st.revLen() != 0 {
-		m.fatalf("%s: all feeds ended: graveyard holds %d objects, revision index kept: %v (%d entries)",
-			mt.tbl.Name(), st.graveLen(), st.revIndexed(), st.revLen())
+	if st.logged() || st.log != (logPos[Obj]{}) {
+		m.fatalf("%s: all feeds ended: change log kept", mt.tbl.Name())
 	}
 }
 
@@ -796,12 +751,12 @@ func TestChangesDeletesBeforeRegistration(t *testing.T) {
 }
 
 // TestChangesGraveyardCollectedAfterLastClose: once the last feed is
-// closed, the graveyard is empty (and the revision index gone) without a
+// closed, the change log (and the deleted objects in it) is gone without a
 // later write to the table: at once if the table is not locked, else when
 // the transaction holding the lock ends, even if it only locked the table
 // (committed or aborted). A feed dropped without Close is released by the
-// garbage collector, which then collects as well. Regression test: the
-// graveyard was once kept until a later transaction wrote the table.
+// garbage collector, which then drops the log as well. Regression test:
+// the graveyard was once kept until a later transaction wrote the table.
 func TestChangesGraveyardCollectedAfterLastClose(t *testing.T) {
 	for _, end := range []string{"unlocked", "Commit", "Abort", "dropped", "dropped/Commit"} {
 		db := New()
@@ -816,8 +771,8 @@ func TestChangesGraveyardCollectedAfterLastClose(t *testing.T) {
 		state := func() *tableState[*testObject] {
 			return tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
 		}
-		if n := state().graveLen(); n != 1 {
-			t.Fatalf("%s: graveyard holds %d objects before the close, want 1", end, n)
+		if n := mdlGraveyard(tbl.(*table[*testObject]), state()); n != 1 || !state().logged() {
+			t.Fatalf("%s: before the close: graveyard holds %d deletes, want 1; change log kept: %v", end, n, state().logged())
 		}
 
 		var lockTxn WriteTxn
@@ -844,9 +799,8 @@ func TestChangesGraveyardCollectedAfterLastClose(t *testing.T) {
 		default:
 			lockTxn.Commit()
 		}
-		if st := state(); st.graveLen() != 0 || st.revIndexed() {
-			t.Errorf("%s: after the last feed closed: graveyard holds %d objects, revision index kept: %v",
-				end, st.graveLen(), st.revIndexed())
+		if st := state(); st.logged() {
+			t.Errorf("%s: after the last feed closed: change log kept", end)
 		}
 	}
 }
@@ -896,7 +850,7 @@ func mdlRace(budget time.Duration, setup, a, b func(), bad func() bool) int {
 
 // TestChangesCollectWhenCloseRacesUnlock: a transaction that only locks
 // the table ends while the last feed is closed on another goroutine; the
-// graveyard must be collected whichever comes first. Regression test:
+// change log must be dropped whichever comes first. Regression test:
 // collectGraveyard once set its flag after a failed TryLock, and a release
 // reading it in between lost the collection.
 func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
@@ -917,12 +871,12 @@ func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
 		txn.Commit()
 	}
 	bad := func() bool {
-		return tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).graveLen() != 0
+		return tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).logged()
 	}
 	if round := mdlRace(3*time.Second, setup, lockOnly, func() { it.Close() }, bad); round > 0 {
 		st := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
-		t.Errorf("round %d: the last feed closed while a transaction ended: graveyard holds %d objects, revision index kept: %v, collect flag: %v",
-			round, st.graveLen(), st.revIndexed(), tbl.(*table[*testObject]).meta.feeds.collect.Load())
+		t.Errorf("round %d: the last feed closed while a transaction ended: change log kept: %v, collect flag: %v",
+			round, st.logged(), tbl.(*table[*testObject]).meta.feeds.collect.Load())
 	}
 }
 

@@ -63,11 +63,11 @@ func TestChangesBasic(t *testing.T) {
 	if want := []changeRec{{1, 2, false}, {2, 1, true}, {3, 0, true}}; !slices.Equal(got, want) {
 		t.Fatalf("Next = %v, want %v", got, want)
 	}
-	// Everything was seen: the graveyard empties at the next commit.
+	// Everything was seen: the graveyard is empty.
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 4})
 	rtxn, _ = txn.Commit()
-	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveLen(); n != 0 {
+	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 0 {
 		t.Fatalf("graveyard holds %d objects every feed has seen", n)
 	}
 
@@ -88,18 +88,19 @@ func TestChangesBasic(t *testing.T) {
 	txn = db.WriteTxn(tbl)
 	tbl.Delete(txn, &testObject{ID: 1})
 	rtxn, _ = txn.Commit()
-	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveLen(); n != 1 {
+	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 1 {
 		t.Fatalf("graveyard holds %d objects, want 1", n)
 	}
 	it.Close()
-	if n := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).graveLen(); n != 0 {
-		t.Fatalf("graveyard holds %d objects after the only feed closed", n)
+	if st := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()); mdlGraveyard(tbl.(*table[*testObject]), st) != 0 || st.logged() {
+		t.Fatalf("after the only feed closed: graveyard holds %d deletes, change log kept: %v",
+			mdlGraveyard(tbl.(*table[*testObject]), st), st.logged())
 	}
 	// No feeds: deletes are not kept at all.
 	txn = db.WriteTxn(tbl)
 	tbl.Delete(txn, &testObject{ID: 4})
 	rtxn, _ = txn.Commit()
-	if n := tbl.(*table[*testObject]).stateIn(rtxn.committed()).graveLen(); n != 0 {
+	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 0 {
 		t.Fatalf("graveyard holds %d objects without feeds", n)
 	}
 }
@@ -147,10 +148,10 @@ func TestInitializers(t *testing.T) {
 	}
 }
 
-// TestChangesRevisionIndex checks that the revision index exists only while
-// the table has feeds, and that a feed given a snapshot from before its
+// TestChangesLog checks that the change log exists only while the table
+// has feeds, and that a feed given a snapshot from before its
 // registration committed waits for that commit instead of missing objects.
-func TestChangesRevisionIndex(t *testing.T) {
+func TestChangesLog(t *testing.T) {
 	db := New()
 	tbl := newTestTable(t, db, "test")
 	state := func(txn ReadTxn) *tableState[*testObject] {
@@ -160,8 +161,8 @@ func TestChangesRevisionIndex(t *testing.T) {
 	tbl.Insert(txn, &testObject{ID: 1})
 	tbl.Insert(txn, &testObject{ID: 2})
 	before, _ := txn.Commit()
-	if st := state(before); st.revIndexed() || st.revLen() != 0 {
-		t.Fatalf("revision index kept without feeds: indexed %v, %d entries", st.revIndexed(), st.revLen())
+	if state(before).logged() {
+		t.Fatal("change log kept without feeds")
 	}
 
 	txn = db.WriteTxn(tbl)
@@ -179,20 +180,20 @@ func TestChangesRevisionIndex(t *testing.T) {
 	default:
 		t.Fatal("registration commit did not close the old snapshot's watch")
 	}
-	if st := state(after); !st.revIndexed() || st.revLen() != 2 {
-		t.Fatalf("revision index after registration: indexed %v, %d entries", st.revIndexed(), st.revLen())
+	if !state(after).logged() {
+		t.Fatal("no change log after the registration")
 	}
 	if got, _ := drain(t, it, after); len(got) != 2 {
 		t.Fatalf("first Next = %v, want both objects", got)
 	}
 
-	// The feed closes; the next write drops the index.
+	// The feed closes, dropping the log.
 	it.Close()
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 3})
 	now, _ := txn.Commit()
-	if st := state(now); st.revIndexed() || st.revLen() != 0 {
-		t.Fatalf("revision index kept after the last feed closed: indexed %v, %d entries", st.revIndexed(), st.revLen())
+	if state(now).logged() {
+		t.Fatal("change log kept after the last feed closed")
 	}
 }
 

@@ -50,14 +50,12 @@ type mdlState[Obj comparable, PK cmp.Ordered] struct {
 	// deleted, the object as it was and the revision of its last deletion:
 	// what a change feed reports as deleted.
 	dels map[PK]mdlEnt[Obj]
-	// indexed: the table keeps its revision index, which it does only
-	// while it has change feeds.
+	// indexed: the table keeps its change log, which it does only while
+	// it has change feeds.
 	indexed bool
-	// revRoot identifies the root of the revision index tree, whose
-	// channel Next returns; revReplaced: the open transaction built or
-	// dropped the index.
-	revRoot     int
-	revReplaced bool
+	// revRoot identifies the root of the primary index tree, whose
+	// channel Next returns: it changes with the revision.
+	revRoot int
 	// pub numbers the committed states of the table in commit order.
 	pub int
 	// Caches, rebuilt on demand after each change: the objects in primary
@@ -473,13 +471,13 @@ type mdlTable[Obj comparable, PK cmp.Ordered] struct {
 	feeds []*mdlFeed[Obj, PK] // the live ones
 	// touched: the open transaction called a write method of the table
 	// (which begins its write state); observed: deletes in the open
-	// transaction go to the graveyard (the table had feeds when it was
+	// transaction go to the change log (the table had feeds when it was
 	// first touched, or one was registered in the transaction).
 	touched, observed bool
-	// gy is the model of the graveyard in the committed state, gyPending
-	// in the open transaction (nil while unchanged): primary key -> the
-	// deleted object at its deletion revision.
-	gy, gyPending map[PK]mdlEnt[Obj]
+	// gy lists the revisions of the deletes logged in the committed
+	// state, gyPending in the open transaction (nil while unchanged): the
+	// graveyard is those some live feed has not passed.
+	gy, gyPending []Revision
 	// dead lists the feeds closed by the abort of their registering
 	// transaction and not closed since (kept reachable, so that their
 	// cleanup does not run at a random moment).
@@ -492,7 +490,7 @@ type mdlTable[Obj comparable, PK cmp.Ordered] struct {
 	wasLocked   bool
 	ended       string
 	feedSeq     int // numbers the feeds, for messages
-	revRoots    int // numbers the revision index roots
+	revRoots    int // numbers the primary index roots
 	pubs        int // numbers the committed states
 }
 
@@ -507,7 +505,7 @@ func (mt *mdlTable[Obj, PK]) register(db *DB) error {
 	mt.tbl = tbl
 	mt.committed = mt.emptyState().(*mdlState[Obj, PK])
 	mt.insWatch = map[PK]mdlInsertWatch[Obj]{}
-	mt.feeds, mt.dead, mt.gy, mt.gyPending, mt.collectFlag = nil, nil, map[PK]mdlEnt[Obj]{}, nil, false
+	mt.feeds, mt.dead, mt.gy, mt.gyPending, mt.collectFlag = nil, nil, nil, nil, false
 	return nil
 }
 
@@ -570,11 +568,8 @@ func (mt *mdlTable[Obj, PK]) put(pk PK, obj Obj) {
 	st := mt.write()
 	st.rev++
 	if _, had := st.objs[pk]; !had {
-		// Inserted again: no longer deleted, and out of the graveyard.
+		// Inserted again: no longer deleted.
 		delete(st.dels, pk)
-		if _, buried := mt.graveyard()[pk]; buried {
-			delete(mt.gyWrite(), pk)
-		}
 	}
 	st.objs[pk] = mdlEnt[Obj]{obj, st.rev}
 }
@@ -586,21 +581,19 @@ func (mt *mdlTable[Obj, PK]) del(pk PK) {
 	delete(st.objs, pk)
 	st.dels[pk] = e
 	if mt.observed {
-		mt.gyWrite()[pk] = e
+		mt.gyPending = append(mt.graveyard(), st.rev)
 	}
 }
 
 // touch models the table's write state beginning in the open transaction
 // (its first write, or Changes): deletes go to the graveyard if the table
-// has feeds, the graveyard is collected, and the revision index is built or
-// dropped to match.
+// has feeds, and the change log is started or dropped to match.
 func (mt *mdlTable[Obj, PK]) touch() {
 	if mt.touched {
 		return
 	}
 	mt.touched = true
 	mt.observed = len(mt.feeds) > 0
-	mt.collect()
 	if mt.view().indexed != mt.observed {
 		mt.setIndexed(mt.observed)
 	}
@@ -608,7 +601,7 @@ func (mt *mdlTable[Obj, PK]) touch() {
 
 func (mt *mdlTable[Obj, PK]) setIndexed(v bool) {
 	st := mt.write()
-	st.indexed, st.revReplaced = v, true
+	st.indexed = v
 }
 
 // publish makes the pending state and graveyard the committed ones.
@@ -620,29 +613,21 @@ func (mt *mdlTable[Obj, PK]) publish() {
 	if p == nil {
 		return
 	}
-	if p.revReplaced || (p.indexed && p.rev != c.rev) {
+	if p.rev != c.rev {
 		mt.revRoots++
 		p.revRoot = mt.revRoots
 	}
-	p.revReplaced = false
 	mt.pubs++
 	p.pub = mt.pubs
 	mt.committed, mt.pending = p, nil
 }
 
-// graveyard is the model of the graveyard the open transaction sees.
-func (mt *mdlTable[Obj, PK]) graveyard() map[PK]mdlEnt[Obj] {
+// graveyard is the model of the logged deletes the open transaction sees.
+func (mt *mdlTable[Obj, PK]) graveyard() []Revision {
 	if mt.gyPending != nil {
 		return mt.gyPending
 	}
-	return mt.gy
-}
-
-func (mt *mdlTable[Obj, PK]) gyWrite() map[PK]mdlEnt[Obj] {
-	if mt.gyPending == nil {
-		mt.gyPending = maps.Clone(mt.gy)
-	}
-	return mt.gyPending
+	return slices.Clip(mt.gy)
 }
 
 // conflict reports whether obj (with primary key pk) clashes with another

@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"slices"
@@ -26,22 +27,27 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 		return fmt.Errorf("table %q: %w", t.meta.name, ErrTableNotEmpty)
 	}
 	maxRev := revision
-	tt.restoredRevs = tt.restoredRevs[:0]
+	defer func() {
+		clear(tt.restored)
+		tt.restored = tt.restored[:0]
+	}()
 	for obj, rev := range objects {
 		if err := tt.restore(obj, rev); err != nil {
 			return err
 		}
 		maxRev = max(maxRev, rev)
 	}
-	// Without a revision index to catch them as they come, duplicate
-	// revisions are found by sorting.
-	slices.Sort(tt.restoredRevs)
-	for i := 1; i < len(tt.restoredRevs); i++ {
-		if tt.restoredRevs[i] == tt.restoredRevs[i-1] {
-			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, tt.restoredRevs[i], ErrRestoreInput)
+	// Duplicate revisions are found by sorting; change feeds get the
+	// objects in revision order.
+	slices.SortFunc(tt.restored, func(a, b object[Obj]) int { return cmp.Compare(a.rev, b.rev) })
+	for i := 1; i < len(tt.restored); i++ {
+		if tt.restored[i].rev == tt.restored[i-1].rev {
+			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, tt.restored[i].rev, ErrRestoreInput)
 		}
 	}
-	tt.restoredRevs = nil
+	for _, o := range tt.restored {
+		tt.logChange(o.obj, o.rev, tt.lastDelete, false)
+	}
 	tt.revision = max(tt.revision, maxRev)
 	tt.dirty = true
 	return nil
@@ -64,13 +70,7 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	if _, dup := tt.primary.Insert(pk, no); dup {
 		return fmt.Errorf("table %q: primary key %s twice: %w", t.meta.name, pk, ErrRestoreInput)
 	}
-	if tt.revIndexed {
-		if _, dup := tt.revisions.Insert(tt.revKey(rev), no); dup {
-			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, rev, ErrRestoreInput)
-		}
-	} else {
-		tt.restoredRevs = append(tt.restoredRevs, rev)
-	}
+	tt.restored = append(tt.restored, no)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
 		keys := ix.fromObject(obj)

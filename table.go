@@ -50,10 +50,11 @@ type TableMeta interface {
 	PendingInitializers(ReadTxn) []string
 
 	tableMeta() *tableMeta
-	// stateStats returns the figures of a state of the table, for metrics.
-	stateStats(*stateHeader) (objects, graveyard int)
-	// collectGraveyard drops the deleted objects no change feed needs, if
-	// the table is not locked.
+	// stateStats returns the figures of a state of the table, for metrics:
+	// its objects, and the deletes logged before it for change feeds.
+	stateStats(*stateHeader) (objects int, logDeletes uint64)
+	// collectGraveyard drops the change log if the table has no feeds and
+	// is not locked.
 	collectGraveyard()
 }
 
@@ -217,28 +218,17 @@ type object[Obj any] struct {
 // published.
 type tableState[Obj any] struct {
 	stateHeader
-	primary part.Tree[object[Obj]]
-	// revs maps revision (8 bytes, big endian) -> object. Only change
-	// feeds read it, so it is kept only while the table has feeds, and is
-	// nil otherwise. The transaction that opens the first feed builds it
-	// from the primary index, and the first write after the last feed
-	// closed drops it.
-	revs      *part.Tree[object[Obj]]
+	primary   part.Tree[object[Obj]]
 	secondary []part.Tree[object[Obj]]
 	// multiKey has bit i set once an object with several keys in index i
 	// was inserted: scans of such an index skip objects they have seen.
 	multiKey uint64
-	// grave keeps deleted objects (with the revision of their deletion)
-	// until every change feed of the table has delivered them; nil when
-	// empty. Deletes go there only while the table has change feeds.
-	grave *graveyard[Obj]
-	init  *initState
-}
-
-// graveyard is a table's deleted objects, by primary key and by the
-// revision of their deletion.
-type graveyard[Obj any] struct {
-	byKey, byRev part.Tree[object[Obj]]
+	// log is the end of the table's change log (changes.go), which the
+	// table keeps only while it has change feeds: the transaction that
+	// opens the first feed starts it, and the first transaction after the
+	// last feed closed drops it. The zero logPos without feeds.
+	log  logPos[Obj]
+	init *initState
 }
 
 func (s *tableState[Obj]) tree(pos int) part.Tree[object[Obj]] {
@@ -254,10 +244,6 @@ type table[Obj any] struct {
 	indexes []indexDef[Obj] // primary first
 	primary Indexer[Obj]
 	empty   *tableState[Obj] // the state before the first write
-	// emptyRevs and emptyGrave are the empty revision index and graveyard
-	// that transactions start from when a state has none.
-	emptyRevs  part.Tree[object[Obj]]
-	emptyGrave *graveyard[Obj]
 	// pointerObj: Obj is a pointer type, so reinserting the stored object
 	// itself can be detected (ErrObjectMutated).
 	pointerObj bool
@@ -350,11 +336,6 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 		secondary:   make([]part.Tree[object[Obj]], len(secondary)),
 		init:        initialized,
 	}
-	t.emptyRevs = part.New[object[Obj]](part.RootOnlyWatch())
-	t.emptyGrave = &graveyard[Obj]{
-		byKey: part.New[object[Obj]](part.RootOnlyWatch()),
-		byRev: part.New[object[Obj]](part.RootOnlyWatch()),
-	}
 	for i := range secondary {
 		t.empty.secondary[i] = part.New[object[Obj]]()
 	}
@@ -362,37 +343,13 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 	return t, nil
 }
 
-func (t *table[Obj]) stateStats(h *stateHeader) (objects, graveyard int) {
+func (t *table[Obj]) stateStats(h *stateHeader) (objects int, logDeletes uint64) {
 	st := (*tableState[Obj])(unsafeStatePointer(h))
-	return st.primary.Len(), st.graveLen()
+	return st.primary.Len(), st.log.deletes
 }
 
-// revIndexed reports whether the state has a revision index.
-func (s *tableState[Obj]) revIndexed() bool { return s.revs != nil }
-
-// revisionTree returns the revision index, or the table's empty one.
-func (s *tableState[Obj]) revisionTree(t *table[Obj]) part.Tree[object[Obj]] {
-	if s.revs != nil {
-		return *s.revs
-	}
-	return t.emptyRevs
-}
-
-// revLen returns the number of entries in the revision index.
-func (s *tableState[Obj]) revLen() int {
-	if s.revs == nil {
-		return 0
-	}
-	return s.revs.Len()
-}
-
-// graveLen returns the number of objects in the graveyard.
-func (s *tableState[Obj]) graveLen() int {
-	if s.grave == nil {
-		return 0
-	}
-	return s.grave.byKey.Len()
-}
+// logged reports whether the state has a change log.
+func (s *tableState[Obj]) logged() bool { return s.log.seg != nil }
 
 func (t *table[Obj]) tableMeta() *tableMeta        { return &t.meta }
 func (t *table[Obj]) Name() TableName              { return t.meta.name }

@@ -2,7 +2,6 @@ package strata
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -11,8 +10,7 @@ import (
 )
 
 // tableTxn is a table's write state inside a write transaction: one index
-// transaction per index, opened together on the first write (the graveyard's
-// on first use). Each table owns one and reuses it for every transaction
+// transaction per index, opened together on the first write. Each table owns one and reuses it for every transaction
 // that locks the table, so it is touched only under the table lock.
 type tableTxn[Obj any] struct {
 	t        *table[Obj]
@@ -20,24 +18,19 @@ type tableTxn[Obj any] struct {
 	revision Revision         // the last revision handed out
 	multiKey uint64
 	dirty    bool // something was written
-	// observed: the table has change feeds, so the revision index is
-	// maintained (revIndexed) and deletes go to the graveyard. Decided
+	// observed: the table has change feeds, so its changes go to the
+	// change log, whose end is log (the zero logPos without one). Decided
 	// when the transaction begins (and set when a feed registers in it),
 	// not per write.
-	observed   bool
-	revIndexed bool
-	// revOpen: the revision index's transaction is open. It is opened only
-	// for tables that have or had feeds, so that other tables' writes pay
-	// nothing for it.
-	revOpen bool
+	observed bool
+	log      logPos[Obj]
+	// lastDelete is the revision of the newest delete the table logged
+	// (or a higher one: an aborted transaction's). Kept across
+	// transactions; see logEntry.prev.
+	lastDelete Revision
 
 	primary   part.Txn[object[Obj]]
-	revisions part.Txn[object[Obj]]
 	secondary []part.Txn[object[Obj]]
-
-	graveyardOpen bool
-	graveyard     part.Txn[object[Obj]]
-	graveyardRev  part.Txn[object[Obj]]
 
 	init *initState // the pending initializers if changed, else nil
 
@@ -56,14 +49,13 @@ type tableTxn[Obj any] struct {
 	// the table keeps if it commits.
 	attach TableJournal[Obj]
 
-	// restoredRevs collects the revisions Restore adds while there is no
-	// revision index, to find duplicates.
-	restoredRevs []Revision
+	// restored collects what Restore adds, to find duplicate revisions
+	// and to log the objects in revision order.
+	restored []object[Obj]
 
 	// Scratch space, reused across writes.
 	newKeys []index.KeySet // per secondary index: the new object's keys
 	keyBuf  []byte
-	revBuf  [8]byte
 }
 
 // writeState returns the table's write state in txn, beginning it on the
@@ -87,16 +79,11 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 
 func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
-	tt.observed, tt.revIndexed = tt.t.meta.feeds.live() > 0, base.revIndexed()
-	tt.graveyardOpen, tt.init = false, nil
+	tt.observed, tt.log, tt.init = tt.t.meta.feeds.live() > 0, base.log, nil
 	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
 	clear(tt.ops)
 	tt.ops = tt.ops[:0]
 	tt.primary.Reset(base.primary)
-	tt.revOpen = tt.observed || tt.revIndexed
-	if tt.revOpen {
-		tt.revisions.Reset(base.revisionTree(tt.t))
-	}
 	if tt.secondary == nil {
 		tt.secondary = make([]part.Txn[object[Obj]], len(base.secondary))
 		tt.newKeys = make([]index.KeySet, len(base.secondary))
@@ -106,54 +93,14 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	}
 	clear(tt.registered)
 	tt.registered = tt.registered[:0]
-	if base.grave != nil {
-		// Before the writes, so that objects inserted again need not be
-		// taken out of a graveyard that is about to go.
-		tt.collect()
-	}
 	switch {
-	case tt.observed && !tt.revIndexed:
+	case tt.observed && tt.log.seg == nil:
 		// A feed registered in a transaction that aborted.
-		tt.indexRevisions()
-	case !tt.observed && tt.revIndexed:
-		// The last feed closed: drop the revision index.
-		tt.revisions.DeletePrefix(nil)
-		tt.revIndexed, tt.dirty = false, true
+		tt.log, tt.dirty = newLog[Obj](), true
+	case !tt.observed && tt.log.seg != nil:
+		// The last feed closed: drop the log.
+		tt.log, tt.dirty = logPos[Obj]{}, true
 	}
-}
-
-// indexRevisions builds the revision index from the primary index, for a
-// change feed opening on a table that had none.
-func (tt *tableTxn[Obj]) indexRevisions() {
-	if !tt.revOpen {
-		tt.revisions.Reset(tt.base.revisionTree(tt.t))
-		tt.revOpen = true
-	}
-	tt.revisions.DeletePrefix(nil)
-	for _, o := range tt.primary.All() {
-		tt.revisions.Insert(tt.revKey(o.rev), o)
-	}
-	tt.revIndexed, tt.dirty = true, true
-}
-
-// openGraveyard opens the graveyard's index transactions.
-func (tt *tableTxn[Obj]) openGraveyard() {
-	if !tt.graveyardOpen {
-		g := tt.base.grave
-		if g == nil {
-			g = tt.t.emptyGrave
-		}
-		tt.graveyard.Reset(g.byKey)
-		tt.graveyardRev.Reset(g.byRev)
-		tt.graveyardOpen = true
-	}
-}
-
-func (tt *tableTxn[Obj]) graveyardLen() int {
-	if tt.graveyardOpen {
-		return tt.graveyard.Len()
-	}
-	return tt.base.graveLen()
 }
 
 func (tt *tableTxn[Obj]) initState() *initState {
@@ -177,25 +124,11 @@ func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[obj
 	st := newTableState[Obj](len(tt.secondary))
 	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.revision}
 	st.primary = finish(&tt.primary)
-	st.revs = tt.base.revs
-	if tt.revOpen {
-		st.revs = nil
-		if tt.revIndexed {
-			revs := finish(&tt.revisions)
-			st.revs = &revs
-		}
-	}
+	st.log = tt.log
 	st.multiKey = tt.multiKey
-	st.grave = tt.base.grave
 	st.init = tt.initState()
 	for i := range tt.secondary {
 		st.secondary[i] = finish(&tt.secondary[i])
-	}
-	if tt.graveyardOpen {
-		st.grave = nil
-		if tt.graveyard.Len() > 0 {
-			st.grave = &graveyard[Obj]{byKey: finish(&tt.graveyard), byRev: finish(&tt.graveyardRev)}
-		}
 	}
 	return st
 }
@@ -240,7 +173,6 @@ func (tt *tableTxn[Obj]) snapshot() *tableState[Obj] {
 }
 
 func (tt *tableTxn[Obj]) commit() *stateHeader {
-	tt.collect()
 	if !tt.dirty {
 		return nil
 	}
@@ -249,15 +181,8 @@ func (tt *tableTxn[Obj]) commit() *stateHeader {
 
 func (tt *tableTxn[Obj]) notify() {
 	tt.primary.Notify()
-	if tt.revOpen {
-		tt.revisions.Notify()
-	}
 	for i := range tt.secondary {
 		tt.secondary[i].Notify()
-	}
-	if tt.graveyardOpen {
-		tt.graveyard.Notify()
-		tt.graveyardRev.Notify()
 	}
 	if tt.init != nil && len(tt.init.pending) == 0 && len(tt.base.init.pending) > 0 {
 		close(tt.init.done)
@@ -275,20 +200,13 @@ func (tt *tableTxn[Obj]) abort() {
 	// Drop the written nodes now rather than at the next transaction.
 	base := tt.base
 	tt.primary.Reset(base.primary)
-	if tt.revOpen {
-		tt.revisions.Reset(base.revisionTree(tt.t))
-	}
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
-	if tt.graveyardOpen {
-		g := base.grave
-		if g == nil {
-			g = tt.t.emptyGrave
-		}
-		tt.graveyard.Reset(g.byKey)
-		tt.graveyardRev.Reset(g.byRev)
+	if base.log.seg != nil && tt.log.seg != nil && base.log.seg.chain == tt.log.seg.chain {
+		base.log.truncate(tt.log)
 	}
+	tt.log = logPos[Obj]{}
 	if len(tt.registered) > 0 {
 		// Feeds registered in an aborted transaction are closed.
 		tt.t.meta.feeds.registrationDone(tt.registered, true)
@@ -296,45 +214,15 @@ func (tt *tableTxn[Obj]) abort() {
 	tt.base, tt.init = nil, nil
 }
 
-// collect removes from the graveyard the deleted objects that every change
-// feed has delivered (all of them when there are no feeds).
-func (tt *tableTxn[Obj]) collect() {
-	if tt.graveyardLen() == 0 {
+// logChange appends a change to the change log, if the table keeps one.
+func (tt *tableTxn[Obj]) logChange(obj Obj, rev, prev Revision, deleted bool) {
+	if tt.log.seg == nil {
 		return
 	}
-	watermark := tt.t.meta.feeds.watermark()
-	var tree part.Tree[object[Obj]]
-	if tt.graveyardOpen {
-		tree = tt.graveyardRev.Snapshot()
-	} else {
-		tree = tt.base.grave.byRev
+	tt.log.append(logEntry[Obj]{obj: obj, rev: rev, prev: prev, deleted: deleted})
+	if deleted {
+		tt.lastDelete = rev
 	}
-	last := tree.Iterator()
-	last.Last()
-	if k, _, ok := last.Next(); ok && binary.BigEndian.Uint64(k) <= watermark {
-		// Every feed is past the newest: drop it all at once.
-		tt.openGraveyard()
-		tt.graveyard.DeletePrefix(nil)
-		tt.graveyardRev.DeletePrefix(nil)
-		tt.dirty = true
-		return
-	}
-	for k, o := range tree.All() {
-		if binary.BigEndian.Uint64(k) > watermark {
-			break
-		}
-		tt.openGraveyard()
-		tt.graveyardRev.Delete(k)
-		if pk, err := tt.t.primaryKey(o.obj); err == nil {
-			tt.graveyard.Delete(pk)
-		}
-		tt.dirty = true
-	}
-}
-
-func (tt *tableTxn[Obj]) revKey(rev Revision) []byte {
-	binary.BigEndian.PutUint64(tt.revBuf[:], rev)
-	return tt.revBuf[:]
 }
 
 // treeKey returns the key under which an object with primary key pk is
@@ -393,14 +281,12 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: pk, rev: no.rev})
 	}
-	if tt.revIndexed {
+	if tt.log.seg != nil {
+		prev := tt.lastDelete
 		if hadOld {
-			tt.revisions.Delete(tt.revKey(old.rev))
+			prev = old.rev
 		}
-		tt.revisions.Insert(tt.revKey(no.rev), no)
-	}
-	if !hadOld && tt.graveyardLen() > 0 {
-		tt.unbury(pk)
+		tt.logChange(no.obj, no.rev, prev, false)
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
@@ -496,18 +382,13 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 		return oldObj, false, nil
 	}
 	tt.revision++
-	if tt.revIndexed {
-		tt.revisions.Delete(tt.revKey(old.rev))
-	}
+	tt.logChange(old.obj, tt.revision, old.rev, true)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
 		keys := ix.fromObject(old.obj)
 		for j := range keys.Len() {
 			tt.secondary[i].Delete(tt.treeKey(ix, keys.At(j), pk))
 		}
-	}
-	if tt.observed {
-		tt.bury(pk, object[Obj]{obj: old.obj, rev: tt.revision})
 	}
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: pk, rev: tt.revision, deleted: true})
@@ -516,35 +397,16 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 	return old.obj, true, nil
 }
 
-// bury puts a deleted object in the graveyard, for the change feeds.
-func (tt *tableTxn[Obj]) bury(pk []byte, o object[Obj]) {
-	tt.openGraveyard()
-	if prev, found := tt.graveyard.Insert(pk, o); found {
-		tt.graveyardRev.Delete(tt.revKey(prev.rev))
-	}
-	tt.graveyardRev.Insert(tt.revKey(o.rev), o)
-}
-
-// unbury takes an object that is inserted again out of the graveyard, so
-// that change feeds see only its newest state.
-func (tt *tableTxn[Obj]) unbury(pk []byte) {
-	tt.openGraveyard()
-	if prev, found := tt.graveyard.Delete(pk); found {
-		tt.graveyardRev.Delete(tt.revKey(prev.rev))
-	}
-}
-
 func (tt *tableTxn[Obj]) removeAll() {
 	if tt.primary.Len() == 0 {
 		return
 	}
 	// Each deleted object takes a revision of its own, in primary key
-	// order, as if deleted one by one; with change feeds it goes to the
-	// graveyard under it.
-	if tt.observed {
-		for pk, o := range tt.primary.All() {
+	// order, as if deleted one by one, and is logged under it.
+	if tt.log.seg != nil {
+		for _, o := range tt.primary.All() {
 			tt.revision++
-			tt.bury(pk, object[Obj]{obj: o.obj, rev: tt.revision})
+			tt.logChange(o.obj, tt.revision, o.rev, true)
 		}
 	} else {
 		tt.revision += Revision(tt.primary.Len())
@@ -555,9 +417,6 @@ func (tt *tableTxn[Obj]) removeAll() {
 		tt.ops = tt.ops[:0]
 	}
 	tt.primary.DeletePrefix(nil)
-	if tt.revIndexed {
-		tt.revisions.DeletePrefix(nil)
-	}
 	for i := range tt.secondary {
 		tt.secondary[i].DeletePrefix(nil)
 	}

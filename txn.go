@@ -452,9 +452,10 @@ func (w *writeTxn) report(committed bool) {
 		m := lt.meta.metrics
 		m.WriteTxn(held, committed)
 		if st := lt.state; st != nil && committed {
-			objects, graveyard := lt.meta.table.stateStats(st)
+			objects, deletes := lt.meta.table.stateStats(st)
+			live, lag, graveyard := lt.meta.feeds.stats(st.revision, deletes)
 			m.Committed(objects, st.revision, graveyard)
-			m.ChangeFeeds(lt.meta.feeds.stats(st.revision))
+			m.ChangeFeeds(live, lag)
 		}
 		lt.state = nil
 	}

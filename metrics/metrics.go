@@ -30,8 +30,8 @@ type Table interface {
 	// committed.
 	WriteTxn(held time.Duration, committed bool)
 	// Committed reports the table's state after a commit that changed it:
-	// the number of objects, its revision, and the number of deleted
-	// objects kept for change feeds that have not seen them yet.
+	// the number of objects, its revision, and the number of deletes
+	// kept for change feeds that have not read them yet (the graveyard).
 	Committed(objects int, revision uint64, graveyard int)
 	// ChangeFeeds reports the table's change feeds: how many are open, and
 	// how many revisions the slowest is behind the table's revision.
