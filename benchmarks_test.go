@@ -30,6 +30,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	iradix "github.com/hashicorp/go-immutable-radix/v2"
+
+	"github.com/strata-db/strata/index"
 	"github.com/strata-db/strata/part"
 )
 
@@ -479,6 +482,58 @@ func benchmarkLookup(b *testing.B, random bool) {
 // BenchmarkDB_RandomLookup: per op, 1000 Gets by primary key in random
 // order (ns/object is the cost of one Get).
 func BenchmarkDB_RandomLookup(b *testing.B) { benchmarkLookup(b, true) }
+
+// BenchmarkDB_GetFloor puts a Get by primary key beside its floor: a bare
+// go-immutable-radix/v2 lookup of the same key in a tree of the same 1000
+// objects. Per op, 1000 Gets in random order through one snapshot, the
+// query keys encoded beforehand for both. Compare the two with
+// benchstat -col /impl.
+func BenchmarkDB_GetFloor(b *testing.B) {
+	ids := shuffledIDs(numObjectsToInsert)
+	b.Run("impl=strata", func(b *testing.B) {
+		db := New()
+		tbl := newTestTable(b, db, "test")
+		fillTable(b, db, tbl, numObjectsToInsert, func(i int) *testObject { return &testObject{ID: uint64(i)} })
+		queries := make([]Query[*testObject], len(ids))
+		for i, id := range ids {
+			queries[i] = idIndex.Query(id)
+		}
+		txn := db.ReadTxn()
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			for _, q := range queries {
+				if _, _, found := tbl.Get(txn, q); !found {
+					b.Fatal("object not found")
+				}
+			}
+			n++
+		}
+		reportNsPerObject(b, n*numObjectsToInsert)
+	})
+	b.Run("impl=iradix", func(b *testing.B) {
+		txn := iradix.New[*testObject]().Txn()
+		for i := range numObjectsToInsert {
+			txn.Insert(index.Uint64(uint64(i)), &testObject{ID: uint64(i)})
+		}
+		tree := txn.Commit()
+		keys := make([][]byte, len(ids))
+		for i, id := range ids {
+			keys[i] = index.Uint64(id)
+		}
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			for _, k := range keys {
+				if _, found := tree.Get(k); !found {
+					b.Fatal("object not found")
+				}
+			}
+			n++
+		}
+		reportNsPerObject(b, n*numObjectsToInsert)
+	})
+}
 
 // BenchmarkDB_SequentialLookup: per op, 1000 Gets by primary key in order.
 func BenchmarkDB_SequentialLookup(b *testing.B) { benchmarkLookup(b, false) }
