@@ -235,12 +235,17 @@ func indexByte4(keys *[4]byte, b byte) int {
 // indexByte16 returns the position of b in keys, or 16 or more if absent.
 func indexByte16(keys *[16]byte, b byte) int {
 	bb := lows * uint64(b)
-	x := binary.LittleEndian.Uint64(keys[:8]) ^ bb
-	if m := (x - lows) &^ x & highs; m != 0 {
-		return bits.TrailingZeros64(m) / 8
+	x0 := binary.LittleEndian.Uint64(keys[:8]) ^ bb
+	x1 := binary.LittleEndian.Uint64(keys[8:]) ^ bb
+	m0 := (x0 - lows) &^ x0 & highs
+	m1 := (x1 - lows) &^ x1 & highs
+	// Both halves are searched and the answer picked without a branch:
+	// which half holds the byte is as unpredictable as the key.
+	i, i1 := bits.TrailingZeros64(m0)/8, 8+bits.TrailingZeros64(m1)/8
+	if m0 == 0 {
+		i = i1
 	}
-	x = binary.LittleEndian.Uint64(keys[8:]) ^ bb
-	return 8 + bits.TrailingZeros64((x-lows)&^x&highs)/8
+	return i
 }
 
 // lowerBound returns the position in children() of the first child whose
