@@ -57,13 +57,26 @@ const changeLogSegment = 64
 type logEntry[Obj any] struct {
 	obj Obj
 	rev Revision
-	// prev bounds the older change this one supersedes: the revision of the
-	// object it replaced or deleted, or for an object inserted under a new
-	// key, the table's newest logged delete (the key may have been deleted
-	// then or before). A feed whose batch holds no entry with prev inside
-	// the batch delivers it as it is, each object once.
-	prev    Revision
-	deleted bool
+	// prev is the revision of the change this one supersedes: of the
+	// object it replaced or deleted. For an insert under a new key, which
+	// may supersede a delete of the same key, it is a bound: the table's
+	// newest logged delete then. A batch of entries whose prevs all lie
+	// before it is delivered as it is, each object once.
+	prev Revision
+	kind entryKind
+}
+
+// entryKind says what a log entry records.
+type entryKind uint8
+
+const (
+	entryUpdate entryKind = iota // an object replaced
+	entryInsert                  // an object inserted under a new key
+	entryDelete                  // an object deleted
+)
+
+func (e *logEntry[Obj]) change() Change[Obj] {
+	return Change[Obj]{Object: e.obj, Revision: e.rev, Deleted: e.kind == entryDelete}
 }
 
 // logSegment is a run of log entries, linked to the next.
@@ -118,7 +131,7 @@ func (p *logPos[Obj]) append(e logEntry[Obj]) {
 	}
 	p.seg.entries[p.n] = e
 	p.n++
-	if e.deleted {
+	if e.kind == entryDelete {
 		p.deletes++
 	}
 }
@@ -273,15 +286,6 @@ func (r *feedRegistry) stats(rev Revision, deletes uint64) (live int, lag uint64
 	return r.live(), lag, graveyard
 }
 
-// reportFeeds tells the table's metrics, if any, how many feeds are open,
-// when a feed opens or closes.
-func (t *table[Obj]) reportFeeds(st *tableState[Obj]) {
-	if m := t.meta.metrics; m != nil {
-		live, lag, _ := t.meta.feeds.stats(st.revision, st.log.deletes)
-		m.ChangeFeeds(live, lag)
-	}
-}
-
 func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	tt, err := t.writeState(txn)
 	if err != nil {
@@ -372,26 +376,65 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 		}, watch
 	}
 	return func(yield func(Change[Obj], Revision) bool) {
-		t.logChanges(from, st.log, fromRev, yield)
+		t.logChanges(from, st.log, fromRev, st.revision, yield)
 	}, watch
 }
 
 func noChanges[Obj any](func(Change[Obj], Revision) bool) {}
 
 // logChanges yields the changes logged from from to to, each object once
-// in its newest state; fromRev is the revision of the snapshot at from.
-func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev Revision, yield func(Change[Obj], Revision) bool) {
+// in its newest state; fromRev and toRev are the revisions of the
+// snapshots at from and to.
+func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, yield func(Change[Obj], Revision) bool) {
 	entries := from.entries(to)
+	// Which entries does a later one of the batch supersede? An update or
+	// a delete names the change it supersedes; an insert under a new key
+	// may supersede a delete of the same key, which only the key tells.
+	superseded := revSet{base: fromRev + 1, span: toRev - fromRev}
+	inserts := false
 	for e := range entries {
-		if e.prev > fromRev {
-			// An entry may supersede another of the batch.
+		switch {
+		case e.rev <= fromRev || e.rev > toRev:
+			// Restored objects, at the revisions they had: the batch is
+			// not in revision order.
 			t.newestChanges(entries, yield)
+			return
+		case e.prev <= fromRev:
+		case e.kind == entryInsert:
+			inserts = true
+		default:
+			superseded.add(e.prev)
+		}
+	}
+	if inserts {
+		t.reinserted(entries, fromRev, &superseded)
+	}
+	for e := range entries {
+		if superseded.has(e.rev) {
+			continue
+		}
+		if !yield(e.change(), e.rev) {
 			return
 		}
 	}
+}
+
+// reinserted adds to superseded the deletes of the entries that an insert
+// of the same key after them supersedes.
+func (t *table[Obj]) reinserted(entries iter.Seq[*logEntry[Obj]], fromRev Revision, superseded *revSet) {
+	inserted := map[string]Revision{} // the newest insert of each key
 	for e := range entries {
-		if !yield(Change[Obj]{Object: e.obj, Revision: e.rev, Deleted: e.deleted}, e.rev) {
-			return
+		if e.kind == entryInsert && e.prev > fromRev {
+			if pk, err := t.primaryKey(e.obj); err == nil {
+				inserted[string(pk)] = e.rev
+			}
+		}
+	}
+	for e := range entries {
+		if e.kind == entryDelete {
+			if pk, err := t.primaryKey(e.obj); err == nil && inserted[string(pk)] > e.rev {
+				superseded.add(e.rev)
+			}
 		}
 	}
 }
@@ -408,10 +451,43 @@ func (t *table[Obj]) newestChanges(entries iter.Seq[*logEntry[Obj]], yield func(
 		if pk, err := t.primaryKey(e.obj); err == nil && newest[string(pk)] != e.rev {
 			continue
 		}
-		if !yield(Change[Obj]{Object: e.obj, Revision: e.rev, Deleted: e.deleted}, e.rev) {
+		if !yield(e.change(), e.rev) {
 			return
 		}
 	}
+}
+
+// revSet is a set of the revisions of a batch of changes, most of which
+// lie in [base, base+span): a bitmap for those, a map for the rest.
+type revSet struct {
+	base, span Revision
+	bits       []uint64
+	more       map[Revision]struct{}
+}
+
+// maxRevSetSpan bounds the bitmap of a revSet (in revisions): 64 KiB.
+const maxRevSetSpan = 1 << 19
+
+func (s *revSet) add(r Revision) {
+	if i := r - s.base; r >= s.base && i < s.span && s.span <= maxRevSetSpan {
+		if s.bits == nil {
+			s.bits = make([]uint64, (s.span+63)/64)
+		}
+		s.bits[i/64] |= 1 << (i % 64)
+		return
+	}
+	if s.more == nil {
+		s.more = map[Revision]struct{}{}
+	}
+	s.more[r] = struct{}{}
+}
+
+func (s *revSet) has(r Revision) bool {
+	if i := r - s.base; s.bits != nil && r >= s.base && i < s.span {
+		return s.bits[i/64]&(1<<(i%64)) != 0
+	}
+	_, ok := s.more[r]
+	return ok
 }
 
 // firstChanges yields the changes of a feed's first Next: every object of
@@ -424,7 +500,7 @@ func (t *table[Obj]) firstChanges(st *tableState[Obj], from logPos[Obj], yield f
 	}
 	newest := map[string]Revision{}
 	for e := range from.entries(st.log) {
-		if !e.deleted {
+		if e.kind != entryDelete {
 			continue
 		}
 		pk, err := t.primaryKey(e.obj)
@@ -436,11 +512,11 @@ func (t *table[Obj]) firstChanges(st *tableState[Obj], from logPos[Obj], yield f
 		}
 	}
 	for e := range from.entries(st.log) {
-		if !e.deleted {
+		if e.kind != entryDelete {
 			continue
 		}
 		if pk, err := t.primaryKey(e.obj); err == nil && newest[string(pk)] == e.rev {
-			changes = append(changes, Change[Obj]{Object: e.obj, Revision: e.rev, Deleted: true})
+			changes = append(changes, e.change())
 		}
 	}
 	slices.SortFunc(changes, func(a, b Change[Obj]) int { return cmp.Compare(a.Revision, b.Revision) })

@@ -225,3 +225,65 @@ func TestChangesRegisteredWithoutWrites(t *testing.T) {
 	default:
 	}
 }
+
+// TestChangesRestore: objects restored into a table with a feed keep their
+// own revisions, below those of the deletes before them in the log; the
+// feed still delivers each object once, in its newest state.
+func TestChangesRestore(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	txn := db.WriteTxn(tbl)
+	it, err := tbl.Changes(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl.Insert(txn, &testObject{ID: 1})
+	tbl.Insert(txn, &testObject{ID: 2})
+	rtxn, _ := txn.Commit()
+	view := map[uint64]*testObject{}
+	mdlFeedView(t, view, it, rtxn)
+
+	txn = db.WriteTxn(tbl)
+	tbl.DeleteAll(txn)
+	restored := []*testObject{{ID: 1, Value: 7}, {ID: 3, Value: 8}}
+	if err := Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+		for i, o := range restored {
+			if !yield(o, Revision(i+1)) {
+				return
+			}
+		}
+	}, 0); err != nil {
+		t.Fatal(err)
+	}
+	rtxn, _ = txn.Commit()
+	got, _ := mdlFeedView(t, view, it, rtxn)
+	if want := []changeRec{{2, 0, true}, {1, 7, false}, {3, 8, false}}; !slices.Equal(got, want) {
+		t.Errorf("Next after DeleteAll and Restore = %v, want %v", got, want)
+	}
+	if ids := mdlTableIDs(tbl, rtxn); len(view) != len(ids) || view[1] == nil || view[3] == nil {
+		t.Errorf("the feed describes %v, the table has %v", view, ids)
+	}
+	it.Close()
+}
+
+// TestRevSet: revisions inside the bitmap's span and outside it (below,
+// above, or a span too wide for a bitmap) are all kept.
+func TestRevSet(t *testing.T) {
+	for _, span := range []Revision{100, maxRevSetSpan + 1} {
+		s := revSet{base: 1000, span: span}
+		in := []Revision{1000, 1063, 1064, 1099, 5, 999, 1000 + span, 1 << 62}
+		for _, r := range in {
+			s.add(r)
+		}
+		for _, r := range in {
+			if !s.has(r) {
+				t.Errorf("span %d: %d added, not in the set", span, r)
+			}
+		}
+		for _, r := range []Revision{1001, 1065, 998, 1000 + span + 1, 0} {
+			if s.has(r) {
+				t.Errorf("span %d: %d in the set, never added", span, r)
+			}
+		}
+	}
+}

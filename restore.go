@@ -14,7 +14,9 @@ import (
 // across restarts. Secondary indexes are built as objects are added, and
 // unique ones are enforced.
 //
-// Objects given in primary key order build the table fastest. Restore
+// Objects given in primary key order build the table fastest. Change feeds
+// of the table get the restored objects at their own revisions, after the
+// changes committed before them, even where those revisions are lower. Restore
 // fails with ErrTableNotEmpty, ErrRestoreInput, ErrUniqueConstraint or
 // ErrPrimaryKey; after an error, abort the transaction.
 func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Revision], revision Revision) error {
@@ -46,7 +48,7 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 		}
 	}
 	for _, o := range tt.restored {
-		tt.logChange(o.obj, o.rev, tt.lastDelete, false)
+		tt.logChange(o.obj, o.rev, tt.lastDelete, entryInsert)
 	}
 	tt.revision = max(tt.revision, maxRev)
 	tt.dirty = true

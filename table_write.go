@@ -215,12 +215,12 @@ func (tt *tableTxn[Obj]) abort() {
 }
 
 // logChange appends a change to the change log, if the table keeps one.
-func (tt *tableTxn[Obj]) logChange(obj Obj, rev, prev Revision, deleted bool) {
+func (tt *tableTxn[Obj]) logChange(obj Obj, rev, prev Revision, kind entryKind) {
 	if tt.log.seg == nil {
 		return
 	}
-	tt.log.append(logEntry[Obj]{obj: obj, rev: rev, prev: prev, deleted: deleted})
-	if deleted {
+	tt.log.append(logEntry[Obj]{obj: obj, rev: rev, prev: prev, kind: kind})
+	if kind == entryDelete {
 		tt.lastDelete = rev
 	}
 }
@@ -282,11 +282,11 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 		tt.ops = append(tt.ops, journalOp{pk: pk, rev: no.rev})
 	}
 	if tt.log.seg != nil {
-		prev := tt.lastDelete
 		if hadOld {
-			prev = old.rev
+			tt.logChange(no.obj, no.rev, old.rev, entryUpdate)
+		} else {
+			tt.logChange(no.obj, no.rev, tt.lastDelete, entryInsert)
 		}
-		tt.logChange(no.obj, no.rev, prev, false)
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
@@ -382,7 +382,7 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 		return oldObj, false, nil
 	}
 	tt.revision++
-	tt.logChange(old.obj, tt.revision, old.rev, true)
+	tt.logChange(old.obj, tt.revision, old.rev, entryDelete)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
 		keys := ix.fromObject(old.obj)
@@ -406,7 +406,7 @@ func (tt *tableTxn[Obj]) removeAll() {
 	if tt.log.seg != nil {
 		for _, o := range tt.primary.All() {
 			tt.revision++
-			tt.logChange(o.obj, tt.revision, o.rev, true)
+			tt.logChange(o.obj, tt.revision, o.rev, entryDelete)
 		}
 	} else {
 		tt.revision += Revision(tt.primary.Len())
