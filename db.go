@@ -81,8 +81,11 @@ func (db *DB) ReadTxn() ReadTxn { return db.root.Load() }
 // tables never deadlock; a table passed twice is locked once.
 //
 // The transaction must end with Commit or Abort, which unlock the tables.
-// A transaction that is dropped without either is reported and aborted when
-// the garbage collector finds it, but its tables stay locked until then.
+// A transaction that is dropped without either is reported (slog.Error)
+// and aborted when the garbage collector finds it, but its tables stay
+// locked until then. Handles share allocations, sixteen at a time, so the
+// collector finds a forgotten one with the others of its allocation: a
+// few transactions, or a few collections, later.
 //
 // WriteTxn panics if a table belongs to another DB.
 func (db *DB) WriteTxn(table TableMeta, tables ...TableMeta) WriteTxn {

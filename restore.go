@@ -16,9 +16,9 @@ import (
 //
 // Objects given in primary key order build the table fastest. Change feeds
 // of the table get the restored objects at their own revisions, after the
-// changes committed before them, even where those revisions are lower. Restore
-// fails with ErrTableNotEmpty, ErrRestoreInput, ErrUniqueConstraint or
-// ErrPrimaryKey; after an error, abort the transaction.
+// changes committed before them, even where those revisions are lower.
+// Restore fails with ErrTableNotEmpty, ErrRestoreInput, ErrUniqueConstraint
+// or ErrPrimaryKey; after an error, abort the transaction.
 func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Revision], revision Revision) error {
 	t := tbl.(*table[Obj])
 	tt, err := t.writeState(txn)

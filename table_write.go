@@ -10,8 +10,9 @@ import (
 )
 
 // tableTxn is a table's write state inside a write transaction: one index
-// transaction per index, opened together on the first write. Each table owns one and reuses it for every transaction
-// that locks the table, so it is touched only under the table lock.
+// transaction per index, opened together on the first write. Each table
+// owns one and reuses it for every transaction that locks the table, so it
+// is touched only under the table lock.
 type tableTxn[Obj any] struct {
 	t        *table[Obj]
 	base     *tableState[Obj] // the state the transaction started from

@@ -143,7 +143,7 @@ var writeTxnPool = sync.Pool{New: func() any { return new(writeTxn) }}
 
 // handlesPerBlock is how many handles share an allocation and a finalizer.
 // A finalizer costs more than the rest of an empty transaction
-// (BenchmarkDB_WriteTxn_CommitOnly); sharing it makes it cheap. The price:
+// (BenchmarkDB_WriteTxn_CommitOnly_1Table); sharing it makes it cheap. The price:
 // a forgotten transaction is reported once every handle of its block is
 // unreachable, and a handle that is kept keeps the snapshots its block's
 // other handles read after their transactions ended. Sixteen keeps both
