@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/strata-db/strata/part"
 )
 
 // Change is one change delivered by a change feed: an object that was
@@ -73,6 +75,11 @@ const (
 	entryUpdate entryKind = iota // an object replaced
 	entryInsert                  // an object inserted under a new key
 	entryDelete                  // an object deleted
+	// entryTruncate stands for the deletes of a DeleteAll: of the objects
+	// of a tree kept beside the entry (logSegment.truncs), in key order,
+	// at revisions rev, rev+1, ... Its prev is rev-1, above every revision
+	// the tree holds.
+	entryTruncate
 )
 
 func (e *logEntry[Obj]) change() Change[Obj] {
@@ -92,6 +99,10 @@ func (e *logEntry[Obj]) change() Change[Obj] {
 type logSegment[Obj any] struct {
 	entries [changeLogSegment]logEntry[Obj]
 	next    *logSegment[Obj]
+	// truncs holds the trees of the segment's entryTruncate entries,
+	// newest first. The writer pushes (and an abort pops) with atomic
+	// stores, as readers of earlier entries may be walking the list.
+	truncs atomic.Pointer[logTrunc[Obj]]
 	// chain is the same for every segment of a log: a table that loses
 	// its last feed drops its log, and starts a new one for the next.
 	chain *logChain
@@ -100,6 +111,22 @@ type logSegment[Obj any] struct {
 	seq uint64
 	// deletes is the number of deletes logged before this segment.
 	deletes uint64
+}
+
+// logTrunc is the tree of objects an entryTruncate deleted.
+type logTrunc[Obj any] struct {
+	i    int // the entry's position in its segment
+	tree part.Tree[object[Obj]]
+	next *logTrunc[Obj]
+}
+
+// truncated returns the tree of the entryTruncate at position i.
+func (s *logSegment[Obj]) truncated(i int) part.Tree[object[Obj]] {
+	for tr := s.truncs.Load(); ; tr = tr.next {
+		if tr.i == i {
+			return tr.tree
+		}
+	}
 }
 
 // logChain identifies a change log (it is not empty: pointers to distinct
@@ -136,10 +163,18 @@ func (p *logPos[Obj]) append(e logEntry[Obj]) {
 	}
 }
 
-// truncate drops the entries from p to end, which were appended after p
-// by a transaction that aborted, so that the log holds on to nothing they
+// appendTruncate adds at p an entryTruncate for the objects of tree,
+// deleted at revisions rev, rev+1, ...
+func (p *logPos[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revision) {
+	p.append(logEntry[Obj]{rev: rev, prev: rev - 1, kind: entryTruncate})
+	p.seg.truncs.Store(&logTrunc[Obj]{i: p.n - 1, tree: tree, next: p.seg.truncs.Load()})
+	p.deletes += uint64(tree.Len())
+}
+
+// discard drops the entries from p to end, which were appended after p by
+// a transaction that aborted, so that the log holds on to nothing they
 // held. p is the end of the committed log, which no reader reads past.
-func (p logPos[Obj]) truncate(end logPos[Obj]) {
+func (p logPos[Obj]) discard(end logPos[Obj]) {
 	for s, i := p.seg, p.n; s != nil; s, i = s.next, 0 {
 		if s == end.seg {
 			clear(s.entries[i:end.n])
@@ -148,18 +183,24 @@ func (p logPos[Obj]) truncate(end logPos[Obj]) {
 		clear(s.entries[i:])
 	}
 	p.seg.next = nil
+	tr := p.seg.truncs.Load()
+	for tr != nil && tr.i >= p.n {
+		tr = tr.next
+	}
+	p.seg.truncs.Store(tr)
 }
 
-// entries yields the entries from p up to end.
-func (p logPos[Obj]) entries(end logPos[Obj]) iter.Seq[*logEntry[Obj]] {
-	return func(yield func(*logEntry[Obj]) bool) {
+// entries yields the entries from p up to end, each with the segment that
+// holds it and its position there.
+func (p logPos[Obj]) entries(end logPos[Obj]) iter.Seq2[*logEntry[Obj], entryAt[Obj]] {
+	return func(yield func(*logEntry[Obj], entryAt[Obj]) bool) {
 		for s, i := p.seg, p.n; s != nil; s, i = s.next, 0 {
 			last := changeLogSegment
 			if s == end.seg {
 				last = end.n
 			}
 			for j := i; j < last; j++ {
-				if !yield(&s.entries[j]) {
+				if !yield(&s.entries[j], entryAt[Obj]{s, j}) {
 					return
 				}
 			}
@@ -168,6 +209,63 @@ func (p logPos[Obj]) entries(end logPos[Obj]) iter.Seq[*logEntry[Obj]] {
 			}
 		}
 	}
+}
+
+// entryAt is where a log entry is.
+type entryAt[Obj any] struct {
+	seg *logSegment[Obj]
+	i   int
+}
+
+// logChange is a change read from the log: an entry other than
+// entryTruncate, or one of the deletes an entryTruncate stands for, whose
+// primary key is then known (key).
+type logChange[Obj any] struct {
+	logEntry[Obj]
+	key []byte
+}
+
+// changes yields the changes from p up to end: the entries, with the
+// deletes of each entryTruncate in its place. The pointer it yields is
+// only valid until the next.
+func (p logPos[Obj]) changes(end logPos[Obj]) iter.Seq[*logChange[Obj]] {
+	return func(yield func(*logChange[Obj]) bool) {
+		var c logChange[Obj]
+		for e, at := range p.entries(end) {
+			if e.kind != entryTruncate {
+				c = logChange[Obj]{logEntry: *e}
+				if !yield(&c) {
+					return
+				}
+				continue
+			}
+			rev := e.rev
+			for k, o := range at.seg.truncated(at.i).All() {
+				c = logChange[Obj]{logEntry: logEntry[Obj]{obj: o.obj, rev: rev, prev: o.rev, kind: entryDelete}, key: k}
+				if !yield(&c) {
+					return
+				}
+				rev++
+			}
+		}
+	}
+}
+
+// lastRev returns the revision of the entry's last change.
+func (e *logEntry[Obj]) lastRev(at entryAt[Obj]) Revision {
+	if e.kind == entryTruncate {
+		return e.rev + Revision(at.seg.truncated(at.i).Len()) - 1
+	}
+	return e.rev
+}
+
+// changeKey returns c's primary key.
+func (t *table[Obj]) changeKey(c *logChange[Obj]) ([]byte, bool) {
+	if c.key != nil {
+		return c.key, true
+	}
+	pk, err := t.primaryKey(c.obj)
+	return pk, err == nil
 }
 
 // feedRegistry is a table's set of change feeds: how far each has read,
@@ -386,72 +484,106 @@ func noChanges[Obj any](func(Change[Obj], Revision) bool) {}
 // in its newest state; fromRev and toRev are the revisions of the
 // snapshots at from and to.
 func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, yield func(Change[Obj], Revision) bool) {
-	entries := from.entries(to)
-	// Which entries does a later one of the batch supersede? An update or
+	// Which changes does a later one of the batch supersede? An update or
 	// a delete names the change it supersedes; an insert under a new key
 	// may supersede a delete of the same key, which only the key tells.
 	superseded := revSet{base: fromRev + 1, span: toRev - fromRev}
 	inserts := false
-	for e := range entries {
+	for e, at := range from.entries(to) {
 		switch {
-		case e.rev <= fromRev || e.rev > toRev:
+		case e.rev <= fromRev || e.lastRev(at) > toRev:
 			// Restored objects, at the revisions they had: the batch is
 			// not in revision order.
-			t.newestChanges(entries, yield)
+			t.newestChanges(from.changes(to), yield)
 			return
 		case e.prev <= fromRev:
 		case e.kind == entryInsert:
 			inserts = true
+		case e.kind == entryTruncate:
+			for _, o := range at.seg.truncated(at.i).All() {
+				if o.rev > fromRev {
+					superseded.add(o.rev)
+				}
+			}
 		default:
 			superseded.add(e.prev)
 		}
 	}
 	if inserts {
-		t.reinserted(entries, fromRev, &superseded)
+		t.reinserted(from.changes(to), fromRev, &superseded)
 	}
-	for e := range entries {
-		if superseded.has(e.rev) {
-			continue
+	// from.changes, without its layer of iterators.
+	for s, i := from.seg, from.n; ; s, i = s.next, 0 {
+		last := changeLogSegment
+		if s == to.seg {
+			last = to.n
 		}
-		if !yield(e.change(), e.rev) {
+		for j := i; j < last; j++ {
+			e := &s.entries[j]
+			if e.kind == entryTruncate {
+				if !truncateChanges(s.truncated(j), e.rev, &superseded, yield) {
+					return
+				}
+				continue
+			}
+			if superseded.has(e.rev) {
+				continue
+			}
+			if !yield(e.change(), e.rev) {
+				return
+			}
+		}
+		if s == to.seg {
 			return
 		}
 	}
 }
 
-// reinserted adds to superseded the deletes of the entries that an insert
-// of the same key after them supersedes.
-func (t *table[Obj]) reinserted(entries iter.Seq[*logEntry[Obj]], fromRev Revision, superseded *revSet) {
+// truncateChanges yields the deletes of an entryTruncate at rev, of the
+// objects of tree, but those in superseded. It reports whether to go on.
+func truncateChanges[Obj any](tree part.Tree[object[Obj]], rev Revision, superseded *revSet, yield func(Change[Obj], Revision) bool) bool {
+	for _, o := range tree.All() {
+		if !superseded.has(rev) && !yield(Change[Obj]{Object: o.obj, Revision: rev, Deleted: true}, rev) {
+			return false
+		}
+		rev++
+	}
+	return true
+}
+
+// reinserted adds to superseded the deletes that an insert of the same key
+// after them supersedes.
+func (t *table[Obj]) reinserted(changes iter.Seq[*logChange[Obj]], fromRev Revision, superseded *revSet) {
 	inserted := map[string]Revision{} // the newest insert of each key
-	for e := range entries {
-		if e.kind == entryInsert && e.prev > fromRev {
-			if pk, err := t.primaryKey(e.obj); err == nil {
-				inserted[string(pk)] = e.rev
+	for c := range changes {
+		if c.kind == entryInsert && c.prev > fromRev {
+			if pk, ok := t.changeKey(c); ok {
+				inserted[string(pk)] = c.rev
 			}
 		}
 	}
-	for e := range entries {
-		if e.kind == entryDelete {
-			if pk, err := t.primaryKey(e.obj); err == nil && inserted[string(pk)] > e.rev {
-				superseded.add(e.rev)
+	for c := range changes {
+		if c.kind == entryDelete {
+			if pk, ok := t.changeKey(c); ok && inserted[string(pk)] > c.rev {
+				superseded.add(c.rev)
 			}
 		}
 	}
 }
 
-// newestChanges yields, of the entries, each object's newest.
-func (t *table[Obj]) newestChanges(entries iter.Seq[*logEntry[Obj]], yield func(Change[Obj], Revision) bool) {
+// newestChanges yields, of the changes, each object's newest.
+func (t *table[Obj]) newestChanges(changes iter.Seq[*logChange[Obj]], yield func(Change[Obj], Revision) bool) {
 	newest := map[string]Revision{}
-	for e := range entries {
-		if pk, err := t.primaryKey(e.obj); err == nil {
-			newest[string(pk)] = e.rev
+	for c := range changes {
+		if pk, ok := t.changeKey(c); ok {
+			newest[string(pk)] = c.rev
 		}
 	}
-	for e := range entries {
-		if pk, err := t.primaryKey(e.obj); err == nil && newest[string(pk)] != e.rev {
+	for c := range changes {
+		if pk, ok := t.changeKey(c); ok && newest[string(pk)] != c.rev {
 			continue
 		}
-		if !yield(e.change(), e.rev) {
+		if !yield(c.change(), c.rev) {
 			return
 		}
 	}
@@ -486,6 +618,9 @@ func (s *revSet) has(r Revision) bool {
 	if i := r - s.base; s.bits != nil && r >= s.base && i < s.span {
 		return s.bits[i/64]&(1<<(i%64)) != 0
 	}
+	if s.more == nil {
+		return false
+	}
 	_, ok := s.more[r]
 	return ok
 }
@@ -499,24 +634,22 @@ func (t *table[Obj]) firstChanges(st *tableState[Obj], from logPos[Obj], yield f
 		changes = append(changes, Change[Obj]{Object: o.obj, Revision: o.rev})
 	}
 	newest := map[string]Revision{}
-	for e := range from.entries(st.log) {
-		if e.kind != entryDelete {
+	for c := range from.changes(st.log) {
+		if c.kind != entryDelete {
 			continue
 		}
-		pk, err := t.primaryKey(e.obj)
-		if err != nil {
-			continue
-		}
-		if _, found := st.primary.Get(pk); !found {
-			newest[string(pk)] = e.rev
+		if pk, ok := t.changeKey(c); ok {
+			if _, found := st.primary.Get(pk); !found {
+				newest[string(pk)] = c.rev
+			}
 		}
 	}
-	for e := range from.entries(st.log) {
-		if e.kind != entryDelete {
+	for c := range from.changes(st.log) {
+		if c.kind != entryDelete {
 			continue
 		}
-		if pk, err := t.primaryKey(e.obj); err == nil && newest[string(pk)] == e.rev {
-			changes = append(changes, e.change())
+		if pk, ok := t.changeKey(c); ok && newest[string(pk)] == c.rev {
+			changes = append(changes, c.change())
 		}
 	}
 	slices.SortFunc(changes, func(a, b Change[Obj]) int { return cmp.Compare(a.Revision, b.Revision) })

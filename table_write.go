@@ -205,7 +205,7 @@ func (tt *tableTxn[Obj]) abort() {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
 	if base.log.seg != nil && tt.log.seg != nil && base.log.seg.chain == tt.log.seg.chain {
-		base.log.truncate(tt.log)
+		base.log.discard(tt.log)
 	}
 	tt.log = logPos[Obj]{}
 	if len(tt.registered) > 0 {
@@ -403,15 +403,13 @@ func (tt *tableTxn[Obj]) removeAll() {
 		return
 	}
 	// Each deleted object takes a revision of its own, in primary key
-	// order, as if deleted one by one, and is logged under it.
+	// order, as if deleted one by one. The change log keeps the tree
+	// rather than an entry per object.
 	if tt.log.seg != nil {
-		for _, o := range tt.primary.All() {
-			tt.revision++
-			tt.logChange(o.obj, tt.revision, o.rev, entryDelete)
-		}
-	} else {
-		tt.revision += Revision(tt.primary.Len())
+		tt.log.appendTruncate(tt.primary.Snapshot(), tt.revision+1)
+		tt.lastDelete = tt.revision + Revision(tt.primary.Len())
 	}
+	tt.revision += Revision(tt.primary.Len())
 	if tt.journal != nil {
 		tt.truncated = true
 		clear(tt.ops)
