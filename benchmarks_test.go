@@ -448,9 +448,10 @@ func BenchmarkDB_NewReadTxn(b *testing.B) {
 	}
 }
 
-// benchmarkLookup: 1000 objects; per op, a Get of each of them (through a
-// new ReadTxn per op for the random order, as in statedb).
-func benchmarkLookup(b *testing.B, random bool) {
+// benchmarkLookup: 1000 objects; per op, a Get of each of them, in random
+// order (that of shuffledIDs) or in ID order, through a new ReadTxn per op
+// if txnPerOp (as statedb's RandomLookup has it).
+func benchmarkLookup(b *testing.B, random, txnPerOp bool) {
 	db := New()
 	tbl := newTestTable(b, db, "test")
 	fillTable(b, db, tbl, numObjectsToInsert, func(i int) *testObject { return &testObject{ID: uint64(i)} })
@@ -465,7 +466,7 @@ func benchmarkLookup(b *testing.B, random bool) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		if random {
+		if txnPerOp {
 			txn = db.ReadTxn()
 		}
 		for _, q := range queries {
@@ -481,7 +482,7 @@ func benchmarkLookup(b *testing.B, random bool) {
 
 // BenchmarkDB_RandomLookup: per op, 1000 Gets by primary key in random
 // order (ns/object is the cost of one Get).
-func BenchmarkDB_RandomLookup(b *testing.B) { benchmarkLookup(b, true) }
+func BenchmarkDB_RandomLookup(b *testing.B) { benchmarkLookup(b, true, true) }
 
 // BenchmarkDB_GetFloor puts a Get by primary key beside its floor: a bare
 // go-immutable-radix/v2 lookup of the same key in a tree of the same 1000
@@ -489,34 +490,14 @@ func BenchmarkDB_RandomLookup(b *testing.B) { benchmarkLookup(b, true) }
 // query keys encoded beforehand for both. Compare the two with
 // benchstat -col /impl.
 func BenchmarkDB_GetFloor(b *testing.B) {
-	ids := shuffledIDs(numObjectsToInsert)
-	b.Run("impl=strata", func(b *testing.B) {
-		db := New()
-		tbl := newTestTable(b, db, "test")
-		fillTable(b, db, tbl, numObjectsToInsert, func(i int) *testObject { return &testObject{ID: uint64(i)} })
-		queries := make([]Query[*testObject], len(ids))
-		for i, id := range ids {
-			queries[i] = idIndex.Query(id)
-		}
-		txn := db.ReadTxn()
-		b.ReportAllocs()
-		n := 0
-		for b.Loop() {
-			for _, q := range queries {
-				if _, _, found := tbl.Get(txn, q); !found {
-					b.Fatal("object not found")
-				}
-			}
-			n++
-		}
-		reportNsPerObject(b, n*numObjectsToInsert)
-	})
+	b.Run("impl=strata", func(b *testing.B) { benchmarkLookup(b, true, false) })
 	b.Run("impl=iradix", func(b *testing.B) {
 		txn := iradix.New[*testObject]().Txn()
 		for i := range numObjectsToInsert {
 			txn.Insert(index.Uint64(uint64(i)), &testObject{ID: uint64(i)})
 		}
 		tree := txn.Commit()
+		ids := shuffledIDs(numObjectsToInsert) // the order of benchmarkLookup's
 		keys := make([][]byte, len(ids))
 		for i, id := range ids {
 			keys[i] = index.Uint64(id)
@@ -536,7 +517,7 @@ func BenchmarkDB_GetFloor(b *testing.B) {
 }
 
 // BenchmarkDB_SequentialLookup: per op, 1000 Gets by primary key in order.
-func BenchmarkDB_SequentialLookup(b *testing.B) { benchmarkLookup(b, false) }
+func BenchmarkDB_SequentialLookup(b *testing.B) { benchmarkLookup(b, false, false) }
 
 // BenchmarkDB_Get_SecondaryUnique: 1000 objects with unique names; per op,
 // 1000 Gets by name in random order.

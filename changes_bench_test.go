@@ -17,65 +17,16 @@ import "testing"
 
 // BenchmarkDB_Changes: the writes above with one change feed consuming them.
 func BenchmarkDB_Changes(b *testing.B) {
-	db := New()
-	tbl := newTestTable(b, db, "test")
-	txn := db.WriteTxn(tbl)
-	if n := tbl.NumObjects(txn); n != 0 {
-		b.Fatalf("NumObjects = %d, want 0", n)
-	}
-	it, err := tbl.Changes(txn)
-	if err != nil {
-		b.Fatalf("Changes: %s", err)
-	}
-	if _, err := txn.Commit(); err != nil {
-		b.Fatalf("Commit: %s", err)
-	}
+	db, tbl, it := changesFeed(b)
 	defer it.Close()
 	b.ReportAllocs()
 	ops := 0
 	for b.Loop() {
-		txn := db.WriteTxn(tbl)
-		for i := range uint64(numObjectsToInsert) {
-			if _, _, err := tbl.Insert(txn, &testObject{ID: i}); err != nil {
-				b.Fatalf("Insert: %s", err)
-			}
-		}
-		if _, err := txn.Commit(); err != nil {
-			b.Fatalf("Commit: %s", err)
-		}
-
-		changes, watch := it.Next(db.ReadTxn())
-		n := 0
-		for c := range changes {
-			if c.Deleted {
-				b.Fatalf("expected an upsert, got %+v", c)
-			}
-			n++
-		}
-		if n != numObjectsToInsert {
-			b.Fatalf("observed %d upserts, want %d", n, numObjectsToInsert)
-		}
-
-		txn = db.WriteTxn(tbl)
-		if err := tbl.DeleteAll(txn); err != nil {
-			b.Fatalf("DeleteAll: %s", err)
-		}
-		if _, err := txn.Commit(); err != nil {
-			b.Fatalf("Commit: %s", err)
-		}
+		changesInsert(b, db, tbl)
+		watch := changesConsume(b, db, it, false)
+		changesDeleteAll(b, db, tbl)
 		<-watch
-
-		changes, _ = it.Next(db.ReadTxn())
-		n = 0
-		for c := range changes {
-			if !c.Deleted {
-				b.Fatalf("expected a delete, got %+v", c)
-			}
-			n++
-		}
-		if n != numObjectsToInsert {
-			b.Fatalf("observed %d deletes, want %d", n, numObjectsToInsert)
-		}
+		changesConsume(b, db, it, true)
 		ops++
 	}
 	// Drained: nothing more, and a channel that is open.
@@ -89,15 +40,8 @@ func BenchmarkDB_Changes(b *testing.B) {
 	default:
 	}
 	// Everything was delivered: the graveyard is empty.
-	txn = db.WriteTxn(tbl)
-	if _, _, err := tbl.Delete(txn, &testObject{ID: 1}); err != nil {
-		b.Fatalf("Delete: %s", err)
-	}
-	rtxn, err := txn.Commit()
-	if err != nil {
-		b.Fatalf("Commit: %s", err)
-	}
-	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 0 {
+	t := tbl.(*table[*testObject])
+	if n := mdlGraveyard(t, t.stateIn(db.ReadTxn().committed())); n != 0 {
 		b.Fatalf("graveyard holds %d deletes every feed has seen", n)
 	}
 	reportObjectsPerSec(b, ops*numObjectsToInsert)
@@ -108,47 +52,14 @@ func BenchmarkDB_Changes(b *testing.B) {
 // the 1000 inserts they supersede: a feed read less often than the table
 // changes.
 func BenchmarkDB_Changes_Batched(b *testing.B) {
-	db := New()
-	tbl := newTestTable(b, db, "test")
-	txn := db.WriteTxn(tbl)
-	it, err := tbl.Changes(txn)
-	if err != nil {
-		b.Fatalf("Changes: %s", err)
-	}
-	if _, err := txn.Commit(); err != nil {
-		b.Fatalf("Commit: %s", err)
-	}
+	db, tbl, it := changesFeed(b)
 	defer it.Close()
 	b.ReportAllocs()
 	ops := 0
 	for b.Loop() {
-		txn := db.WriteTxn(tbl)
-		for i := range uint64(numObjectsToInsert) {
-			if _, _, err := tbl.Insert(txn, &testObject{ID: i}); err != nil {
-				b.Fatalf("Insert: %s", err)
-			}
-		}
-		if _, err := txn.Commit(); err != nil {
-			b.Fatalf("Commit: %s", err)
-		}
-		txn = db.WriteTxn(tbl)
-		if err := tbl.DeleteAll(txn); err != nil {
-			b.Fatalf("DeleteAll: %s", err)
-		}
-		if _, err := txn.Commit(); err != nil {
-			b.Fatalf("Commit: %s", err)
-		}
-		changes, _ := it.Next(db.ReadTxn())
-		n := 0
-		for c := range changes {
-			if !c.Deleted {
-				b.Fatalf("expected a delete, got %+v", c)
-			}
-			n++
-		}
-		if n != numObjectsToInsert {
-			b.Fatalf("observed %d deletes, want %d", n, numObjectsToInsert)
-		}
+		changesInsert(b, db, tbl)
+		changesDeleteAll(b, db, tbl)
+		changesConsume(b, db, it, true)
 		ops++
 	}
 	reportObjectsPerSec(b, ops*numObjectsToInsert)
@@ -162,26 +73,70 @@ func BenchmarkDB_Changes_Baseline(b *testing.B) {
 	b.ReportAllocs()
 	ops := 0
 	for b.Loop() {
-		txn := db.WriteTxn(tbl)
-		for i := range uint64(numObjectsToInsert) {
-			if _, _, err := tbl.Insert(txn, &testObject{ID: i}); err != nil {
-				b.Fatalf("Insert: %s", err)
-			}
-		}
-		if _, err := txn.Commit(); err != nil {
-			b.Fatalf("Commit: %s", err)
-		}
-		txn = db.WriteTxn(tbl)
-		if err := tbl.DeleteAll(txn); err != nil {
-			b.Fatalf("DeleteAll: %s", err)
-		}
-		if _, err := txn.Commit(); err != nil {
-			b.Fatalf("Commit: %s", err)
-		}
+		changesInsert(b, db, tbl)
+		changesDeleteAll(b, db, tbl)
 		ops++
 	}
 	if n := tbl.NumObjects(db.ReadTxn()); n != 0 {
 		b.Fatalf("NumObjects = %d, want 0", n)
 	}
 	reportObjectsPerSec(b, ops*numObjectsToInsert)
+}
+
+// changesFeed returns a new database's table "test" and a change feed of
+// it, registered in a transaction of its own.
+func changesFeed(b *testing.B) (*DB, RWTable[*testObject], ChangeIterator[*testObject]) {
+	db := New()
+	tbl := newTestTable(b, db, "test")
+	txn := db.WriteTxn(tbl)
+	it, err := tbl.Changes(txn)
+	if err != nil {
+		b.Fatalf("Changes: %s", err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		b.Fatalf("Commit: %s", err)
+	}
+	return db, tbl, it
+}
+
+// changesInsert inserts numObjectsToInsert new objects in a transaction.
+func changesInsert(b *testing.B, db *DB, tbl RWTable[*testObject]) {
+	txn := db.WriteTxn(tbl)
+	for i := range uint64(numObjectsToInsert) {
+		if _, _, err := tbl.Insert(txn, &testObject{ID: i}); err != nil {
+			b.Fatalf("Insert: %s", err)
+		}
+	}
+	if _, err := txn.Commit(); err != nil {
+		b.Fatalf("Commit: %s", err)
+	}
+}
+
+// changesDeleteAll deletes every object in a transaction.
+func changesDeleteAll(b *testing.B, db *DB, tbl RWTable[*testObject]) {
+	txn := db.WriteTxn(tbl)
+	if err := tbl.DeleteAll(txn); err != nil {
+		b.Fatalf("DeleteAll: %s", err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		b.Fatalf("Commit: %s", err)
+	}
+}
+
+// changesConsume consumes one Next on the latest snapshot, which must be
+// numObjectsToInsert changes, all deletes or all upserts, and returns
+// Next's channel.
+func changesConsume(b *testing.B, db *DB, it ChangeIterator[*testObject], deletes bool) <-chan struct{} {
+	changes, watch := it.Next(db.ReadTxn())
+	n := 0
+	for c := range changes {
+		if c.Deleted != deletes {
+			b.Fatalf("got %+v, want deletes only: %v", c, deletes)
+		}
+		n++
+	}
+	if n != numObjectsToInsert {
+		b.Fatalf("observed %d changes, want %d", n, numObjectsToInsert)
+	}
+	return watch
 }
