@@ -33,14 +33,15 @@ type Change[Obj any] struct {
 // spins.
 //
 // While a table has feeds, every commit appends its changes to the table's
-// change log, which is all a feed reads: keeping the log costs a write a
-// few nanoseconds, and a table without feeds keeps none. A feed holds the
-// part of the log it has not read, deleted objects and replaced versions
-// alike, so a feed that is neither read nor closed holds every change
-// after it: read feeds, and Close those no longer read. A feed dropped
-// without Close lets go when the garbage collector finds it. The first
-// Next sorts the table's objects by revision, which costs O(n log n) once
-// per feed. A ChangeIterator is not safe for concurrent use.
+// change log, which is all a feed reads: keeping the log costs a change one
+// log entry (a DeleteAll one in all), and a table without feeds keeps none.
+// A feed holds the part of the log it has not read, deleted objects and
+// replaced versions alike, so a feed that is neither read nor closed holds
+// every change after it: read feeds, and Close those no longer read. A
+// feed dropped without Close lets go when the garbage collector finds it.
+// The first Next sorts the table's objects by revision, which costs
+// O(n log n) once per feed. A ChangeIterator is not safe for concurrent
+// use.
 type ChangeIterator[Obj any] interface {
 	// Next returns the changes up to the committed snapshot txn holds
 	// (for a write transaction, the snapshot it started from: its own
