@@ -1,8 +1,10 @@
 package strata
 
 import (
+	"runtime"
 	"slices"
 	"testing"
+	"weak"
 )
 
 type changeRec struct {
@@ -286,4 +288,43 @@ func TestRevSet(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestChangesLogCollected: the segments of the change log that every feed
+// has read are left to the garbage collector; a feed that has not read
+// them keeps them, until it is closed.
+func TestChangesLogCollected(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	impl := tbl.(*table[*testObject])
+	txn := db.WriteTxn(tbl)
+	reader, _ := tbl.Changes(txn)
+	idle, _ := tbl.Changes(txn) // never reads
+	txn.Commit()
+	first := weak.Make(impl.stateIn(db.ReadTxn().committed()).log.seg)
+
+	// Enough changes for several segments, read as they come.
+	for i := range 4 * changeLogSegment {
+		txn := db.WriteTxn(tbl)
+		tbl.Insert(txn, &testObject{ID: uint64(i % 10), Value: i})
+		rtxn, _ := txn.Commit()
+		changes, _ := reader.Next(rtxn)
+		for range changes {
+		}
+	}
+	collected := func() bool {
+		for range 3 {
+			runtime.GC()
+		}
+		return first.Value() == nil
+	}
+	if collected() {
+		t.Fatal("the first segment was collected while a feed that has not read it is open")
+	}
+	idle.Close()
+	if !collected() {
+		t.Fatal("the first segment was not collected after every open feed read past it")
+	}
+	runtime.KeepAlive(idle) // closed, not dropped: Close lets go
+	reader.Close()
 }
