@@ -385,6 +385,15 @@ func (r *feedRegistry) stats(rev Revision, deletes uint64) (live int, lag uint64
 	return r.live(), lag, graveyard
 }
 
+// reportFeeds tells the table's metrics, if any, how many feeds are open
+// and how far the slowest is behind rev, when a feed opens or closes.
+func (t *table[Obj]) reportFeeds(rev Revision) {
+	if m := t.meta.metrics; m != nil {
+		live, lag, _ := t.meta.feeds.stats(rev, 0)
+		m.ChangeFeeds(live, lag)
+	}
+}
+
 func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	tt, err := t.writeState(txn)
 	if err != nil {
@@ -408,10 +417,7 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 		h.release(&t.meta.feeds)
 		t.collectGraveyard()
 	}, h)
-	if m := t.meta.metrics; m != nil {
-		live, lag, _ := t.meta.feeds.stats(tt.revision, tt.log.deletes)
-		m.ChangeFeeds(live, lag)
-	}
+	t.reportFeeds(tt.revision)
 	return it, nil
 }
 
@@ -669,10 +675,7 @@ func (it *changeIterator[Obj]) Close() {
 	it.pos = logPos[Obj]{}
 	it.cleanup.Stop()
 	it.hold.release(&it.t.meta.feeds)
-	if m := it.t.meta.metrics; m != nil {
-		live, lag, _ := it.t.meta.feeds.stats(it.rev, 0)
-		m.ChangeFeeds(live, lag)
-	}
+	it.t.reportFeeds(it.rev)
 	it.t.collectGraveyard()
 }
 
