@@ -158,7 +158,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	s.batches.New = func() any { return &journalBatch{s: s, b: s.db.NewBatch()} }
 	if s.buffered {
 		s.wg.Add(1)
-		go s.syncLoop(syncInterval)
+		go s.every(syncInterval, s.periodicSync)
 	}
 	if s.metricsOn {
 		s.wg.Add(1)
@@ -166,7 +166,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		if interval <= 0 {
 			interval = defaultStatsInterval
 		}
-		go s.statsLoop(interval)
+		go s.every(interval, func() { s.metrics.Stats(s.Stats()) })
 	}
 	return s, nil
 }
@@ -339,9 +339,9 @@ func (s *Store) closePebble() (err error) {
 	return s.db.Close()
 }
 
-// syncLoop syncs the log every interval, in Buffered mode, if a commit
-// came since the last sync.
-func (s *Store) syncLoop(interval time.Duration) {
+// every runs f every interval until the store closes; the caller has
+// added it to s.wg.
+func (s *Store) every(interval time.Duration, f func()) {
 	defer s.wg.Done()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -350,11 +350,17 @@ func (s *Store) syncLoop(interval time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if s.unsynced.Swap(false) {
-				if err := s.syncLog(); err != nil && !errors.Is(err, ErrClosed) {
-					s.log.Error("persist: periodic sync of the log failed", "dir", s.dir, "err", err)
-				}
-			}
+			f()
+		}
+	}
+}
+
+// periodicSync syncs the log, in Buffered mode, if a commit came since the
+// last sync.
+func (s *Store) periodicSync() {
+	if s.unsynced.Swap(false) {
+		if err := s.syncLog(); err != nil && !errors.Is(err, ErrClosed) {
+			s.log.Error("persist: periodic sync of the log failed", "dir", s.dir, "err", err)
 		}
 	}
 }
@@ -444,19 +450,4 @@ func (s *Store) Stats() metrics.StoreStats {
 	st.Tables = len(s.catalog)
 	s.mu.Unlock()
 	return st
-}
-
-// statsLoop sends Stats to the metrics every interval.
-func (s *Store) statsLoop(interval time.Duration) {
-	defer s.wg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.metrics.Stats(s.Stats())
-		}
-	}
 }
