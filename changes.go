@@ -139,11 +139,28 @@ type logChain struct{ _ byte }
 type logPos[Obj any] struct {
 	seg *logSegment[Obj]
 	n   int
-	// deletes is the number of deletes logged before the position.
-	deletes uint64
 }
 
 func (p logPos[Obj]) seq() uint64 { return p.seg.seq + uint64(p.n) }
+
+// deletes returns the number of deletes logged before p (0 without a log).
+// It counts those of p's segment, so that a position stays two words and
+// appending keeps no count: only metrics and opening or reading a feed ask.
+func (p logPos[Obj]) deletes() uint64 {
+	if p.seg == nil {
+		return 0
+	}
+	d := p.seg.deletes
+	for i, e := range p.seg.entries[:p.n] {
+		switch e.kind {
+		case entryDelete:
+			d++
+		case entryTruncate:
+			d += uint64(p.seg.truncated(i).Len())
+		}
+	}
+	return d
+}
 
 // newLog returns the position at the start of a new, empty change log.
 func newLog[Obj any]() logPos[Obj] {
@@ -153,15 +170,12 @@ func newLog[Obj any]() logPos[Obj] {
 // append adds e at p, which must be the end of its log, and moves p past it.
 func (p *logPos[Obj]) append(e logEntry[Obj]) {
 	if p.n == changeLogSegment {
-		s := &logSegment[Obj]{chain: p.seg.chain, seq: p.seq(), deletes: p.deletes}
+		s := &logSegment[Obj]{chain: p.seg.chain, seq: p.seq(), deletes: p.deletes()}
 		p.seg.next = s
 		p.seg, p.n = s, 0
 	}
 	p.seg.entries[p.n] = e
 	p.n++
-	if e.kind == entryDelete {
-		p.deletes++
-	}
 }
 
 // appendTruncate adds at p an entryTruncate for the objects of tree,
@@ -169,7 +183,6 @@ func (p *logPos[Obj]) append(e logEntry[Obj]) {
 func (p *logPos[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revision) {
 	p.append(logEntry[Obj]{rev: rev, prev: rev - 1, kind: entryTruncate})
 	p.seg.truncs.Store(&logTrunc[Obj]{i: p.n - 1, tree: tree, next: p.seg.truncs.Load()})
-	p.deletes += uint64(tree.Len())
 }
 
 // discard drops the entries from p to end, which were appended after p by
@@ -409,7 +422,7 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	h := &feedHold{}
 	h.pending.Store(true)
 	h.seen.Store(tt.revision)
-	h.deletes.Store(tt.log.deletes)
+	h.deletes.Store(tt.log.deletes())
 	t.meta.feeds.add(h)
 	tt.registered = append(tt.registered, h)
 	it := &changeIterator[Obj]{t: t, hold: h, pos: tt.log, rev: tt.revision}
@@ -473,7 +486,7 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 	from, fromRev, first := it.pos, it.rev, !it.started
 	it.started, it.pos, it.rev = true, st.log, st.revision
 	it.hold.seen.Store(st.revision)
-	it.hold.deletes.Store(st.log.deletes)
+	it.hold.deletes.Store(st.log.deletes())
 	t := it.t
 	if first {
 		return func(yield func(Change[Obj], Revision) bool) {

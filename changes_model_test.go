@@ -575,7 +575,7 @@ func (mt *mdlTable[Obj, PK]) checkGraveyard(m *mdlRun, where string) {
 // mdlGraveyard returns the size of the graveyard of a table state: the
 // deletes in its change log some live feed has not read.
 func mdlGraveyard[Obj any](t *table[Obj], st *tableState[Obj]) int {
-	_, _, n := t.meta.feeds.stats(st.revision, st.log.deletes)
+	_, _, n := t.meta.feeds.stats(st.revision, st.log.deletes())
 	return n
 }
 

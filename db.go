@@ -118,7 +118,7 @@ func (db *DB) registerTable(m *tableMeta, empty *stateHeader) error {
 		m.metrics = db.opts.metrics.Table(m.name)
 	}
 	db.tables = append(db.tables, m)
-	root := newRoot(db, append(slices.Clip(db.root.Load().tables), empty))
+	root := newRoot(db, append(slices.Clip(db.root.Load().tables()), empty))
 	db.root.Store(root)
 	return nil
 }

@@ -345,7 +345,7 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 
 func (t *table[Obj]) stateStats(h *stateHeader) (objects int, logDeletes uint64) {
 	st := (*tableState[Obj])(unsafeStatePointer(h))
-	return st.primary.Len(), st.log.deletes
+	return st.primary.Len(), st.log.deletes()
 }
 
 // logged reports whether the state has a change log.

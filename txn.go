@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // ReadTxn is a consistent snapshot of the database, passed to table reads.
@@ -48,42 +50,64 @@ type WriteTxn interface {
 
 // dbRoot is a published snapshot: the state of every table, by table
 // position. It is never changed after publication.
+//
+// The n table states follow one another from first on, in the root's own
+// allocation (newRoot), so a root is one allocation of 16 bytes plus a word
+// per table: a commit allocates a new root, and this keeps it small.
 type dbRoot struct {
-	db     *DB
-	tables []*stateHeader
+	db    *DB
+	n     int
+	first [1]*stateHeader
 }
 
-// newRoot returns a new root holding a copy of tables. The root and its
-// array are one allocation for databases of up to 64 tables.
+// tables returns the root's table states, by table position.
+func (r *dbRoot) tables() []*stateHeader { return unsafe.Slice(&r.first[0], r.n) }
+
+// rootWith is a root with room for len(rest)+1 table states.
+type rootWith[A any] struct {
+	dbRoot
+	rest A
+}
+
+func allocRoot[A any]() *dbRoot { return &new(rootWith[A]).dbRoot }
+
+// newRoot returns a new root holding a copy of tables.
 func newRoot(db *DB, tables []*stateHeader) *dbRoot {
 	var r *dbRoot
+	// The sizes fill the allocator's size classes.
 	switch n := len(tables); {
+	case n <= 1:
+		r = new(dbRoot)
+	case n <= 2:
+		r = allocRoot[[1]*stateHeader]()
 	case n <= 4:
-		x := &struct {
-			dbRoot
-			a [4]*stateHeader
-		}{}
-		r = &x.dbRoot
-		r.tables = x.a[:n]
-	case n <= 16:
-		x := &struct {
-			dbRoot
-			a [16]*stateHeader
-		}{}
-		r = &x.dbRoot
-		r.tables = x.a[:n]
-	case n <= 64:
-		x := &struct {
-			dbRoot
-			a [64]*stateHeader
-		}{}
-		r = &x.dbRoot
-		r.tables = x.a[:n]
+		r = allocRoot[[3]*stateHeader]()
+	case n <= 6:
+		r = allocRoot[[5]*stateHeader]()
+	case n <= 10:
+		r = allocRoot[[9]*stateHeader]()
+	case n <= 14:
+		r = allocRoot[[13]*stateHeader]()
+	case n <= 18:
+		r = allocRoot[[17]*stateHeader]()
+	case n <= 30:
+		r = allocRoot[[29]*stateHeader]()
+	case n <= 62:
+		r = allocRoot[[61]*stateHeader]()
+	case n <= 126:
+		r = allocRoot[[125]*stateHeader]()
 	default:
-		r = &dbRoot{tables: make([]*stateHeader, n)}
+		// A struct type made for n: the garbage collector sees every
+		// table state through the type's pointer map, as above.
+		rest := reflect.ArrayOf(n-1, reflect.TypeFor[*stateHeader]())
+		t := reflect.StructOf([]reflect.StructField{
+			{Name: "Root", Type: reflect.TypeFor[dbRoot]()},
+			{Name: "Rest", Type: rest},
+		})
+		r = (*dbRoot)(reflect.New(t).UnsafePointer())
 	}
-	r.db = db
-	copy(r.tables, tables)
+	r.db, r.n = db, len(tables)
+	copy(r.tables(), tables)
 	return r
 }
 
@@ -103,8 +127,8 @@ func (r *dbRoot) state(m *tableMeta) *stateHeader {
 	if m.db != r.db {
 		panic(fmt.Sprintf("strata: table %q used with a transaction of another DB", m.name))
 	}
-	if m.pos < len(r.tables) {
-		return r.tables[m.pos]
+	if m.pos < r.n {
+		return r.tables()[m.pos]
 	}
 	return nil
 }
@@ -392,10 +416,11 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 		return w.root, err
 	}
 	db.mu.Lock()
-	root := newRoot(db, db.root.Load().tables)
+	root := newRoot(db, db.root.Load().tables())
+	tables := root.tables()
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.state != nil {
-			root.tables[lt.meta.pos] = lt.state
+			tables[lt.meta.pos] = lt.state
 		}
 	}
 	db.root.Store(root)
