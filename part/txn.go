@@ -24,8 +24,10 @@ type Txn[T any] struct {
 	root *header
 	size int
 	// id owns the nodes this transaction created since it began or last
-	// committed (see header.txn). Commit takes a new id, which freezes
-	// everything created before.
+	// committed (see header.txn), or is noID until it creates one: then it
+	// takes a fresh id (nodeID). Commit sets noID again, which freezes
+	// everything created before. A transaction that writes nothing takes
+	// no id, and one that does takes one atomic add.
 	id uint64
 	// retired lists the nodes of committed trees that this transaction has
 	// copied or removed, in no particular order and each once. Notify seals
@@ -51,12 +53,25 @@ type pathEntry struct {
 // open.
 func (t *Txn[T]) Reset(tree Tree[T]) {
 	t.opts, t.root, t.size = tree.opts, tree.root, tree.size
-	t.id = nextTxnID()
+	t.id = noID
 	if t.retired == nil {
 		t.retired, t.path = t.retiredBuf[:0], t.pathBuf[:0]
 	}
 	clear(t.retired)
 	t.retired = t.retired[:0]
+}
+
+// noID is a Txn's id before it created a node. No node carries it: node
+// ids have 56 bits (header.tk).
+const noID = math.MaxUint64
+
+// nodeID returns the id to create a node with, taking one if the
+// transaction has none yet.
+func (t *Txn[T]) nodeID() uint64 {
+	if t.id == noID {
+		t.id = nextTxnID()
+	}
+	return t.id
 }
 
 // Len returns the number of keys in the transaction's current tree.
@@ -148,7 +163,7 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 		} else {
 			t.retireSubtree(t.root)
 		}
-		t.root = newInner(kindNode4, t.id, nil, nil)
+		t.root = newInner(kindNode4, t.nodeID(), nil, nil)
 		t.size = 0
 		return removed
 	}
@@ -186,7 +201,7 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 // lets a caller publish the new tree (and anything built from it) before
 // waking the watchers. The transaction goes on from the returned tree.
 func (t *Txn[T]) CommitOnly() Tree[T] {
-	t.id = nextTxnID()
+	t.id = noID
 	tree := Tree[T]{opts: t.opts, root: t.root, size: t.size}
 	if invariants {
 		if err := tree.validate(); err != nil {
@@ -219,7 +234,7 @@ func (t *Txn[T]) Commit() Tree[T] {
 // far become immutable, so later writes in the transaction copy them again
 // and leave the snapshot, and iterators over it, undisturbed.
 func (t *Txn[T]) Snapshot() Tree[T] {
-	t.id = nextTxnID()
+	t.id = noID
 	return Tree[T]{opts: t.opts, root: t.root, size: t.size}
 }
 
@@ -362,7 +377,7 @@ func (t *Txn[T]) mutable(l *header) bool {
 }
 
 func (t *Txn[T]) newLeaf(key []byte, value T) *header {
-	h := mkHeader(t.id, kindLeaf)
+	h := mkHeader(t.nodeID(), kindLeaf)
 	switch n := len(key); {
 	case n <= 8:
 		l := &inlineLeaf[T, [8]byte]{leaf: leaf[T]{header: h, value: value}}
@@ -394,7 +409,7 @@ func (t *Txn[T]) newLeaf(key []byte, value T) *header {
 func (t *Txn[T]) split(c *header, ck []byte, nl *header, from int) *header {
 	nk := nl.leafKey()
 	m := from + commonPrefix(ck[from:], nk[from:])
-	nn := newInner(kindNode4, t.id, nk[:m:m], nil)
+	nn := newInner(kindNode4, t.nodeID(), nk[:m:m], nil)
 	n4 := nn.node4()
 	switch {
 	case len(ck) == m:
@@ -459,7 +474,7 @@ func (t *Txn[T]) replaceUp(r *header) {
 			*e.n.findChild(e.b) = r
 			return
 		}
-		np := cloneInner(e.n, t.id)
+		np := cloneInner(e.n, t.nodeID())
 		*np.findChild(e.b) = r
 		t.retire(e.n)
 		r = np
@@ -473,7 +488,7 @@ func (t *Txn[T]) own(n *header) *header {
 	if n.txn() == t.id {
 		return n
 	}
-	nn := cloneInner(n, t.id)
+	nn := cloneInner(n, t.nodeID())
 	t.retire(n)
 	t.replaceUp(nn)
 	return nn
@@ -497,7 +512,7 @@ func (t *Txn[T]) setChild(n *header, slot **header, b byte, c *header) {
 // into a bigger kind if it is full.
 func (t *Txn[T]) addChild(n *header, b byte, c *header) {
 	if n.isFull() {
-		nn := resized(n, n.kind()+1, t.id)
+		nn := resized(n, n.kind()+1, t.nodeID())
 		nn.insertChild(b, c)
 		t.retire(n)
 		t.replaceUp(nn)
@@ -539,7 +554,7 @@ func (t *Txn[T]) removeChild(n *header, b byte, c *header) {
 		}
 	}
 	if n.shouldShrink() {
-		nn := resized(n, n.kind()-1, t.id)
+		nn := resized(n, n.kind()-1, t.nodeID())
 		nn.removeChild(b)
 		t.retire(n)
 		t.replaceUp(nn)
