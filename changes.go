@@ -39,6 +39,9 @@ type Change[Obj any] struct {
 // replaced versions alike, so a feed that is neither read nor closed holds
 // every change after it: read feeds, and Close those no longer read. A
 // feed dropped without Close lets go when the garbage collector finds it.
+// The log reuses the segments of 64 changes that every feed has read, so
+// the log of a table whose feeds keep up stays a few segments long, and
+// keeps the objects of at most a few hundred changes after they were read.
 // The first Next sorts the table's objects by revision, which costs
 // O(n log n) once per feed. A ChangeIterator is not safe for concurrent
 // use.
@@ -46,8 +49,11 @@ type ChangeIterator[Obj any] interface {
 	// Next returns the changes up to the committed snapshot txn holds
 	// (for a write transaction, the snapshot it started from: its own
 	// writes are not delivered until committed). The sequence reads that
-	// snapshot, so it may be consumed later, but it must be consumed:
-	// the feed has moved past the changes it holds.
+	// snapshot, so it may be consumed later, even after later calls of
+	// Next, but it must be consumed, once: the feed has moved past the
+	// changes it holds. Until then it keeps the part of the change log it
+	// reads (a sequence dropped unconsumed lets go when the garbage
+	// collector finds it). Consuming a sequence a second time panics.
 	Next(txn ReadTxn) (changes iter.Seq2[Change[Obj], Revision], watch <-chan struct{})
 	// Close releases the feed's hold on the change log.
 	Close()
@@ -134,14 +140,21 @@ func (s *logSegment[Obj]) truncated(i int) part.Tree[object[Obj]] {
 // zero-size values need not differ).
 type logChain struct{ _ byte }
 
-// logPos is a position in a change log: after the first n entries of seg.
-// The zero logPos means there is no log.
+// logPos is a position in a change log: after the first seq entries of
+// the log, which is after the first seq-seg.seq entries of seg. The zero
+// logPos means there is no log.
+//
+// seq is kept in the position, not read through seg, because segments are
+// reused (tableTxn.newSegment): a snapshot may keep a position in a segment
+// that was reused since, and only positions that a feed pins (feedHold)
+// may be read through.
 type logPos[Obj any] struct {
 	seg *logSegment[Obj]
-	n   int
+	seq uint64
 }
 
-func (p logPos[Obj]) seq() uint64 { return p.seg.seq + uint64(p.n) }
+// n returns the number of entries of p's segment before p.
+func (p logPos[Obj]) n() int { return int(p.seq - p.seg.seq) }
 
 // deletes returns the number of deletes logged before p (0 without a log).
 // It counts those of p's segment, so that a position stays two words and
@@ -151,7 +164,7 @@ func (p logPos[Obj]) deletes() uint64 {
 		return 0
 	}
 	d := p.seg.deletes
-	for i, e := range p.seg.entries[:p.n] {
+	for i, e := range p.seg.entries[:p.n()] {
 		switch e.kind {
 		case entryDelete:
 			d++
@@ -167,38 +180,86 @@ func newLog[Obj any]() logPos[Obj] {
 	return logPos[Obj]{seg: &logSegment[Obj]{chain: new(logChain)}}
 }
 
-// append adds e at p, which must be the end of its log, and moves p past it.
-func (p *logPos[Obj]) append(e logEntry[Obj]) {
-	if p.n == changeLogSegment {
-		s := &logSegment[Obj]{chain: p.seg.chain, seq: p.seq(), deletes: p.deletes()}
+// appendLog adds e at the end of the transaction's change log.
+func (tt *tableTxn[Obj]) appendLog(e logEntry[Obj]) {
+	p := &tt.log
+	n := p.n()
+	if n == changeLogSegment {
+		s := tt.newSegment()
+		s.seq, s.deletes = p.seq, p.deletes()
 		p.seg.next = s
-		p.seg, p.n = s, 0
+		p.seg, n = s, 0
 	}
-	p.seg.entries[p.n] = e
-	p.n++
+	p.seg.entries[n] = e
+	p.seq++
 }
 
-// appendTruncate adds at p an entryTruncate for the objects of tree,
-// deleted at revisions rev, rev+1, ...
-func (p *logPos[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revision) {
-	p.append(logEntry[Obj]{rev: rev, prev: rev - 1, kind: entryTruncate})
-	p.seg.truncs.Store(&logTrunc[Obj]{i: p.n - 1, tree: tree, next: p.seg.truncs.Load()})
+// appendTruncate adds an entryTruncate for the objects of tree, deleted at
+// revisions rev, rev+1, ...
+func (tt *tableTxn[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revision) {
+	tt.appendLog(logEntry[Obj]{rev: rev, prev: rev - 1, kind: entryTruncate})
+	s := tt.log.seg
+	s.truncs.Store(&logTrunc[Obj]{i: tt.log.n() - 1, tree: tree, next: s.truncs.Load()})
+}
+
+// newSegment returns an empty segment to append to the log: the oldest
+// one, if no feed can read it any more, or else a new one. Reusing
+// segments keeps a log that feeds follow closely to a few segments that
+// stay in the processor's caches, instead of a stream of new ones for the
+// garbage collector (BenchmarkDB_Changes); trimLog bounds how many wait.
+//
+// A feed pins the oldest position it may still read (feedHold.pin); a
+// segment can go once every pin lies past its end. Snapshots may keep
+// positions in it: those are never read through (logPos).
+func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
+	tt.segments++
+	chain := tt.log.seg.chain
+	if tt.logHead == nil || tt.logHead.chain != chain {
+		tt.logHead = tt.log.seg
+	}
+	h := tt.logHead
+	if h == tt.log.seg || h.seq+changeLogSegment >= tt.t.meta.feeds.lowestPin() {
+		return &logSegment[Obj]{chain: chain}
+	}
+	tt.logHead = h.next
+	clear(h.entries[:])
+	h.next = nil
+	h.truncs.Store(nil)
+	return h
+}
+
+// trimLog leaves to the garbage collector the segments no feed reads but
+// as many as the transaction took (and two), which the next one will
+// likely reuse: a backlog that feeds read, or let go of, is not kept.
+func (tt *tableTxn[Obj]) trimLog() {
+	h := tt.logHead
+	if h == nil || tt.log.seg == nil || h.chain != tt.log.seg.chain {
+		return
+	}
+	pin := tt.t.meta.feeds.lowestPin()
+	passed := 0
+	for s := h; s != tt.log.seg && s.seq+changeLogSegment < pin; s = s.next {
+		passed++
+	}
+	for range passed - max(tt.segments, 2) {
+		tt.logHead = tt.logHead.next
+	}
 }
 
 // discard drops the entries from p to end, which were appended after p by
 // a transaction that aborted, so that the log holds on to nothing they
 // held. p is the end of the committed log, which no reader reads past.
 func (p logPos[Obj]) discard(end logPos[Obj]) {
-	for s, i := p.seg, p.n; s != nil; s, i = s.next, 0 {
+	for s, i := p.seg, p.n(); s != nil; s, i = s.next, 0 {
 		if s == end.seg {
-			clear(s.entries[i:end.n])
+			clear(s.entries[i:end.n()])
 			break
 		}
 		clear(s.entries[i:])
 	}
 	p.seg.next = nil
 	tr := p.seg.truncs.Load()
-	for tr != nil && tr.i >= p.n {
+	for tr != nil && tr.i >= p.n() {
 		tr = tr.next
 	}
 	p.seg.truncs.Store(tr)
@@ -208,10 +269,13 @@ func (p logPos[Obj]) discard(end logPos[Obj]) {
 // holds it and its position there.
 func (p logPos[Obj]) entries(end logPos[Obj]) iter.Seq2[*logEntry[Obj], entryAt[Obj]] {
 	return func(yield func(*logEntry[Obj], entryAt[Obj]) bool) {
-		for s, i := p.seg, p.n; s != nil; s, i = s.next, 0 {
+		if p.seq == end.seq {
+			return
+		}
+		for s, i := p.seg, p.n(); s != nil; s, i = s.next, 0 {
 			last := changeLogSegment
 			if s == end.seg {
-				last = end.n
+				last = end.n()
 			}
 			for j := i; j < last; j++ {
 				if !yield(&s.entries[j], entryAt[Obj]{s, j}) {
@@ -307,6 +371,49 @@ type feedHold struct {
 	seen    atomic.Uint64 // the revision the feed has read up to
 	deletes atomic.Uint64 // the deletes logged before its position
 	closed  atomic.Bool
+
+	// pin is the oldest log position (seq) the feed may read: its own
+	// position while open, and the start of every sequence Next returned
+	// that is not consumed yet, open or closed. math.MaxUint64 for none.
+	// It is computed from at and seqs, under mu.
+	pin  atomic.Uint64
+	mu   sync.Mutex
+	at   uint64   // the feed's position; math.MaxUint64 once closed
+	seqs []uint64 // the starts of the unconsumed sequences
+}
+
+func newFeedHold(at uint64) *feedHold {
+	h := &feedHold{at: at}
+	h.pin.Store(at)
+	return h
+}
+
+// move sets the feed's position to at, after pinning from for the
+// sequence that reads from there.
+func (h *feedHold) move(from, at uint64) {
+	h.mu.Lock()
+	h.seqs = append(h.seqs, from)
+	h.at = at
+	h.repin()
+	h.mu.Unlock()
+}
+
+// unpin drops the pin of a sequence that starts at from.
+func (h *feedHold) unpin(from uint64) {
+	h.mu.Lock()
+	if i := slices.Index(h.seqs, from); i >= 0 {
+		h.seqs = slices.Delete(h.seqs, i, i+1)
+	}
+	h.repin()
+	h.mu.Unlock()
+}
+
+func (h *feedHold) repin() {
+	pin := h.at
+	for _, s := range h.seqs {
+		pin = min(pin, s)
+	}
+	h.pin.Store(pin)
 }
 
 // registeredChan returns, if h's registration is still pending, the
@@ -350,15 +457,45 @@ func (r *feedRegistry) live() int { return int(r.count.Load()) }
 
 func (r *feedRegistry) add(h *feedHold) {
 	r.mu.Lock()
+	r.prune()
 	r.holds = append(r.holds, h)
 	r.mu.Unlock()
 	r.count.Add(1)
 }
 
+// prune drops the holds of closed feeds that pin nothing; r.mu is held.
+func (r *feedRegistry) prune() {
+	kept := r.holds[:0]
+	for _, h := range r.holds {
+		if !h.closed.Load() || h.pin.Load() != math.MaxUint64 {
+			kept = append(kept, h)
+		}
+	}
+	clear(r.holds[len(kept):])
+	r.holds = kept
+}
+
 func (h *feedHold) release(r *feedRegistry) {
 	if h.closed.CompareAndSwap(false, true) {
 		r.count.Add(-1)
+		h.mu.Lock()
+		h.at = math.MaxUint64
+		h.repin()
+		h.mu.Unlock()
 	}
+}
+
+// lowestPin returns the oldest log position a feed may read
+// (math.MaxUint64 if none may).
+func (r *feedRegistry) lowestPin() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prune()
+	pin := uint64(math.MaxUint64)
+	for _, h := range r.holds {
+		pin = min(pin, h.pin.Load())
+	}
+	return pin
 }
 
 // lowest returns the lowest revision and delete count the open feeds have
@@ -367,17 +504,13 @@ func (r *feedRegistry) lowest() (rev Revision, deletes uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rev, deletes = math.MaxUint64, math.MaxUint64
-	live := r.holds[:0]
+	r.prune()
 	for _, h := range r.holds {
-		if h.closed.Load() {
-			continue
+		if !h.closed.Load() {
+			rev = min(rev, h.seen.Load())
+			deletes = min(deletes, h.deletes.Load())
 		}
-		live = append(live, h)
-		rev = min(rev, h.seen.Load())
-		deletes = min(deletes, h.deletes.Load())
 	}
-	clear(r.holds[len(live):])
-	r.holds = live
 	return rev, deletes
 }
 
@@ -419,7 +552,7 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	if tt.log.seg == nil {
 		tt.log, tt.dirty = newLog[Obj](), true
 	}
-	h := &feedHold{}
+	h := newFeedHold(tt.log.seq)
 	h.pending.Store(true)
 	h.seen.Store(tt.revision)
 	h.deletes.Store(tt.log.deletes())
@@ -457,7 +590,7 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 		return noChanges[Obj], watch
 	}
 	sameLog := st.log.seg != nil && st.log.seg.chain == it.pos.seg.chain
-	if st.log.seg == nil || st.revision < it.rev || (sameLog && st.log.seq() < it.pos.seq()) {
+	if st.log.seg == nil || st.revision < it.rev || (sameLog && st.log.seq < it.pos.seq) {
 		// The snapshot is from before the feed's registration committed,
 		// or older than the one the feed moved to.
 		if ch := it.t.meta.feeds.registeredChan(it.hold); ch != nil {
@@ -480,25 +613,66 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 			it.t.firstChanges(st, st.log, yield)
 		}, watch
 	}
-	if it.started && st.log.seq() == it.pos.seq() {
+	if it.started && st.log.seq == it.pos.seq {
 		return noChanges[Obj], watch
 	}
 	from, fromRev, first := it.pos, it.rev, !it.started
 	it.started, it.pos, it.rev = true, st.log, st.revision
+	// The sequence pins the log from where it starts until consumed.
+	it.hold.move(from.seq, st.log.seq)
 	it.hold.seen.Store(st.revision)
 	it.hold.deletes.Store(st.log.deletes())
 	t := it.t
+	pin := newSeqPin(it.hold, from.seq)
 	if first {
 		return func(yield func(Change[Obj], Revision) bool) {
+			defer pin.consume()()
 			t.firstChanges(st, from, yield)
 		}, watch
 	}
 	return func(yield func(Change[Obj], Revision) bool) {
+		defer pin.consume()()
 		t.logChanges(from, st.log, fromRev, st.revision, yield)
 	}, watch
 }
 
 func noChanges[Obj any](func(Change[Obj], Revision) bool) {}
+
+// seqPin is a sequence's pin on the change log (feedHold.seqs): released
+// when the sequence is consumed, or when the garbage collector finds it
+// was dropped unconsumed.
+type seqPin struct {
+	hold     *feedHold
+	from     uint64
+	consumed atomic.Bool
+	cleanup  runtime.Cleanup
+}
+
+type seqPinArg struct {
+	hold *feedHold
+	from uint64
+}
+
+func newSeqPin(h *feedHold, from uint64) *seqPin {
+	p := &seqPin{hold: h, from: from}
+	p.cleanup = runtime.AddCleanup(p, func(a seqPinArg) { a.hold.unpin(a.from) }, seqPinArg{h, from})
+	return p
+}
+
+// consume marks the sequence consumed, panicking if it was before (its
+// part of the log may be reused since), and returns the function that
+// releases the pin once the sequence is done.
+func (p *seqPin) consume() func() {
+	if !p.consumed.CompareAndSwap(false, true) {
+		panic("strata: ChangeIterator: a sequence returned by Next was consumed twice")
+	}
+	return p.release
+}
+
+func (p *seqPin) release() {
+	p.cleanup.Stop()
+	p.hold.unpin(p.from)
+}
 
 // logChanges yields the changes logged from from to to, each object once
 // in its newest state; fromRev and toRev are the revisions of the
@@ -508,23 +682,32 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 	// a delete names the change it supersedes; an insert under a new key
 	// may supersede a delete of the same key, which only the key tells.
 	superseded := revSet{base: fromRev + 1, span: toRev - fromRev}
-	inserts := false
+	// inserts: the batch has an insert that may supersede a delete;
+	// upserts: it has an insert or update, so a truncate after it may
+	// delete objects of the batch (and else only older ones).
+	inserts, upserts := false, false
 	for e, at := range from.entries(to) {
+		if e.kind == entryInsert || e.kind == entryUpdate {
+			upserts = true
+		}
 		switch {
 		case e.rev <= fromRev || e.lastRev(at) > toRev:
 			// Restored objects, at the revisions they had: the batch is
 			// not in revision order.
 			t.newestChanges(from.changes(to), yield)
 			return
-		case e.prev <= fromRev:
-		case e.kind == entryInsert:
-			inserts = true
 		case e.kind == entryTruncate:
+			if !upserts {
+				break
+			}
 			for _, o := range at.seg.truncated(at.i).All() {
 				if o.rev > fromRev {
 					superseded.add(o.rev)
 				}
 			}
+		case e.prev <= fromRev:
+		case e.kind == entryInsert:
+			inserts = true
 		default:
 			superseded.add(e.prev)
 		}
@@ -533,10 +716,13 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 		t.reinserted(from.changes(to), fromRev, &superseded)
 	}
 	// from.changes, without its layer of iterators.
-	for s, i := from.seg, from.n; ; s, i = s.next, 0 {
+	if from.seq == to.seq {
+		return
+	}
+	for s, i := from.seg, from.n(); ; s, i = s.next, 0 {
 		last := changeLogSegment
 		if s == to.seg {
-			last = to.n
+			last = to.n()
 		}
 		for j := i; j < last; j++ {
 			e := &s.entries[j]

@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"weak"
+	"time"
 )
 
 type changeRec struct {
@@ -290,41 +290,143 @@ func TestRevSet(t *testing.T) {
 	}
 }
 
-// TestChangesLogCollected: the segments of the change log that every feed
-// has read are left to the garbage collector; a feed that has not read
-// them keeps them, until it is closed.
-func TestChangesLogCollected(t *testing.T) {
+// logSegments returns the segments of tbl's change log that its writer
+// keeps, oldest first (no transaction may be open on tbl).
+func logSegments(tbl RWTable[*testObject]) []*logSegment[*testObject] {
+	var out []*logSegment[*testObject]
+	for s := tbl.(*table[*testObject]).writer.logHead; s != nil; s = s.next {
+		out = append(out, s)
+	}
+	return out
+}
+
+// insertAndRead commits n inserts to tbl, one per transaction (IDs from
+// 0 to 9, values from v on), and has each feed of readers read after each.
+func insertAndRead(t *testing.T, db *DB, tbl RWTable[*testObject], n, v int, readers ...ChangeIterator[*testObject]) {
+	t.Helper()
+	for i := range n {
+		txn := db.WriteTxn(tbl)
+		if _, _, err := tbl.Insert(txn, &testObject{ID: uint64(i % 10), Value: v + i}); err != nil {
+			t.Fatal(err)
+		}
+		rtxn, err := txn.Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range readers {
+			got, _ := drain(t, r, rtxn)
+			if len(got) != 1 || got[0].value != v+i {
+				t.Fatalf("feed read %+v after inserting value %d", got, v+i)
+			}
+		}
+	}
+}
+
+// TestChangesLogReused: the change log reuses the segments every feed has
+// read, so a log that its feeds follow stays a few segments long; a feed
+// that has not read them keeps them as they are, until it is closed.
+func TestChangesLogReused(t *testing.T) {
 	db := New()
 	tbl := newTestTable(t, db, "test")
-	impl := tbl.(*table[*testObject])
 	txn := db.WriteTxn(tbl)
 	reader, _ := tbl.Changes(txn)
 	idle, _ := tbl.Changes(txn) // never reads
 	txn.Commit()
-	first := weak.Make(impl.stateIn(db.ReadTxn().committed()).log.seg)
+	drain(t, reader, db.ReadTxn())
 
-	// Enough changes for several segments, read as they come.
-	for i := range 4 * changeLogSegment {
-		txn := db.WriteTxn(tbl)
-		tbl.Insert(txn, &testObject{ID: uint64(i % 10), Value: i})
-		rtxn, _ := txn.Commit()
-		changes, _ := reader.Next(rtxn)
-		for range changes {
-		}
+	insertAndRead(t, db, tbl, 4*changeLogSegment, 0, reader)
+	segs := logSegments(tbl)
+	if len(segs) < 4 {
+		t.Fatalf("the log has %d segments with a feed that read none of %d changes", len(segs), 4*changeLogSegment)
 	}
-	collected := func() bool {
-		for range 3 {
-			runtime.GC()
-		}
-		return first.Value() == nil
+	first := segs[0]
+	if first.seq != 0 || first.entries[0].obj.Value != 0 {
+		t.Fatalf("the first segment changed while a feed that has not read it is open")
 	}
-	if collected() {
-		t.Fatal("the first segment was collected while a feed that has not read it is open")
-	}
+
 	idle.Close()
-	if !collected() {
-		t.Fatal("the first segment was not collected after every open feed read past it")
+	seen := map[*logSegment[*testObject]]bool{}
+	for range 20 {
+		insertAndRead(t, db, tbl, changeLogSegment/2, 1000, reader)
+		// At most: two that wait for reuse (trimLog), the one the
+		// feed read to, and the one written to.
+		segs := logSegments(tbl)
+		if len(segs) > 4 {
+			t.Fatalf("the log has %d segments with its only feed reading every change", len(segs))
+		}
+		for _, s := range segs {
+			seen[s] = true
+		}
 	}
-	runtime.KeepAlive(idle) // closed, not dropped: Close lets go
+	if !seen[first] {
+		t.Fatal("the first segment was not reused after every feed read past it")
+	}
+	if len(seen) > 8 {
+		t.Fatalf("the log went through %d segments for 10 segments of changes: not reused", len(seen))
+	}
 	reader.Close()
+}
+
+// TestChangesSequencePins: a sequence Next returned reads its changes
+// when consumed late, after later writes and later calls of Next, even
+// from inside another sequence; one dropped unconsumed lets go of the log
+// when the garbage collector finds it; one consumed twice panics.
+func TestChangesSequencePins(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	txn := db.WriteTxn(tbl)
+	it, _ := tbl.Changes(txn)
+	txn.Commit()
+	drain(t, it, db.ReadTxn())
+
+	// A late sequence: its changes were logged 3 segments before it is
+	// consumed, and the feed moved on and read everything since.
+	insertAndRead(t, db, tbl, 10, 0)
+	late, _ := it.Next(db.ReadTxn())
+	insertAndRead(t, db, tbl, 3*changeLogSegment, 100, it)
+	var values []int
+	for c := range late {
+		values = append(values, c.Object.Value)
+		if len(values) == 1 {
+			// Inside the sequence: more writes, read by the feed.
+			insertAndRead(t, db, tbl, 3*changeLogSegment, 10000, it)
+		}
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(values, want) {
+		t.Fatalf("late sequence delivered values %v, want %v", values, want)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("a sequence consumed twice did not panic")
+			}
+		}()
+		for range late {
+		}
+	}()
+
+	// A sequence dropped unconsumed pins the log until collected.
+	insertAndRead(t, db, tbl, 10, 0)
+	dropped, _ := it.Next(db.ReadTxn())
+	insertAndRead(t, db, tbl, 3*changeLogSegment, 100, it)
+	if n := len(logSegments(tbl)); n < 3 {
+		t.Fatalf("the log has %d segments while an unconsumed sequence pins 3", n)
+	}
+	runtime.KeepAlive(dropped)
+	dropped = nil
+	// The collector runs the sequence's cleanup on a goroutine of its
+	// own, some time after it found the sequence unreachable.
+	for i := 0; ; i++ {
+		runtime.GC()
+		insertAndRead(t, db, tbl, changeLogSegment, 100, it)
+		n := len(logSegments(tbl))
+		if n <= 4 {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the log has %d segments after the unconsumed sequence was dropped", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	it.Close()
 }

@@ -25,6 +25,12 @@ type tableTxn[Obj any] struct {
 	// not per write.
 	observed bool
 	log      logPos[Obj]
+	// logHead is the oldest segment of the log that is not yet reused
+	// (newSegment), when that log is the table's; kept across
+	// transactions.
+	logHead *logSegment[Obj]
+	// segments is the number of segments the transaction added to the log.
+	segments int
 	// lastDelete is the revision of the newest delete the table logged
 	// (or a higher one: an aborted transaction's). Kept across
 	// transactions; see logEntry.prev.
@@ -80,7 +86,7 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 
 func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
-	tt.observed, tt.log, tt.init = tt.t.meta.feeds.live() > 0, base.log, nil
+	tt.observed, tt.log, tt.init, tt.segments = tt.t.meta.feeds.live() > 0, base.log, nil, 0
 	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
 	clear(tt.ops)
 	tt.ops = tt.ops[:0]
@@ -100,7 +106,7 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 		tt.log, tt.dirty = newLog[Obj](), true
 	case !tt.observed && tt.log.seg != nil:
 		// The last feed closed: drop the log.
-		tt.log, tt.dirty = logPos[Obj]{}, true
+		tt.log, tt.logHead, tt.dirty = logPos[Obj]{}, nil, true
 	}
 }
 
@@ -177,6 +183,9 @@ func (tt *tableTxn[Obj]) commit() *stateHeader {
 	if !tt.dirty {
 		return nil
 	}
+	if tt.segments > 0 {
+		tt.trimLog()
+	}
 	return &tt.state(commitTree[object[Obj]]).stateHeader
 }
 
@@ -220,7 +229,7 @@ func (tt *tableTxn[Obj]) logChange(obj Obj, rev, prev Revision, kind entryKind) 
 	if tt.log.seg == nil {
 		return
 	}
-	tt.log.append(logEntry[Obj]{obj: obj, rev: rev, prev: prev, kind: kind})
+	tt.appendLog(logEntry[Obj]{obj: obj, rev: rev, prev: prev, kind: kind})
 	if kind == entryDelete {
 		tt.lastDelete = rev
 	}
@@ -406,7 +415,7 @@ func (tt *tableTxn[Obj]) removeAll() {
 	// order, as if deleted one by one. The change log keeps the tree
 	// rather than an entry per object.
 	if tt.log.seg != nil {
-		tt.log.appendTruncate(tt.primary.Snapshot(), tt.revision+1)
+		tt.appendTruncate(tt.primary.Snapshot(), tt.revision+1)
 		tt.lastDelete = tt.revision + Revision(tt.primary.Len())
 	}
 	tt.revision += Revision(tt.primary.Len())

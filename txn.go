@@ -227,6 +227,9 @@ type lockedTable struct {
 	meta  *tableMeta
 	w     tableWriter  // nil until the first write to the table
 	state *stateHeader // the table's new state, set by Commit
+	// With metrics: the new state's object count and logged deletes.
+	objects    int
+	logDeletes uint64
 }
 
 func (h *txnHandle) committed() *dbRoot {
@@ -477,9 +480,8 @@ func (w *writeTxn) report(committed bool) {
 		m := lt.meta.metrics
 		m.WriteTxn(held, committed)
 		if st := lt.state; st != nil && committed {
-			objects, deletes := lt.meta.table.stateStats(st)
-			live, lag, graveyard := lt.meta.feeds.stats(st.revision, deletes)
-			m.Committed(objects, st.revision, graveyard)
+			live, lag, graveyard := lt.meta.feeds.stats(st.revision, lt.logDeletes)
+			m.Committed(lt.objects, st.revision, graveyard)
 			m.ChangeFeeds(live, lag)
 		}
 		lt.state = nil
@@ -507,6 +509,10 @@ func (w *writeTxn) release() {
 		lt.w = nil
 		if !w.db.opts.metricsOn {
 			lt.state = nil // else report needs it, and clears it
+		} else if lt.state != nil {
+			// Read while locked: the change log's segments are reused
+			// by later writers.
+			lt.objects, lt.logDeletes = lt.meta.table.stateStats(lt.state)
 		}
 		lt.meta.lock.unlock()
 		if lt.meta.feeds.collect.Load() && lt.meta.feeds.collect.CompareAndSwap(true, false) {
