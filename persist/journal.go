@@ -27,11 +27,13 @@ type journalBatch struct {
 	// gen tells the commits a pooled batch records apart: Begin increments
 	// it.
 	gen uint64
+	// done receives the result of a commit that joined a group (group.go).
+	done chan error
 }
 
 // Commit writes the batch: in Sync mode it returns once the log is synced
-// (concurrent commits share syncs: Pebble's group commit); in Buffered mode
-// once Pebble has taken the batch. If it returns an error, the database
+// (concurrent commits share one batch and one sync: groupCommit); in
+// Buffered mode once Pebble has taken the batch. If it returns an error, the database
 // publishes nothing; see the README for what the store then holds.
 //
 // Guarded by BenchmarkCommit.
@@ -48,7 +50,11 @@ func (jb *journalBatch) Commit() (err error) {
 		start = time.Now()
 	}
 	size := jb.b.Len()
-	err = s.apply(jb.b)
+	if s.buffered {
+		err = s.apply(jb.b)
+	} else {
+		err = s.commitGrouped(jb)
+	}
 	if s.metricsOn {
 		s.metrics.Commit(size, time.Since(start), err != nil)
 	}

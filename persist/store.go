@@ -49,6 +49,8 @@ type Store struct {
 
 	// batches holds *journalBatch values for reuse.
 	batches sync.Pool
+	// group gathers concurrent Sync commits (group.go).
+	group groupCommit
 
 	// failed holds the first fatal error Pebble reported (pebbleLogger),
 	// after which the store refuses every commit.
@@ -155,7 +157,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	if err := s.loadMeta(); err != nil {
 		return nil, fmt.Errorf("persist: open %s: %w", dir, err)
 	}
-	s.batches.New = func() any { return &journalBatch{s: s, b: s.db.NewBatch()} }
+	s.batches.New = func() any { return &journalBatch{s: s, b: s.db.NewBatch(), done: make(chan error, 1)} }
 	if s.buffered {
 		s.wg.Add(1)
 		go s.every(syncInterval, s.periodicSync)
