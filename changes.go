@@ -342,7 +342,7 @@ func (t *table[Obj]) changeKey(c *logChange[Obj]) ([]byte, bool) {
 	if c.key != nil {
 		return c.key, true
 	}
-	pk, err := t.primaryKey(c.obj)
+	pk, err := t.primaryKey(nil, c.obj)
 	return pk, err == nil
 }
 

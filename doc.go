@@ -12,7 +12,7 @@
 //
 //	var byID = strata.Index[*Node, uint64]{
 //		Name:       "id",
-//		FromObject: func(n *Node) index.KeySet { return index.NewKeySet(index.Uint64(n.ID)) },
+//		FromObject: func(n *Node) index.KeySet { return index.KeySetOf(index.Uint64(n.ID)) },
 //		FromKey:    index.Uint64,
 //		Unique:     true,
 //	}

@@ -1,6 +1,8 @@
 package strata
 
 import (
+	"bytes"
+
 	"github.com/strata-db/strata/index"
 )
 
@@ -67,7 +69,8 @@ func (i Index[Obj, Key]) QueryFromObject(obj Obj) (Query[Obj], bool) {
 	if keys.Len() == 0 {
 		return Query[Obj]{}, false
 	}
-	return Query[Obj]{index: i.Name, key: keys.At(0)}, true
+	// A copy: the key may live in keys (index.KeySetOf).
+	return Query[Obj]{index: i.Name, key: bytes.Clone(keys.At(0))}, true
 }
 
 // QueryKey returns a query for an already encoded key.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+
+	"github.com/strata-db/strata/index"
 )
 
 // Restore fills the empty table tbl, in txn, with objects that keep the
@@ -58,10 +60,11 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 // restore adds one object at its own revision.
 func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	t := tt.t
-	pk, err := t.primaryKey(obj)
+	pk, err := t.primaryKey(tt.pkBuf, obj)
 	if err != nil {
 		return err
 	}
+	tt.pkBuf = pk
 	if len(pk) > maxKeyLen {
 		return fmt.Errorf("table %q: primary key of %d bytes: %w", t.meta.name, len(pk), ErrKeyTooLong)
 	}
@@ -75,7 +78,8 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	tt.restored = append(tt.restored, no)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
-		keys := ix.fromObject(obj)
+		tt.oldKeys = ix.fromObject(obj)
+		keys := &tt.oldKeys
 		if keys.Len() > 1 {
 			tt.multiKey |= 1 << ix.pos
 		}
@@ -86,8 +90,9 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 			}
 		}
 	}
+	tt.oldKeys = index.KeySet{}
 	if tt.journal != nil {
-		tt.ops = append(tt.ops, journalOp{pk: pk, rev: rev})
+		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: rev})
 	}
 	return nil
 }

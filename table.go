@@ -379,11 +379,13 @@ func (t *table[Obj]) stateIn(r *dbRoot) *tableState[Obj] {
 	return (*tableState[Obj])(unsafeStatePointer(h))
 }
 
-// primaryKey returns obj's primary key.
-func (t *table[Obj]) primaryKey(obj Obj) (index.Key, error) {
+// primaryKey returns obj's primary key, appended to dst[:0]. The copy keeps
+// the KeySet from escaping: one of KeySetOf's holds its key itself, and
+// then neither it nor the encoder's buffer touches the heap.
+func (t *table[Obj]) primaryKey(dst []byte, obj Obj) (index.Key, error) {
 	keys := t.indexes[0].fromObject(obj)
 	if keys.Len() != 1 {
 		return nil, fmt.Errorf("table %q: index %q yielded %d keys: %w", t.meta.name, t.indexes[0].name, keys.Len(), ErrPrimaryKey)
 	}
-	return keys.At(0), nil
+	return append(dst[:0], keys.At(0)...), nil
 }

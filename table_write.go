@@ -60,9 +60,15 @@ type tableTxn[Obj any] struct {
 	// and to log the objects in revision order.
 	restored []object[Obj]
 
-	// Scratch space, reused across writes.
+	// Scratch space, reused across writes. The KeySets live here rather
+	// than in locals, so that At's results, which may point into them,
+	// never make a local escape.
 	newKeys []index.KeySet // per secondary index: the new object's keys
+	oldKeys index.KeySet   // the keys of an object being replaced or deleted
 	keyBuf  []byte
+	pkBuf   []byte // the primary key of the object being written
+	// opKeys holds the primary keys of ops, which live until the commit.
+	opKeys []byte
 }
 
 // writeState returns the table's write state in txn, beginning it on the
@@ -89,7 +95,7 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.observed, tt.log, tt.init, tt.segments = tt.t.meta.feeds.live() > 0, base.log, nil, 0
 	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
 	clear(tt.ops)
-	tt.ops = tt.ops[:0]
+	tt.ops, tt.opKeys = tt.ops[:0], tt.opKeys[:0]
 	tt.primary.Reset(base.primary)
 	if tt.secondary == nil {
 		tt.secondary = make([]part.Txn[object[Obj]], len(base.secondary))
@@ -263,10 +269,11 @@ const (
 // the table as it was.
 func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge func(old, new Obj) Obj) (oldObj Obj, hadOld bool, err error) {
 	t := tt.t
-	pk, err := t.primaryKey(obj)
+	pk, err := t.primaryKey(tt.pkBuf, obj)
 	if err != nil {
 		return oldObj, false, err
 	}
+	tt.pkBuf = pk
 	if len(pk) > maxKeyLen {
 		return oldObj, false, fmt.Errorf("table %q: primary key of %d bytes: %w", t.meta.name, len(pk), ErrKeyTooLong)
 	}
@@ -289,7 +296,7 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	}
 	tt.revision = no.rev
 	if tt.journal != nil {
-		tt.ops = append(tt.ops, journalOp{pk: pk, rev: no.rev})
+		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: no.rev})
 	}
 	if tt.log.seg != nil {
 		if hadOld {
@@ -300,25 +307,33 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
-		keys := tt.newKeys[i]
-		tt.newKeys[i] = index.KeySet{}
+		keys := &tt.newKeys[i]
 		if keys.Len() > 1 {
 			tt.multiKey |= 1 << ix.pos
 		}
 		if hadOld {
-			oldKeys := ix.fromObject(old.obj)
-			for j := range oldKeys.Len() {
-				if k := oldKeys.At(j); !keys.Contains(k) {
+			tt.oldKeys = ix.fromObject(old.obj)
+			for j := range tt.oldKeys.Len() {
+				if k := tt.oldKeys.At(j); !keys.Contains(k) {
 					tt.secondary[i].Delete(tt.treeKey(ix, k, pk))
 				}
 			}
+			tt.oldKeys = index.KeySet{}
 		}
 		for j := range keys.Len() {
 			tt.secondary[i].Insert(tt.treeKey(ix, keys.At(j), pk), no)
 		}
+		*keys = index.KeySet{}
 	}
 	tt.dirty = true
 	return old.obj, hadOld, nil
+}
+
+// keepKey returns a copy of pk that lives until the transaction ends.
+func (tt *tableTxn[Obj]) keepKey(pk []byte) []byte {
+	start := len(tt.opKeys)
+	tt.opKeys = append(tt.opKeys, pk...)
+	return tt.opKeys[start:len(tt.opKeys):len(tt.opKeys)]
 }
 
 // check makes the checks of writing obj over the stored object old (if
@@ -337,7 +352,7 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 	case modeModify:
 		if hadOld {
 			obj = merge(old.obj, obj)
-			mpk, err := t.primaryKey(obj)
+			mpk, err := t.primaryKey(nil, obj)
 			if err != nil {
 				return obj, err
 			}
@@ -351,8 +366,8 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
-		keys := ix.fromObject(obj)
-		tt.newKeys[i] = keys
+		tt.newKeys[i] = ix.fromObject(obj)
+		keys := &tt.newKeys[i]
 		for j := range keys.Len() {
 			if len(keys.At(j)) > maxKeyLen {
 				return obj, fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
@@ -374,10 +389,11 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 // if cas is set.
 func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj, hadOld bool, err error) {
 	t := tt.t
-	pk, err := t.primaryKey(obj)
+	pk, err := t.primaryKey(tt.pkBuf, obj)
 	if err != nil {
 		return oldObj, false, err
 	}
+	tt.pkBuf = pk
 	if cas {
 		old, found := tt.primary.Get(pk)
 		if !found {
@@ -395,13 +411,14 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 	tt.logChange(old.obj, tt.revision, old.rev, entryDelete)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
-		keys := ix.fromObject(old.obj)
-		for j := range keys.Len() {
-			tt.secondary[i].Delete(tt.treeKey(ix, keys.At(j), pk))
+		tt.oldKeys = ix.fromObject(old.obj)
+		for j := range tt.oldKeys.Len() {
+			tt.secondary[i].Delete(tt.treeKey(ix, tt.oldKeys.At(j), pk))
 		}
 	}
+	tt.oldKeys = index.KeySet{}
 	if tt.journal != nil {
-		tt.ops = append(tt.ops, journalOp{pk: pk, rev: tt.revision, deleted: true})
+		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: tt.revision, deleted: true})
 	}
 	tt.dirty = true
 	return old.obj, true, nil
@@ -422,7 +439,7 @@ func (tt *tableTxn[Obj]) removeAll() {
 	if tt.journal != nil {
 		tt.truncated = true
 		clear(tt.ops)
-		tt.ops = tt.ops[:0]
+		tt.ops, tt.opKeys = tt.ops[:0], tt.opKeys[:0]
 	}
 	tt.primary.DeletePrefix(nil)
 	for i := range tt.secondary {
@@ -448,7 +465,8 @@ func (t *table[Obj]) InsertWatch(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool
 	if err != nil {
 		return oldObj, hadOld, nil, err
 	}
-	pk, _ := t.primaryKey(obj)
+	pk, _ := t.primaryKey(tt.pkBuf, obj)
+	tt.pkBuf = pk
 	_, watch, _ = tt.primary.GetWatch(pk)
 	return oldObj, hadOld, watch, nil
 }

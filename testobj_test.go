@@ -21,7 +21,7 @@ type testObject struct {
 var (
 	idIndex = Index[*testObject, uint64]{
 		Name:       "id",
-		FromObject: func(o *testObject) index.KeySet { return index.NewKeySet(index.Uint64(o.ID)) },
+		FromObject: func(o *testObject) index.KeySet { return index.KeySetOf(index.Uint64(o.ID)) },
 		FromKey:    index.Uint64,
 		Unique:     true,
 	}

@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// keySetOfUint64 is an index's FromObject, called through a variable.
+var keySetOfUint64 = func(v uint64) KeySet { return KeySetOf(Uint64(v)) }
+
 func TestAllocs(t *testing.T) {
 	k := Uint64(42)
 	var sink KeySet
@@ -16,6 +19,13 @@ func TestAllocs(t *testing.T) {
 		f    func()
 	}{
 		{"NewKeySet(one key)", func() { sink = NewKeySet(k) }},
+		// Through a func value, as the database calls FromObject: the
+		// encoder's buffer stays on the stack.
+		{"KeySetOf(Uint64) via a func value", func() { sink = keySetOfUint64(42) }},
+		{"KeySetOf.At", func() {
+			s := keySetOfUint64(42)
+			buf = append(buf[:0], s.At(0)...)
+		}},
 		{"KeySet.At", func() {
 			for i := range sink.Len() {
 				buf = append(buf[:0], sink.At(i)...)

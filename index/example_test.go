@@ -70,8 +70,8 @@ func ExampleKeySet() {
 	for k := range s.All() {
 		fmt.Println(k)
 	}
-	// A single key is stored without allocating.
-	one := index.NewKeySet(index.Uint64(7))
+	// A single short key is copied into the KeySet: nothing allocates.
+	one := index.KeySetOf(index.Uint64(7))
 	fmt.Println(one.Len(), one.At(0))
 	// Output:
 	// 2 true false

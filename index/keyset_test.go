@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 )
@@ -86,5 +87,40 @@ func TestKeyString(t *testing.T) {
 	}
 	if !Key(nil).Equal(Key{}) || Key("a").Equal(Key("b")) {
 		t.Errorf("Key.Equal is wrong")
+	}
+}
+
+// TestKeySetOf: KeySetOf holds a copy of its key, short (in the KeySet) or
+// long (on the heap), which At, All and Contains return as NewKeySet's
+// would; changing the key passed in, or a copy of the KeySet, leaves it
+// as it was.
+func TestKeySetOf(t *testing.T) {
+	for n := range 40 {
+		k := make(Key, n)
+		for i := range k {
+			k[i] = byte('a' + i)
+		}
+		want := bytes.Clone(k)
+		s := KeySetOf(k)
+		clear(k)
+		if s.Len() != 1 || !bytes.Equal(s.At(0), want) {
+			t.Fatalf("KeySetOf(%d bytes).At(0) = %q, want %q", n, s.At(0), want)
+		}
+		if !s.Contains(want) || (n > 0 && s.Contains(want[:n-1])) {
+			t.Fatalf("KeySetOf(%q).Contains is wrong", want)
+		}
+		if got := slices.Collect(s.All()); len(got) != 1 || !bytes.Equal(got[0], want) {
+			t.Fatalf("KeySetOf(%q).All() = %q", want, got)
+		}
+		c := s
+		if n > 0 {
+			c.At(0)[0] = 0 // a caller must not, but a copy is its own
+			if n <= maxShortKey && !bytes.Equal(s.At(0), want) {
+				t.Fatalf("changing a copy of KeySetOf(%q) changed it", want)
+			}
+		}
+		if a := s.At(0); cap(a) != len(a) {
+			t.Fatalf("KeySetOf(%d bytes).At(0) has room to append into the KeySet: cap %d", n, cap(a))
+		}
 	}
 }

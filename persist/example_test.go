@@ -18,7 +18,7 @@ type Note struct {
 
 var noteByID = strata.Index[*Note, uint64]{
 	Name:       "id",
-	FromObject: func(n *Note) index.KeySet { return index.NewKeySet(index.Uint64(n.ID)) },
+	FromObject: func(n *Note) index.KeySet { return index.KeySetOf(index.Uint64(n.ID)) },
 	FromKey:    index.Uint64,
 	Unique:     true,
 }

@@ -10,7 +10,7 @@ import (
 var (
 	strataID = strata.Index[*Object, uint64]{
 		Name:       "id",
-		FromObject: func(o *Object) index.KeySet { return index.NewKeySet(index.Uint64(o.ID)) },
+		FromObject: func(o *Object) index.KeySet { return index.KeySetOf(index.Uint64(o.ID)) },
 		FromKey:    index.Uint64,
 		Unique:     true,
 	}

@@ -45,13 +45,13 @@ type Event struct {
 var (
 	eventBySeq = strata.Index[*Event, uint64]{
 		Name:       "seq",
-		FromObject: func(e *Event) index.KeySet { return index.NewKeySet(index.Uint64(e.Seq)) },
+		FromObject: func(e *Event) index.KeySet { return index.KeySetOf(index.Uint64(e.Seq)) },
 		FromKey:    index.Uint64,
 		Unique:     true,
 	}
 	eventByRun = strata.Index[*Event, uint64]{
 		Name:       "run",
-		FromObject: func(e *Event) index.KeySet { return index.NewKeySet(index.Uint64(e.Run)) },
+		FromObject: func(e *Event) index.KeySet { return index.KeySetOf(index.Uint64(e.Run)) },
 		FromKey:    index.Uint64,
 	}
 )
