@@ -262,12 +262,17 @@ func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (
 	for _, t := range rest {
 		w.add(t.tableMeta())
 	}
-	var start time.Time
-	if db.opts.metricsOn {
-		start = time.Now()
-	}
 	for i := range w.locked {
 		l := &w.locked[i].meta.lock
+		var start time.Time
+		if db.opts.metricsOn {
+			if l.tryLock() {
+				// Not contended: no wait, and no clock read for it.
+				w.locked[i].meta.metrics.LockWait(0)
+				continue
+			}
+			start = time.Now()
+		}
 		if ctx == nil {
 			l.lock()
 		} else if err := l.lockContext(ctx); err != nil {
@@ -279,14 +284,12 @@ func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (
 			return nil, err
 		}
 		if db.opts.metricsOn {
-			// One clock read per lock: each table's wait is the time
-			// since the previous table was acquired.
-			now := time.Now()
-			w.locked[i].meta.metrics.LockWait(now.Sub(start))
-			start = now
+			w.locked[i].meta.metrics.LockWait(time.Since(start))
 		}
 	}
-	w.acquired = start
+	if db.opts.metricsOn {
+		w.acquired = time.Now()
+	}
 	w.root = db.root.Load()
 	return newHandle(w), nil
 }
