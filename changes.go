@@ -100,9 +100,9 @@ func (e *logEntry[Obj]) change() Change[Obj] {
 // end, which no reader looks at, and links a new segment when one is full.
 // A snapshot records the end of the log it saw (tableState.log), a feed
 // where it stopped; readers never read past the end of their snapshot, so
-// they never race with the writer. Nothing points back: the segments a
-// feed has passed belong to nobody once every feed is past them, and the
-// garbage collector takes them.
+// they never race with the writer. The writer keeps the oldest segment
+// (tableTxn.logHead) and reuses those every feed is past (newSegment);
+// nothing else points back.
 type logSegment[Obj any] struct {
 	entries [changeLogSegment]logEntry[Obj]
 	next    *logSegment[Obj]
@@ -175,10 +175,15 @@ func (p logPos[Obj]) deletes() uint64 {
 	return d
 }
 
-// newLog returns the position at the start of a new, empty change log.
-func newLog[Obj any]() logPos[Obj] {
-	return logPos[Obj]{seg: &logSegment[Obj]{chain: new(logChain)}}
+// startLog starts a new, empty change log for the table.
+func (tt *tableTxn[Obj]) startLog() {
+	tt.log = logPos[Obj]{seg: &logSegment[Obj]{chain: new(logChain)}}
+	tt.logHead, tt.dirty = tt.log.seg, true
 }
+
+// passed reports whether a feed whose pin is pin (feedHold.pin) is past
+// every entry of s.
+func (s *logSegment[Obj]) passed(pin uint64) bool { return s.seq+changeLogSegment < pin }
 
 // appendLog adds e at the end of the transaction's change log.
 func (tt *tableTxn[Obj]) appendLog(e logEntry[Obj]) {
@@ -213,13 +218,9 @@ func (tt *tableTxn[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revisio
 // positions in it: those are never read through (logPos).
 func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 	tt.segments++
-	chain := tt.log.seg.chain
-	if tt.logHead == nil || tt.logHead.chain != chain {
-		tt.logHead = tt.log.seg
-	}
 	h := tt.logHead
-	if h == tt.log.seg || h.seq+changeLogSegment >= tt.t.meta.feeds.lowestPin() {
-		return &logSegment[Obj]{chain: chain}
+	if h == tt.log.seg || !h.passed(tt.t.meta.feeds.lowestPin()) {
+		return &logSegment[Obj]{chain: tt.log.seg.chain}
 	}
 	tt.logHead = h.next
 	clear(h.entries[:])
@@ -232,13 +233,9 @@ func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 // as many as the transaction took (and two), which the next one will
 // likely reuse: a backlog that feeds read, or let go of, is not kept.
 func (tt *tableTxn[Obj]) trimLog() {
-	h := tt.logHead
-	if h == nil || tt.log.seg == nil || h.chain != tt.log.seg.chain {
-		return
-	}
 	pin := tt.t.meta.feeds.lowestPin()
 	passed := 0
-	for s := h; s != tt.log.seg && s.seq+changeLogSegment < pin; s = s.next {
+	for s := tt.logHead; s != tt.log.seg && s.passed(pin); s = s.next {
 		passed++
 	}
 	for range passed - max(tt.segments, 2) {
@@ -250,12 +247,8 @@ func (tt *tableTxn[Obj]) trimLog() {
 // a transaction that aborted, so that the log holds on to nothing they
 // held. p is the end of the committed log, which no reader reads past.
 func (p logPos[Obj]) discard(end logPos[Obj]) {
-	for s, i := p.seg, p.n(); s != nil; s, i = s.next, 0 {
-		if s == end.seg {
-			clear(s.entries[i:end.n()])
-			break
-		}
-		clear(s.entries[i:])
+	for sp := range p.spans(end) {
+		clear(sp.seg.entries[sp.lo:sp.hi])
 	}
 	p.seg.next = nil
 	tr := p.seg.truncs.Load()
@@ -265,25 +258,41 @@ func (p logPos[Obj]) discard(end logPos[Obj]) {
 	p.seg.truncs.Store(tr)
 }
 
+// logSpan is the part of one segment a range of the log covers:
+// seg.entries[lo:hi].
+type logSpan[Obj any] struct {
+	seg    *logSegment[Obj]
+	lo, hi int
+}
+
+// spans yields the entries from p up to end, a segment at a time, so that
+// loops over them run without an iterator call per entry.
+func (p logPos[Obj]) spans(end logPos[Obj]) iter.Seq[logSpan[Obj]] {
+	return func(yield func(logSpan[Obj]) bool) {
+		if p.seq == end.seq {
+			return
+		}
+		for s, lo := p.seg, p.n(); s != nil; s, lo = s.next, 0 {
+			hi := changeLogSegment
+			if s == end.seg {
+				hi = end.n()
+			}
+			if !yield(logSpan[Obj]{s, lo, hi}) || s == end.seg {
+				return
+			}
+		}
+	}
+}
+
 // entries yields the entries from p up to end, each with the segment that
 // holds it and its position there.
 func (p logPos[Obj]) entries(end logPos[Obj]) iter.Seq2[*logEntry[Obj], entryAt[Obj]] {
 	return func(yield func(*logEntry[Obj], entryAt[Obj]) bool) {
-		if p.seq == end.seq {
-			return
-		}
-		for s, i := p.seg, p.n(); s != nil; s, i = s.next, 0 {
-			last := changeLogSegment
-			if s == end.seg {
-				last = end.n()
-			}
-			for j := i; j < last; j++ {
-				if !yield(&s.entries[j], entryAt[Obj]{s, j}) {
+		for sp := range p.spans(end) {
+			for j := sp.lo; j < sp.hi; j++ {
+				if !yield(&sp.seg.entries[j], entryAt[Obj]{sp.seg, j}) {
 					return
 				}
-			}
-			if s == end.seg {
-				return
 			}
 		}
 	}
@@ -550,7 +559,7 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	// the log.
 	tt.observed = true
 	if tt.log.seg == nil {
-		tt.log, tt.dirty = newLog[Obj](), true
+		tt.startLog()
 	}
 	h := newFeedHold(tt.log.seq)
 	h.pending.Store(true)
@@ -642,20 +651,23 @@ func noChanges[Obj any](func(Change[Obj], Revision) bool) {}
 // when the sequence is consumed, or when the garbage collector finds it
 // was dropped unconsumed.
 type seqPin struct {
-	hold     *feedHold
-	from     uint64
+	at       heldPos
 	consumed atomic.Bool
 	cleanup  runtime.Cleanup
 }
 
-type seqPinArg struct {
+// heldPos is a position a feed pins: what a seqPin's cleanup needs, apart
+// from the seqPin itself.
+type heldPos struct {
 	hold *feedHold
 	from uint64
 }
 
+func (a heldPos) unpin() { a.hold.unpin(a.from) }
+
 func newSeqPin(h *feedHold, from uint64) *seqPin {
-	p := &seqPin{hold: h, from: from}
-	p.cleanup = runtime.AddCleanup(p, func(a seqPinArg) { a.hold.unpin(a.from) }, seqPinArg{h, from})
+	p := &seqPin{at: heldPos{h, from}}
+	p.cleanup = runtime.AddCleanup(p, heldPos.unpin, p.at)
 	return p
 }
 
@@ -671,7 +683,7 @@ func (p *seqPin) consume() func() {
 
 func (p *seqPin) release() {
 	p.cleanup.Stop()
-	p.hold.unpin(p.from)
+	p.at.unpin()
 }
 
 // logChanges yields the changes logged from from to to, each object once
@@ -686,14 +698,9 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 	// upserts: it has an insert or update, so a truncate after it may
 	// delete objects of the batch (and else only older ones).
 	inserts, upserts := false, false
-	// A loop over the segments rather than over from.entries: this pass
-	// reads every entry of the batch (BenchmarkDB_Changes).
-	for s, i := from.seg, from.n(); from.seq != to.seq; s, i = s.next, 0 {
-		last := changeLogSegment
-		if s == to.seg {
-			last = to.n()
-		}
-		for j := i; j < last; j++ {
+	for sp := range from.spans(to) {
+		s := sp.seg
+		for j := sp.lo; j < sp.hi; j++ {
 			e := &s.entries[j]
 			if e.kind == entryInsert || e.kind == entryUpdate {
 				upserts = true
@@ -720,24 +727,15 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 				superseded.add(e.prev)
 			}
 		}
-		if s == to.seg {
-			break
-		}
 	}
 	if inserts {
 		t.reinserted(from.changes(to), fromRev, &superseded)
 	}
-	// from.changes, without its layer of iterators.
-	if from.seq == to.seq {
-		return
-	}
+	// from.changes, a segment at a time.
 	none := superseded.empty()
-	for s, i := from.seg, from.n(); ; s, i = s.next, 0 {
-		last := changeLogSegment
-		if s == to.seg {
-			last = to.n()
-		}
-		for j := i; j < last; j++ {
+	for sp := range from.spans(to) {
+		s := sp.seg
+		for j := sp.lo; j < sp.hi; j++ {
 			e := &s.entries[j]
 			if e.kind == entryTruncate {
 				if !truncateChanges(s.truncated(j), e.rev, &superseded, yield) {
@@ -751,9 +749,6 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 			if !yield(e.change(), e.rev) {
 				return
 			}
-		}
-		if s == to.seg {
-			return
 		}
 	}
 }

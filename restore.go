@@ -78,8 +78,8 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	tt.restored = append(tt.restored, no)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
-		tt.oldKeys = ix.fromObject(obj)
-		keys := &tt.oldKeys
+		tt.objKeys = ix.fromObject(obj)
+		keys := &tt.objKeys
 		if keys.Len() > 1 {
 			tt.multiKey |= 1 << ix.pos
 		}
@@ -90,7 +90,7 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 			}
 		}
 	}
-	tt.oldKeys = index.KeySet{}
+	tt.objKeys = index.KeySet{}
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: rev})
 	}

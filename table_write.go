@@ -26,8 +26,8 @@ type tableTxn[Obj any] struct {
 	observed bool
 	log      logPos[Obj]
 	// logHead is the oldest segment of the log that is not yet reused
-	// (newSegment), when that log is the table's; kept across
-	// transactions.
+	// (newSegment) or trimmed; set by startLog, so it is in the table's
+	// log whenever there is one. Kept across transactions.
 	logHead *logSegment[Obj]
 	// segments is the number of segments the transaction added to the log.
 	segments int
@@ -64,7 +64,7 @@ type tableTxn[Obj any] struct {
 	// than in locals, so that At's results, which may point into them,
 	// never make a local escape.
 	newKeys []index.KeySet // per secondary index: the new object's keys
-	oldKeys index.KeySet   // the keys of an object being replaced or deleted
+	objKeys index.KeySet   // the keys of an object replaced, deleted or restored
 	keyBuf  []byte
 	pkBuf   []byte // the primary key of the object being written
 	// opKeys holds the primary keys of ops, which live until the commit.
@@ -109,7 +109,7 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	switch {
 	case tt.observed && tt.log.seg == nil:
 		// A feed registered in a transaction that aborted.
-		tt.log, tt.dirty = newLog[Obj](), true
+		tt.startLog()
 	case !tt.observed && tt.log.seg != nil:
 		// The last feed closed: drop the log.
 		tt.log, tt.logHead, tt.dirty = logPos[Obj]{}, nil, true
@@ -312,13 +312,13 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 			tt.multiKey |= 1 << ix.pos
 		}
 		if hadOld {
-			tt.oldKeys = ix.fromObject(old.obj)
-			for j := range tt.oldKeys.Len() {
-				if k := tt.oldKeys.At(j); !keys.Contains(k) {
+			tt.objKeys = ix.fromObject(old.obj)
+			for j := range tt.objKeys.Len() {
+				if k := tt.objKeys.At(j); !keys.Contains(k) {
 					tt.secondary[i].Delete(tt.treeKey(ix, k, pk))
 				}
 			}
-			tt.oldKeys = index.KeySet{}
+			tt.objKeys = index.KeySet{}
 		}
 		for j := range keys.Len() {
 			tt.secondary[i].Insert(tt.treeKey(ix, keys.At(j), pk), no)
@@ -411,12 +411,12 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 	tt.logChange(old.obj, tt.revision, old.rev, entryDelete)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
-		tt.oldKeys = ix.fromObject(old.obj)
-		for j := range tt.oldKeys.Len() {
-			tt.secondary[i].Delete(tt.treeKey(ix, tt.oldKeys.At(j), pk))
+		tt.objKeys = ix.fromObject(old.obj)
+		for j := range tt.objKeys.Len() {
+			tt.secondary[i].Delete(tt.treeKey(ix, tt.objKeys.At(j), pk))
 		}
 	}
-	tt.oldKeys = index.KeySet{}
+	tt.objKeys = index.KeySet{}
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: tt.revision, deleted: true})
 	}

@@ -241,9 +241,6 @@ func (h *txnHandle) committed() *dbRoot {
 
 func (h *txnHandle) pending() *writeTxn { return h.w }
 
-// state returns the transaction's state, or nil if it ended.
-func (h *txnHandle) state() *writeTxn { return h.w }
-
 // find returns the locked-table entry of m, or nil.
 func (w *writeTxn) find(m *tableMeta) *lockedTable {
 	for i := range w.locked {
