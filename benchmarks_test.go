@@ -377,15 +377,7 @@ func BenchmarkDB_SequentialInsert(b *testing.B) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		txn := db.WriteTxn(tbl)
-		for id := range uint64(numObjectsToInsert) {
-			if _, _, err := tbl.Insert(txn, &testObject{ID: id}); err != nil {
-				b.Fatalf("Insert: %s", err)
-			}
-		}
-		if _, err := txn.Commit(); err != nil {
-			b.Fatalf("Commit: %s", err)
-		}
+		insertIDs(b, db, tbl)
 		n++
 	}
 	if got := tbl.NumObjects(db.ReadTxn()); got != numObjectsToInsert {
