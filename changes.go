@@ -118,6 +118,52 @@ type logSegment[Obj any] struct {
 	seq uint64
 	// deletes is the number of deletes logged before this segment.
 	deletes uint64
+	// sum summarizes the entries, once the segment is full: the writer
+	// seals it (seal) before it links the next segment, so a reader may
+	// use the summary of every segment before the one its snapshot ends in.
+	sum segmentSummary
+}
+
+// segmentSummary summarizes the entries of a full segment, so that a feed
+// can tell from it that none of them supersedes an earlier change
+// (logChanges) without reading them.
+type segmentSummary struct {
+	minRev, maxRev Revision // of the changes (an entryTruncate's span)
+	maxPrev        Revision
+	deletes        uint64 // the deletes logged
+	upserts        bool   // an entryInsert or entryUpdate
+}
+
+// seal summarizes the entries of s, which is full.
+func (s *logSegment[Obj]) seal() {
+	sum := segmentSummary{minRev: math.MaxUint64}
+	for i := range s.entries {
+		e := &s.entries[i]
+		sum.minRev = min(sum.minRev, e.rev)
+		sum.maxRev = max(sum.maxRev, e.rev)
+		sum.maxPrev = max(sum.maxPrev, e.prev)
+		switch e.kind {
+		case entryInsert, entryUpdate:
+			sum.upserts = true
+		case entryDelete:
+			sum.deletes++
+		case entryTruncate:
+			n := Revision(s.truncated(i).Len())
+			sum.deletes += n
+			sum.maxRev = max(sum.maxRev, e.rev+n-1)
+		}
+	}
+	s.sum = sum
+}
+
+// plain reports whether the changes of s, which is sealed, all lie in a
+// batch from fromRev (exclusive) to toRev, and none supersedes another
+// change of the batch: no restored revision, no prev in the batch. (An
+// entryTruncate's prev, one below its revision, lies in the batch unless
+// it is the batch's first change, which supersedes nothing.)
+func (s *logSegment[Obj]) plain(fromRev, toRev Revision) bool {
+	sum := &s.sum
+	return sum.minRev > fromRev && sum.maxRev <= toRev && sum.maxPrev <= fromRev
 }
 
 // logTrunc is the tree of objects an entryTruncate deleted.
@@ -186,17 +232,29 @@ func (tt *tableTxn[Obj]) startLog() {
 func (s *logSegment[Obj]) passed(pin uint64) bool { return s.seq+changeLogSegment < pin }
 
 // appendLog adds e at the end of the transaction's change log.
+//
+// The compiler does not inline it, so upsert, the hot path, does the same
+// by hand.
 func (tt *tableTxn[Obj]) appendLog(e logEntry[Obj]) {
-	p := &tt.log
-	n := p.n()
+	s := tt.log.seg
+	n := tt.log.seq - s.seq
 	if n == changeLogSegment {
-		s := tt.newSegment()
-		s.seq, s.deletes = p.seq, p.deletes()
-		p.seg.next = s
-		p.seg, n = s, 0
+		s, n = tt.nextSegment(), 0
 	}
-	p.seg.entries[n] = e
-	p.seq++
+	s.entries[n] = e
+	tt.log.seq++
+}
+
+// nextSegment seals the log's last segment, which is full, links an empty
+// one after it and returns that.
+func (tt *tableTxn[Obj]) nextSegment() *logSegment[Obj] {
+	last := tt.log.seg
+	last.seal()
+	s := tt.newSegment()
+	s.seq, s.deletes = tt.log.seq, last.deletes+last.sum.deletes
+	last.next = s
+	tt.log.seg = s
+	return s
 }
 
 // appendTruncate adds an entryTruncate for the objects of tree, deleted at
@@ -224,7 +282,7 @@ func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 	}
 	tt.logHead = h.next
 	clear(h.entries[:])
-	h.next = nil
+	h.next, h.sum = nil, segmentSummary{}
 	h.truncs.Store(nil)
 	return h
 }
@@ -246,6 +304,8 @@ func (tt *tableTxn[Obj]) trimLog() {
 // discard drops the entries from p to end, which were appended after p by
 // a transaction that aborted, so that the log holds on to nothing they
 // held. p is the end of the committed log, which no reader reads past.
+// If the transaction filled p's segment, its summary stays wrong until
+// the segment is full again and sealed anew, before any reader uses it.
 func (p logPos[Obj]) discard(end logPos[Obj]) {
 	for sp := range p.spans(end) {
 		clear(sp.seg.entries[sp.lo:sp.hi])
@@ -700,6 +760,11 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 	inserts, upserts := false, false
 	for sp := range from.spans(to) {
 		s := sp.seg
+		if s != to.seg && sp.lo == 0 && s.plain(fromRev, toRev) {
+			// Sealed (the log goes on after it), and nothing to look at.
+			upserts = upserts || s.sum.upserts
+			continue
+		}
 		for j := sp.lo; j < sp.hi; j++ {
 			e := &s.entries[j]
 			if e.kind == entryInsert || e.kind == entryUpdate {

@@ -430,3 +430,111 @@ func TestChangesSequencePins(t *testing.T) {
 	}
 	it.Close()
 }
+
+// TestChangesSealedSegments: a batch that spans many segments, some of
+// which a feed skips by their summary (logSegment.plain) and some not: an
+// update, a delete, a delete and insert again of one key, and a DeleteAll,
+// each in a full segment in the middle of the batch, superseding changes
+// segments before. Each object comes once, in its newest state.
+func TestChangesSealedSegments(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	txn := db.WriteTxn(tbl)
+	it, _ := tbl.Changes(txn)
+	txn.Commit()
+	drain(t, it, db.ReadTxn())
+	defer it.Close()
+
+	write := func(f func(WriteTxn)) {
+		t.Helper()
+		txn := db.WriteTxn(tbl)
+		f(txn)
+		if _, err := txn.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert := func(from, to uint64, v int) {
+		write(func(txn WriteTxn) {
+			for id := from; id < to; id++ {
+				tbl.Insert(txn, &testObject{ID: id, Value: v})
+			}
+		})
+	}
+	// check reads a batch and compares it with the table: every ID in ids
+	// once, deleted if the table does not have it, else as the table has
+	// it. It returns how many of the batch's segments were plain.
+	check := func(ids []uint64) int {
+		t.Helper()
+		rtxn := db.ReadTxn()
+		from, fromRev := it.(*changeIterator[*testObject]).pos, it.(*changeIterator[*testObject]).rev
+		st := tbl.(*table[*testObject]).stateIn(rtxn.committed())
+		plain := 0
+		for sp := range from.spans(st.log) {
+			if sp.seg != st.log.seg && sp.lo == 0 && sp.seg.plain(fromRev, st.revision) {
+				plain++
+			}
+		}
+		got, _ := drain(t, it, rtxn)
+		seen := map[uint64]bool{}
+		for _, c := range got {
+			if seen[c.id] {
+				t.Fatalf("object %d delivered twice", c.id)
+			}
+			seen[c.id] = true
+			o, _, found := tbl.Get(rtxn, idIndex.Query(c.id))
+			switch {
+			case c.deleted && found:
+				t.Fatalf("object %d delivered deleted, but the table has it", c.id)
+			case !c.deleted && !found:
+				t.Fatalf("object %d delivered, but the table does not have it", c.id)
+			case found && o.Value != c.value:
+				t.Fatalf("object %d delivered with value %d, the table has %d", c.id, c.value, o.Value)
+			}
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				t.Fatalf("object %d not delivered", id)
+			}
+		}
+		if len(got) != len(ids) {
+			t.Fatalf("%d changes delivered, want %d", len(got), len(ids))
+		}
+		return plain
+	}
+	ids := func(ranges ...[2]uint64) []uint64 {
+		var out []uint64
+		for _, r := range ranges {
+			for id := r[0]; id < r[1]; id++ {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+
+	// Each step fills more than a segment, so every supersession lies in
+	// a full segment with more after it.
+	insert(0, 200, 1)
+	write(func(txn WriteTxn) { tbl.Insert(txn, &testObject{ID: 5, Value: 2}) })
+	insert(200, 400, 1)
+	write(func(txn WriteTxn) { tbl.Delete(txn, &testObject{ID: 10}) })
+	insert(400, 600, 1)
+	write(func(txn WriteTxn) { tbl.Delete(txn, &testObject{ID: 20}) })
+	insert(600, 800, 1)
+	write(func(txn WriteTxn) { tbl.Insert(txn, &testObject{ID: 20, Value: 3}) })
+	insert(800, 1000, 1)
+	if plain := check(ids([2]uint64{0, 1000})); plain == 0 {
+		t.Fatal("no segment of a batch of inserts was skipped")
+	}
+
+	insert(0, 500, 4)
+	write(func(txn WriteTxn) { tbl.DeleteAll(txn) })
+	insert(0, 100, 5)
+	insert(2000, 2200, 5)
+	check(ids([2]uint64{0, 1000}, [2]uint64{2000, 2200}))
+
+	// Plain segments only.
+	insert(3000, 3500, 6)
+	if plain := check(ids([2]uint64{3000, 3500})); plain < 500/changeLogSegment-1 {
+		t.Fatalf("%d segments of a batch of %d inserts skipped", plain, 500)
+	}
+}

@@ -49,8 +49,10 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, tt.restored[i].rev, ErrRestoreInput)
 		}
 	}
-	for _, o := range tt.restored {
-		tt.logChange(o.obj, o.rev, tt.lastDelete, entryInsert)
+	if tt.log.seg != nil {
+		for _, o := range tt.restored {
+			tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryInsert})
+		}
 	}
 	tt.revision = max(tt.revision, maxRev)
 	tt.dirty = true

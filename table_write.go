@@ -230,17 +230,6 @@ func (tt *tableTxn[Obj]) abort() {
 	tt.base, tt.init = nil, nil
 }
 
-// logChange appends a change to the change log, if the table keeps one.
-func (tt *tableTxn[Obj]) logChange(obj Obj, rev, prev Revision, kind entryKind) {
-	if tt.log.seg == nil {
-		return
-	}
-	tt.appendLog(logEntry[Obj]{obj: obj, rev: rev, prev: prev, kind: kind})
-	if kind == entryDelete {
-		tt.lastDelete = rev
-	}
-}
-
 // treeKey returns the key under which an object with primary key pk is
 // stored for its key k in the secondary index ix. A unique index stores k
 // itself. A non-unique index stores k escaped and terminated (so that no
@@ -298,12 +287,18 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: no.rev})
 	}
-	if tt.log.seg != nil {
-		if hadOld {
-			tt.logChange(no.obj, no.rev, old.rev, entryUpdate)
-		} else {
-			tt.logChange(no.obj, no.rev, tt.lastDelete, entryInsert)
+	if s := tt.log.seg; s != nil {
+		// appendLog, inlined.
+		n := tt.log.seq - s.seq
+		if n == changeLogSegment {
+			s, n = tt.nextSegment(), 0
 		}
+		e := &s.entries[n]
+		e.obj, e.rev, e.prev, e.kind = no.obj, no.rev, tt.lastDelete, entryInsert
+		if hadOld {
+			e.prev, e.kind = old.rev, entryUpdate
+		}
+		tt.log.seq++
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
@@ -408,7 +403,10 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 		return oldObj, false, nil
 	}
 	tt.revision++
-	tt.logChange(old.obj, tt.revision, old.rev, entryDelete)
+	if tt.log.seg != nil {
+		tt.appendLog(logEntry[Obj]{obj: old.obj, rev: tt.revision, prev: old.rev, kind: entryDelete})
+		tt.lastDelete = tt.revision
+	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
 		tt.objKeys = ix.fromObject(old.obj)
