@@ -118,52 +118,50 @@ type logSegment[Obj any] struct {
 	seq uint64
 	// deletes is the number of deletes logged before this segment.
 	deletes uint64
-	// sum summarizes the entries, once the segment is full: the writer
-	// seals it (seal) before it links the next segment, so a reader may
-	// use the summary of every segment before the one its snapshot ends in.
+	// sum summarizes the entries appended so far. The writer keeps it up
+	// as it appends; a reader uses it only for segments before the one
+	// its snapshot ends in, which the writer no longer touches.
 	sum segmentSummary
 }
 
-// segmentSummary summarizes the entries of a full segment, so that a feed
-// can tell from it that none of them supersedes an earlier change
-// (logChanges) without reading them.
+// segmentSummary summarizes the entries of a segment: enough for a feed to
+// tell, without reading them, that none supersedes another change of its
+// batch (logSegment.plain), and for the next segment to know the deletes
+// logged before it.
 type segmentSummary struct {
-	minRev, maxRev Revision // of the changes (an entryTruncate's span)
-	maxPrev        Revision
-	deletes        uint64 // the deletes logged
-	upserts        bool   // an entryInsert or entryUpdate
+	maxPrev Revision // the highest prev of an entry
+	deletes uint64   // the deletes logged
+	// restored: Restore appended to the segment, at revisions that may
+	// be out of order. It stays set until the segment is reused.
+	restored bool
 }
 
-// seal summarizes the entries of s, which is full.
-func (s *logSegment[Obj]) seal() {
-	sum := segmentSummary{minRev: math.MaxUint64}
-	for i := range s.entries {
+// plain reports whether none of the changes of s supersedes a change
+// logged after position from, whose snapshot is at fromRev. It holds for
+// a segment wholly between from and the end of a later snapshot: a batch
+// read from from has all of its entries, at revisions above fromRev (as
+// the log is in revision order, but for what Restore logged), and none
+// supersedes a change of the batch if every prev is at most fromRev. (An
+// entryTruncate's prev is one below its revision.)
+func (s *logSegment[Obj]) plain(fromRev Revision) bool {
+	return !s.sum.restored && s.sum.maxPrev <= fromRev
+}
+
+// summarize computes the summary of the first n entries of s anew (its
+// restored flag stays).
+func (s *logSegment[Obj]) summarize(n int) {
+	sum := segmentSummary{restored: s.sum.restored}
+	for i := range n {
 		e := &s.entries[i]
-		sum.minRev = min(sum.minRev, e.rev)
-		sum.maxRev = max(sum.maxRev, e.rev)
 		sum.maxPrev = max(sum.maxPrev, e.prev)
 		switch e.kind {
-		case entryInsert, entryUpdate:
-			sum.upserts = true
 		case entryDelete:
 			sum.deletes++
 		case entryTruncate:
-			n := Revision(s.truncated(i).Len())
-			sum.deletes += n
-			sum.maxRev = max(sum.maxRev, e.rev+n-1)
+			sum.deletes += uint64(s.truncated(i).Len())
 		}
 	}
 	s.sum = sum
-}
-
-// plain reports whether the changes of s, which is sealed, all lie in a
-// batch from fromRev (exclusive) to toRev, and none supersedes another
-// change of the batch: no restored revision, no prev in the batch. (An
-// entryTruncate's prev, one below its revision, lies in the batch unless
-// it is the batch's first change, which supersedes nothing.)
-func (s *logSegment[Obj]) plain(fromRev, toRev Revision) bool {
-	sum := &s.sum
-	return sum.minRev > fromRev && sum.maxRev <= toRev && sum.maxPrev <= fromRev
 }
 
 // logTrunc is the tree of objects an entryTruncate deleted.
@@ -243,13 +241,16 @@ func (tt *tableTxn[Obj]) appendLog(e logEntry[Obj]) {
 	}
 	s.entries[n] = e
 	tt.log.seq++
+	s.sum.maxPrev = max(s.sum.maxPrev, e.prev)
+	if e.kind == entryDelete {
+		s.sum.deletes++
+	}
 }
 
-// nextSegment seals the log's last segment, which is full, links an empty
-// one after it and returns that.
+// nextSegment links an empty segment after the log's last, which is full,
+// and returns it.
 func (tt *tableTxn[Obj]) nextSegment() *logSegment[Obj] {
 	last := tt.log.seg
-	last.seal()
 	s := tt.newSegment()
 	s.seq, s.deletes = tt.log.seq, last.deletes+last.sum.deletes
 	last.next = s
@@ -263,6 +264,7 @@ func (tt *tableTxn[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revisio
 	tt.appendLog(logEntry[Obj]{rev: rev, prev: rev - 1, kind: entryTruncate})
 	s := tt.log.seg
 	s.truncs.Store(&logTrunc[Obj]{i: tt.log.n() - 1, tree: tree, next: s.truncs.Load()})
+	s.sum.deletes += uint64(tree.Len())
 }
 
 // newSegment returns an empty segment to append to the log: the oldest
@@ -303,9 +305,8 @@ func (tt *tableTxn[Obj]) trimLog() {
 
 // discard drops the entries from p to end, which were appended after p by
 // a transaction that aborted, so that the log holds on to nothing they
-// held. p is the end of the committed log, which no reader reads past.
-// If the transaction filled p's segment, its summary stays wrong until
-// the segment is full again and sealed anew, before any reader uses it.
+// held, and summarizes p's segment anew. p is the end of the committed log,
+// which no reader reads past.
 func (p logPos[Obj]) discard(end logPos[Obj]) {
 	for sp := range p.spans(end) {
 		clear(sp.seg.entries[sp.lo:sp.hi])
@@ -316,6 +317,7 @@ func (p logPos[Obj]) discard(end logPos[Obj]) {
 		tr = tr.next
 	}
 	p.seg.truncs.Store(tr)
+	p.seg.summarize(p.n())
 }
 
 // logSpan is the part of one segment a range of the log covers:
@@ -760,9 +762,9 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 	inserts, upserts := false, false
 	for sp := range from.spans(to) {
 		s := sp.seg
-		if s != to.seg && sp.lo == 0 && s.plain(fromRev, toRev) {
-			// Sealed (the log goes on after it), and nothing to look at.
-			upserts = upserts || s.sum.upserts
+		if s != to.seg && sp.lo == 0 && s.plain(fromRev) {
+			// Nothing to look at; as for upserts, it may have some.
+			upserts = true
 			continue
 		}
 		for j := sp.lo; j < sp.hi; j++ {

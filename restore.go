@@ -52,6 +52,7 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 	if tt.log.seg != nil {
 		for _, o := range tt.restored {
 			tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryInsert})
+			tt.log.seg.sum.restored = true
 		}
 	}
 	tt.revision = max(tt.revision, maxRev)

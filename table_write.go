@@ -299,6 +299,7 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 			e.prev, e.kind = old.rev, entryUpdate
 		}
 		tt.log.seq++
+		s.sum.maxPrev = max(s.sum.maxPrev, e.prev)
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
