@@ -279,11 +279,19 @@ func (tt *tableTxn[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revisio
 func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 	tt.segments++
 	h := tt.logHead
-	if h == tt.log.seg || !h.passed(tt.t.meta.feeds.lowestPin()) {
+	if h == tt.log.seg {
 		return &logSegment[Obj]{chain: tt.log.seg.chain}
 	}
+	if !tt.pinRead {
+		tt.pin, tt.pinRead = tt.t.meta.feeds.lowestPin(), true
+	}
+	if !h.passed(tt.pin) {
+		return &logSegment[Obj]{chain: tt.log.seg.chain}
+	}
+	// The old entries stay until overwritten: nothing reads past the end
+	// of the log, and they keep at most a segment's objects a little
+	// longer.
 	tt.logHead = h.next
-	clear(h.entries[:])
 	h.next, h.sum = nil, segmentSummary{}
 	h.truncs.Store(nil)
 	return h

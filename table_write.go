@@ -31,6 +31,12 @@ type tableTxn[Obj any] struct {
 	logHead *logSegment[Obj]
 	// segments is the number of segments the transaction added to the log.
 	segments int
+	// pin is the oldest log position a feed may read, as newSegment first
+	// read it in the transaction (pinRead). Pins only move forward, and a
+	// feed registered since pins the end of the log, so an older reading
+	// is a safe one.
+	pin     uint64
+	pinRead bool
 	// lastDelete is the revision of the newest delete the table logged
 	// (or a higher one: an aborted transaction's). Kept across
 	// transactions; see logEntry.prev.
@@ -92,7 +98,7 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 
 func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
-	tt.observed, tt.log, tt.init, tt.segments = tt.t.meta.feeds.live() > 0, base.log, nil, 0
+	tt.observed, tt.log, tt.init, tt.segments, tt.pinRead = tt.t.meta.feeds.live() > 0, base.log, nil, 0, false
 	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
 	clear(tt.ops)
 	tt.ops, tt.opKeys = tt.ops[:0], tt.opKeys[:0]
