@@ -53,7 +53,8 @@ type ChangeIterator[Obj any] interface {
 	// Next, but it must be consumed, once: the feed has moved past the
 	// changes it holds. Until then it keeps the part of the change log it
 	// reads (a sequence dropped unconsumed lets go when the garbage
-	// collector finds it). Consuming a sequence a second time panics.
+	// collector finds it, after the feed's next Next or Close). Consuming
+	// a sequence a second time panics.
 	Next(txn ReadTxn) (changes iter.Seq2[Change[Obj], Revision], watch <-chan struct{})
 	// Close releases the feed's hold on the change log.
 	Close()
@@ -459,6 +460,9 @@ type feedHold struct {
 	mu   sync.Mutex
 	at   uint64   // the feed's position; math.MaxUint64 once closed
 	seqs []uint64 // the starts of the unconsumed sequences
+	// last is the pin of the sequence Next returned last, while it is
+	// unconsumed and untracked (seqPin).
+	last *seqPin
 }
 
 func newFeedHold(at uint64) *feedHold {
@@ -467,24 +471,41 @@ func newFeedHold(at uint64) *feedHold {
 	return h
 }
 
-// move sets the feed's position to at, after pinning from for the
-// sequence that reads from there.
-func (h *feedHold) move(from, at uint64) {
+// move sets the feed's position to at, after pinning the start of the
+// sequence that reads from there, whose pin p becomes the last.
+func (h *feedHold) move(p *seqPin, at uint64) {
 	h.mu.Lock()
-	h.seqs = append(h.seqs, from)
+	h.track()
+	h.last = p
+	h.seqs = append(h.seqs, p.at.from)
 	h.at = at
 	h.repin()
 	h.mu.Unlock()
 }
 
+// track hands the last sequence's pin, if it is still unconsumed, to the
+// garbage collector: the pin goes when the sequence is consumed, or when
+// the collector finds it dropped. h.mu is held.
+func (h *feedHold) track() {
+	if p := h.last; p != nil {
+		h.last = nil
+		p.tracked = true
+		p.cleanup = runtime.AddCleanup(p, heldPos.unpin, p.at)
+	}
+}
+
 // unpin drops the pin of a sequence that starts at from.
 func (h *feedHold) unpin(from uint64) {
 	h.mu.Lock()
+	h.unpinLocked(from)
+	h.mu.Unlock()
+}
+
+func (h *feedHold) unpinLocked(from uint64) {
 	if i := slices.Index(h.seqs, from); i >= 0 {
 		h.seqs = slices.Delete(h.seqs, i, i+1)
 	}
 	h.repin()
-	h.mu.Unlock()
 }
 
 func (h *feedHold) repin() {
@@ -558,6 +579,7 @@ func (h *feedHold) release(r *feedRegistry) {
 	if h.closed.CompareAndSwap(false, true) {
 		r.count.Add(-1)
 		h.mu.Lock()
+		h.track()
 		h.at = math.MaxUint64
 		h.repin()
 		h.mu.Unlock()
@@ -698,11 +720,11 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 	from, fromRev, first := it.pos, it.rev, !it.started
 	it.started, it.pos, it.rev = true, st.log, st.revision
 	// The sequence pins the log from where it starts until consumed.
-	it.hold.move(from.seq, st.log.seq)
+	pin := &seqPin{at: heldPos{it.hold, from.seq}}
+	it.hold.move(pin, st.log.seq)
 	it.hold.seen.Store(st.revision)
 	it.hold.deletes.Store(st.log.deletes())
 	t := it.t
-	pin := newSeqPin(it.hold, from.seq)
 	if first {
 		return func(yield func(Change[Obj], Revision) bool) {
 			defer pin.consume()()
@@ -717,13 +739,20 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 
 func noChanges[Obj any](func(Change[Obj], Revision) bool) {}
 
-// seqPin is a sequence's pin on the change log (feedHold.seqs): released
-// when the sequence is consumed, or when the garbage collector finds it
-// was dropped unconsumed.
+// seqPin is a sequence's pin on the change log (feedHold.seqs), released
+// when the sequence is consumed. A sequence may also be dropped
+// unconsumed: its pin then goes when the garbage collector finds it. The
+// cleanup that does this costs more than the rest of Next, and sequences
+// are nearly always consumed before the feed's next Next, so the pin gets
+// one only then, or when the feed closes (feedHold.track); until then it
+// is the hold's last, which keeps it reachable.
 type seqPin struct {
 	at       heldPos
 	consumed atomic.Bool
-	cleanup  runtime.Cleanup
+	// tracked: the pin has a cleanup (guarded by at.hold.mu, as is
+	// cleanup).
+	tracked bool
+	cleanup runtime.Cleanup
 }
 
 // heldPos is a position a feed pins: what a seqPin's cleanup needs, apart
@@ -734,12 +763,6 @@ type heldPos struct {
 }
 
 func (a heldPos) unpin() { a.hold.unpin(a.from) }
-
-func newSeqPin(h *feedHold, from uint64) *seqPin {
-	p := &seqPin{at: heldPos{h, from}}
-	p.cleanup = runtime.AddCleanup(p, heldPos.unpin, p.at)
-	return p
-}
 
 // consume marks the sequence consumed, panicking if it was before (its
 // part of the log may be reused since), and returns the function that
@@ -752,8 +775,15 @@ func (p *seqPin) consume() func() {
 }
 
 func (p *seqPin) release() {
-	p.cleanup.Stop()
-	p.at.unpin()
+	h := p.at.hold
+	h.mu.Lock()
+	if p.tracked {
+		p.cleanup.Stop()
+	} else {
+		h.last = nil // untracked, so it is the last
+	}
+	h.unpinLocked(p.at.from)
+	h.mu.Unlock()
 }
 
 // logChanges yields the changes logged from from to to, each object once

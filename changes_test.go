@@ -574,3 +574,45 @@ func TestChangesSealedSegments(t *testing.T) {
 	insert(6000, 6200, 9)
 	check(ids([2]uint64{5000, 5200}, [2]uint64{6000, 6200}))
 }
+
+// TestChangesDroppedSequenceOfClosedFeed: a sequence dropped unconsumed by
+// a feed that is then closed, or dropped itself, lets go of the log once
+// collected, while another feed goes on reading.
+func TestChangesDroppedSequenceOfClosedFeed(t *testing.T) {
+	for _, closeFeed := range []bool{true, false} {
+		db := New()
+		tbl := newTestTable(t, db, "test")
+		txn := db.WriteTxn(tbl)
+		reader, _ := tbl.Changes(txn)
+		other, _ := tbl.Changes(txn)
+		txn.Commit()
+		drain(t, reader, db.ReadTxn())
+		drain(t, other, db.ReadTxn())
+
+		insertAndRead(t, db, tbl, 10, 0, reader)
+		dropped, _ := other.Next(db.ReadTxn()) // never consumed
+		runtime.KeepAlive(dropped)
+		dropped = nil
+		if closeFeed {
+			other.Close()
+		}
+		other = nil
+		insertAndRead(t, db, tbl, 3*changeLogSegment, 100, reader)
+		if n := len(logSegments(tbl)); n < 3 {
+			t.Fatalf("the log has %d segments while an unconsumed sequence pins 3", n)
+		}
+		for i := 0; ; i++ {
+			runtime.GC()
+			insertAndRead(t, db, tbl, changeLogSegment, 100, reader)
+			n := len(logSegments(tbl))
+			if n <= 4 {
+				break
+			}
+			if i == 500 {
+				t.Fatalf("closed %v: the log has %d segments after the feed and its unconsumed sequence were dropped", closeFeed, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		reader.Close()
+	}
+}
