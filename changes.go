@@ -820,7 +820,10 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 				if !upserts {
 					break
 				}
-				for _, o := range s.truncated(j).All() {
+				// A pull iterator: a range function's body would take
+				// superseded's address, and Next would allocate it.
+				tr := s.truncated(j).Iterator()
+				for _, o, ok := tr.Next(); ok; _, o, ok = tr.Next() {
 					if o.rev > fromRev {
 						superseded.add(o.rev)
 					}
@@ -834,7 +837,9 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 		}
 	}
 	if inserts {
-		t.reinserted(from.changes(to), fromRev, &superseded)
+		for _, r := range t.reinserted(from.changes(to), fromRev) {
+			superseded.add(r)
+		}
 	}
 	// from.changes, a segment at a time.
 	none := superseded.empty()
@@ -843,7 +848,7 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 		for j := sp.lo; j < sp.hi; j++ {
 			e := &s.entries[j]
 			if e.kind == entryTruncate {
-				if !truncateChanges(s.truncated(j), e.rev, &superseded, yield) {
+				if !truncateChanges(s.truncated(j), e.rev, superseded, yield) {
 					return
 				}
 				continue
@@ -860,7 +865,8 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 
 // truncateChanges yields the deletes of an entryTruncate at rev, of the
 // objects of tree, but those in superseded. It reports whether to go on.
-func truncateChanges[Obj any](tree part.Tree[object[Obj]], rev Revision, superseded *revSet, yield func(Change[Obj], Revision) bool) bool {
+// superseded is a copy, for the same reason as in logChanges.
+func truncateChanges[Obj any](tree part.Tree[object[Obj]], rev Revision, superseded revSet, yield func(Change[Obj], Revision) bool) bool {
 	for _, o := range tree.All() {
 		if !superseded.has(rev) && !yield(Change[Obj]{Object: o.obj, Revision: rev, Deleted: true}, rev) {
 			return false
@@ -870,9 +876,9 @@ func truncateChanges[Obj any](tree part.Tree[object[Obj]], rev Revision, superse
 	return true
 }
 
-// reinserted adds to superseded the deletes that an insert of the same key
-// after them supersedes.
-func (t *table[Obj]) reinserted(changes iter.Seq[*logChange[Obj]], fromRev Revision, superseded *revSet) {
+// reinserted returns the revisions of the deletes that an insert of the
+// same key after them supersedes.
+func (t *table[Obj]) reinserted(changes iter.Seq[*logChange[Obj]], fromRev Revision) []Revision {
 	inserted := map[string]Revision{} // the newest insert of each key
 	for c := range changes {
 		if c.kind == entryInsert && c.prev > fromRev {
@@ -881,13 +887,15 @@ func (t *table[Obj]) reinserted(changes iter.Seq[*logChange[Obj]], fromRev Revis
 			}
 		}
 	}
+	var revs []Revision
 	for c := range changes {
 		if c.kind == entryDelete {
 			if pk, ok := t.changeKey(c); ok && inserted[string(pk)] > c.rev {
-				superseded.add(c.rev)
+				revs = append(revs, c.rev)
 			}
 		}
 	}
+	return revs
 }
 
 // newestChanges yields, of the changes, each object's newest.
