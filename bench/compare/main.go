@@ -128,40 +128,56 @@ func run(cfg config) error {
 	var rows []*row
 	var failed []string
 	group := ""
-	for _, w := range selected {
-		if w.Group != group {
+	for k := 0; k < len(selected); k++ {
+		// A workload and its baseline (W_Baseline) run their rounds in
+		// turn, so that their ratio, the cost of what W adds, compares
+		// runs seconds apart rather than minutes (printBaselines).
+		unit := []Workload{selected[k]}
+		if k+1 < len(selected) && selected[k+1].Name == selected[k].Name+"_Baseline" {
+			unit = append(unit, selected[k+1])
+			k++
+		}
+		if w := unit[0]; w.Group != group {
 			clearCaches()
 			group = w.Group
 		}
-		rw := &row{w: w, impls: implNames(w.Kind)}
-		rw.samples = make([][]sample, len(rw.impls))
+		var unitRows []*row
+		for _, w := range unit {
+			rw := &row{w: w, impls: implNames(w.Kind)}
+			rw.samples = make([][]sample, len(rw.impls))
+			unitRows = append(unitRows, rw)
+		}
 		rounds := cfg.count
-		if w.Kind == KindMemory {
+		if unit[0].Kind == KindMemory {
 			rounds = min(rounds, 3) // deterministic enough; each round builds 3 x MemN objects
 		}
 		for round := range rounds {
-			// Interleave the implementations, rotating who goes first, so
-			// that drift of the shared machine hits all of them alike.
-			for j := range rw.impls {
-				i := (round + j) % len(rw.impls)
-				if slices.Contains(w.NA, rw.impls[i]) {
-					continue
-				}
-				s, errs := measure(w, i)
-				s.Round, s.position = round, j
-				if len(errs) > 0 {
-					for _, e := range errs {
-						failed = append(failed, fmt.Sprintf("%s/%s: %s", w.Name, rw.impls[i], e))
+			for _, rw := range unitRows {
+				w := rw.w
+				// Interleave the implementations, rotating who goes
+				// first, so that drift of the shared machine hits all
+				// of them alike.
+				for j := range rw.impls {
+					i := (round + j) % len(rw.impls)
+					if slices.Contains(w.NA, rw.impls[i]) {
+						continue
 					}
-					continue
-				}
-				rw.samples[i] = append(rw.samples[i], s)
-				if cfg.progress != nil {
-					fmt.Fprintf(cfg.progress, "%-28s round %d/%d %-13s %s\n", w.Name, round+1, rounds, rw.impls[i], fmtValue(w.Kind, s.V))
+					s, errs := measure(w, i)
+					s.Round, s.position = round, j
+					if len(errs) > 0 {
+						for _, e := range errs {
+							failed = append(failed, fmt.Sprintf("%s/%s: %s", w.Name, rw.impls[i], e))
+						}
+						continue
+					}
+					rw.samples[i] = append(rw.samples[i], s)
+					if cfg.progress != nil {
+						fmt.Fprintf(cfg.progress, "%-28s round %d/%d %-13s %s\n", w.Name, round+1, rounds, rw.impls[i], fmtValue(w.Kind, s.V))
+					}
 				}
 			}
 		}
-		rows = append(rows, rw)
+		rows = append(rows, unitRows...)
 	}
 	clearCaches()
 
@@ -368,7 +384,9 @@ func printTables(out io.Writer, rows []*row, cfg config) {
 
 // printBaselines prints, for each workload W run with W_Baseline (the same
 // work without the feature W measures, e.g. Changes without a feed), what
-// the feature costs each implementation: median(W) / median(W_Baseline) - 1.
+// the feature costs each implementation: the median over rounds of
+// W / W_Baseline - 1, each round's two measurements taken one after the
+// other (run).
 func printBaselines(out io.Writer, rs []*row, names []string) {
 	byName := map[string]*row{}
 	for _, r := range rs {
@@ -381,16 +399,30 @@ func printBaselines(out io.Writer, rs []*row, names []string) {
 		}
 		var parts []string
 		for i, n := range names {
-			w := median(values(r.samples[i], func(s sample) float64 { return s.V }))
-			b := median(values(base.samples[i], func(s sample) float64 { return s.V }))
-			if math.IsNaN(w) || math.IsNaN(b) {
+			ratios := pairedRatios(r.samples[i], base.samples[i])
+			if len(ratios) == 0 {
 				parts = append(parts, n+" n/a")
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s %+.0f%%", n, 100*(w/b-1)))
+			parts = append(parts, fmt.Sprintf("%s %+.0f%%", n, 100*(median(ratios)-1)))
 		}
-		fmt.Fprintf(out, "\n%s over %s_Baseline (time): %s\n", r.w.Name, r.w.Name, strings.Join(parts, ", "))
+		fmt.Fprintf(out, "\n%s over %s_Baseline (time, median of per-round ratios): %s\n", r.w.Name, r.w.Name, strings.Join(parts, ", "))
 	}
+}
+
+// pairedRatios returns w.V / b.V for each round that has a sample in both.
+func pairedRatios(w, b []sample) []float64 {
+	byRound := map[int]float64{}
+	for _, s := range b {
+		byRound[s.Round] = s.V
+	}
+	var out []float64
+	for _, s := range w {
+		if v, ok := byRound[s.Round]; ok && v > 0 {
+			out = append(out, s.V/v)
+		}
+	}
+	return out
 }
 
 // writeMarkdown prints a Markdown table with padded columns: the first and
