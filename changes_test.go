@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -414,21 +415,29 @@ func TestChangesSequencePins(t *testing.T) {
 	}
 	runtime.KeepAlive(dropped)
 	dropped = nil
-	// The collector runs the sequence's cleanup on a goroutine of its
-	// own, some time after it found the sequence unreachable.
+	awaitLogReused(t, db, tbl, it, "the unconsumed sequence was dropped")
+	it.Close()
+}
+
+// awaitLogReused collects garbage, writes and has reader read, until the
+// log is down to the segments of a log that its feeds follow (at most 4,
+// as in TestChangesLogReused), and fails if it is not soon. The collector
+// runs cleanups on a goroutine of its own, some time after it found their
+// objects unreachable.
+func awaitLogReused(t *testing.T, db *DB, tbl RWTable[*testObject], reader ChangeIterator[*testObject], after string) {
+	t.Helper()
 	for i := 0; ; i++ {
 		runtime.GC()
-		insertAndRead(t, db, tbl, changeLogSegment, 100, it)
+		insertAndRead(t, db, tbl, changeLogSegment, 100, reader)
 		n := len(logSegments(tbl))
 		if n <= 4 {
-			break
+			return
 		}
 		if i == 500 {
-			t.Fatalf("the log has %d segments after the unconsumed sequence was dropped", n)
+			t.Fatalf("the log has %d segments after %s", n, after)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	it.Close()
 }
 
 // TestChangesSealedSegments: a batch that spans many segments, some of
@@ -601,18 +610,7 @@ func TestChangesDroppedSequenceOfClosedFeed(t *testing.T) {
 		if n := len(logSegments(tbl)); n < 3 {
 			t.Fatalf("the log has %d segments while an unconsumed sequence pins 3", n)
 		}
-		for i := 0; ; i++ {
-			runtime.GC()
-			insertAndRead(t, db, tbl, changeLogSegment, 100, reader)
-			n := len(logSegments(tbl))
-			if n <= 4 {
-				break
-			}
-			if i == 500 {
-				t.Fatalf("closed %v: the log has %d segments after the feed and its unconsumed sequence were dropped", closeFeed, n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		awaitLogReused(t, db, tbl, reader, fmt.Sprintf("the feed (closed: %v) and its unconsumed sequence were dropped", closeFeed))
 		reader.Close()
 	}
 }
