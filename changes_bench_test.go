@@ -1,6 +1,10 @@
 package strata
 
-import "testing"
+import (
+	"slices"
+	"testing"
+	"time"
+)
 
 // The change feed benchmarks of cilium/statedb v0.9.4 (benchmarks_test.go),
 // doing the same work. One op:
@@ -114,6 +118,66 @@ func BenchmarkDB_Changes_Baseline(b *testing.B) {
 		b.Fatalf("NumObjects = %d, want 0", n)
 	}
 	reportObjectsPerSec(b, ops*numObjectsToInsert)
+}
+
+// BenchmarkDB_Changes_Paired measures the cost of one feed as
+// BenchmarkDB_Changes against _Baseline does, but in one process and op by
+// op: each op runs the work of both, on two databases, in alternating
+// order, and times each half. The machine's drift then hits both halves
+// alike, which makes it the steadier figure for comparing two builds:
+//
+//	go test -run '^$' -bench 'DB_Changes_Paired' -count 6 .
+//
+// It reports overhead-%, the ratio of the halves' total times less one,
+// and median-overhead-%, that of their medians, which leaves out the ops
+// that a collection slowed. The two halves share the heap and its
+// collector, so what the feed's extra live memory costs the collector is
+// split between them: the goal's figure is BenchmarkDB_Changes against
+// _Baseline.
+func BenchmarkDB_Changes_Paired(b *testing.B) {
+	db, tbl, it := changesFeed(b)
+	defer it.Close()
+	db0 := New()
+	tbl0 := newTestTable(b, db0, "test")
+	observed := func() {
+		insertIDs(b, db, tbl)
+		watch := changesConsume(b, db, it, false)
+		changesDeleteAll(b, db, tbl)
+		<-watch
+		changesConsume(b, db, it, true)
+	}
+	unobserved := func() {
+		insertIDs(b, db0, tbl0)
+		changesDeleteAll(b, db0, tbl0)
+	}
+	timed := func(op func()) time.Duration {
+		start := time.Now()
+		op()
+		return time.Since(start)
+	}
+	var withFeed, without []time.Duration
+	for i := 0; b.Loop(); i++ {
+		var f, u time.Duration
+		if i%2 == 0 {
+			f = timed(observed)
+			u = timed(unobserved)
+		} else {
+			u = timed(unobserved)
+			f = timed(observed)
+		}
+		withFeed, without = append(withFeed, f), append(without, u)
+	}
+	sum := func(ds []time.Duration) (t time.Duration) {
+		for _, d := range ds {
+			t += d
+		}
+		return t
+	}
+	b.ReportMetric(100*(float64(sum(withFeed))/float64(sum(without))-1), "overhead-%")
+	slices.Sort(withFeed)
+	slices.Sort(without)
+	f, u := withFeed[len(withFeed)/2], without[len(without)/2]
+	b.ReportMetric(100*(float64(f)/float64(u)-1), "median-overhead-%")
 }
 
 // changesFeed returns a new database's table "test" and a change feed of
