@@ -138,12 +138,13 @@ type segmentSummary struct {
 }
 
 // plain reports whether none of the changes of s supersedes a change
-// logged after position from, whose snapshot is at fromRev. It holds for
-// a segment wholly between from and the end of a later snapshot: a batch
-// read from from has all of its entries, at revisions above fromRev (as
-// the log is in revision order, but for what Restore logged), and none
-// supersedes a change of the batch if every prev is at most fromRev. (An
-// entryTruncate's prev is one below its revision.)
+// logged after position from, whose snapshot is at fromRev, for a segment
+// that the log goes on after: its entries after from are at revisions
+// above fromRev (the log is in revision order, but for what Restore
+// logged), and none of them supersedes a change of the batch if every
+// prev is at most fromRev. An entry's prev is below its revision (an
+// entryTruncate's one below), so the entries before from, at revisions up
+// to fromRev, do not change that.
 func (s *logSegment[Obj]) plain(fromRev Revision) bool {
 	return !s.sum.restored && s.sum.maxPrev <= fromRev
 }
@@ -800,7 +801,7 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 	inserts, upserts := false, false
 	for sp := range from.spans(to) {
 		s := sp.seg
-		if s != to.seg && sp.lo == 0 && s.plain(fromRev) {
+		if s != to.seg && s.plain(fromRev) {
 			// Nothing to look at; as for upserts, it may have some.
 			upserts = true
 			continue
