@@ -182,7 +182,7 @@ func BenchmarkDB_Changes_Paired(b *testing.B) {
 
 // changesFeed returns a new database's table "test" and a change feed of
 // it, registered in a transaction of its own.
-func changesFeed(b *testing.B) (*DB, RWTable[*testObject], ChangeIterator[*testObject]) {
+func changesFeed(b testing.TB) (*DB, RWTable[*testObject], ChangeIterator[*testObject]) {
 	db := New()
 	tbl := newTestTable(b, db, "test")
 	txn := db.WriteTxn(tbl)

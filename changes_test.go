@@ -373,11 +373,7 @@ func TestChangesLogReused(t *testing.T) {
 // from inside another sequence; one dropped unconsumed lets go of the log
 // when the garbage collector finds it; one consumed twice panics.
 func TestChangesSequencePins(t *testing.T) {
-	db := New()
-	tbl := newTestTable(t, db, "test")
-	txn := db.WriteTxn(tbl)
-	it, _ := tbl.Changes(txn)
-	txn.Commit()
+	db, tbl, it := changesFeed(t)
 	drain(t, it, db.ReadTxn())
 
 	// A late sequence: its changes were logged 3 segments before it is
@@ -446,11 +442,7 @@ func awaitLogReused(t *testing.T, db *DB, tbl RWTable[*testObject], reader Chang
 // each in a full segment in the middle of the batch, superseding changes
 // segments before. Each object comes once, in its newest state.
 func TestChangesSealedSegments(t *testing.T) {
-	db := New()
-	tbl := newTestTable(t, db, "test")
-	txn := db.WriteTxn(tbl)
-	it, _ := tbl.Changes(txn)
-	txn.Commit()
+	db, tbl, it := changesFeed(t)
 	drain(t, it, db.ReadTxn())
 	defer it.Close()
 
