@@ -152,18 +152,25 @@ func (s *logSegment[Obj]) plain(fromRev Revision) bool {
 // summarize computes the summary of the first n entries of s anew (its
 // restored flag stays).
 func (s *logSegment[Obj]) summarize(n int) {
-	sum := segmentSummary{restored: s.sum.restored}
+	sum := segmentSummary{restored: s.sum.restored, deletes: s.deletesIn(n)}
 	for i := range n {
-		e := &s.entries[i]
-		sum.maxPrev = max(sum.maxPrev, e.prev)
-		switch e.kind {
-		case entryDelete:
-			sum.deletes++
-		case entryTruncate:
-			sum.deletes += uint64(s.truncated(i).Len())
-		}
+		sum.maxPrev = max(sum.maxPrev, s.entries[i].prev)
 	}
 	s.sum = sum
+}
+
+// deletesIn returns the number of deletes the first n entries of s log.
+func (s *logSegment[Obj]) deletesIn(n int) uint64 {
+	var d uint64
+	for i, e := range s.entries[:n] {
+		switch e.kind {
+		case entryDelete:
+			d++
+		case entryTruncate:
+			d += uint64(s.truncated(i).Len())
+		}
+	}
+	return d
 }
 
 // logTrunc is the tree of objects an entryTruncate deleted.
@@ -203,22 +210,14 @@ type logPos[Obj any] struct {
 func (p logPos[Obj]) n() int { return int(p.seq - p.seg.seq) }
 
 // deletes returns the number of deletes logged before p (0 without a log).
-// It counts those of p's segment, so that a position stays two words and
-// appending keeps no count: only metrics and opening or reading a feed ask.
+// It counts those of p's segment, so that a position stays two words (the
+// segment's summary may count entries past p that a writer is appending):
+// only metrics and opening or reading a feed ask.
 func (p logPos[Obj]) deletes() uint64 {
 	if p.seg == nil {
 		return 0
 	}
-	d := p.seg.deletes
-	for i, e := range p.seg.entries[:p.n()] {
-		switch e.kind {
-		case entryDelete:
-			d++
-		case entryTruncate:
-			d += uint64(p.seg.truncated(i).Len())
-		}
-	}
-	return d
+	return p.seg.deletes + p.seg.deletesIn(p.n())
 }
 
 // startLog starts a new, empty change log for the table.
