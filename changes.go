@@ -283,10 +283,7 @@ func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 	if h == tt.log.seg {
 		return &logSegment[Obj]{chain: tt.log.seg.chain}
 	}
-	if !tt.pinRead {
-		tt.pin, tt.pinRead = tt.t.meta.feeds.lowestPin(), true
-	}
-	if !h.passed(tt.pin) {
+	if !h.passed(tt.feedsPin()) {
 		return &logSegment[Obj]{chain: tt.log.seg.chain}
 	}
 	// The old entries stay until overwritten: nothing reads past the end
@@ -298,11 +295,20 @@ func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 	return h
 }
 
+// feedsPin returns the oldest log position a feed may read, as the
+// transaction first read it (tableTxn.pin).
+func (tt *tableTxn[Obj]) feedsPin() uint64 {
+	if !tt.pinRead {
+		tt.pin, tt.pinRead = tt.t.meta.feeds.lowestPin(), true
+	}
+	return tt.pin
+}
+
 // trimLog leaves to the garbage collector the segments no feed reads but
 // as many as the transaction took (and two), which the next one will
 // likely reuse: a backlog that feeds read, or let go of, is not kept.
 func (tt *tableTxn[Obj]) trimLog() {
-	pin := tt.t.meta.feeds.lowestPin()
+	pin := tt.feedsPin()
 	passed := 0
 	for s := tt.logHead; s != tt.log.seg && s.passed(pin); s = s.next {
 		passed++

@@ -31,8 +31,8 @@ type tableTxn[Obj any] struct {
 	logHead *logSegment[Obj]
 	// segments is the number of segments the transaction added to the log.
 	segments int
-	// pin is the oldest log position a feed may read, as newSegment first
-	// read it in the transaction (pinRead). Pins only move forward, and a
+	// pin is the oldest log position a feed may read, as the transaction
+	// first read it (feedsPin, pinRead). Pins only move forward, and a
 	// feed registered since pins the end of the log, so an older reading
 	// is a safe one.
 	pin     uint64
