@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"weak"
 
 	"github.com/strata-db/strata/part"
 )
@@ -167,5 +168,36 @@ func TestManyTables(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestEndedWriteTxnsKeepNoGarbage: once the handles of ended write
+// transactions are unreachable, one collection frees what only their
+// snapshots held. (With a finalizer on the handles' blocks, the collector
+// kept them for one more cycle: a write-heavy program's dead trees were all
+// marked once more.)
+func TestEndedWriteTxnsKeepNoGarbage(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "test")
+	obj := &testObject{ID: 1}
+	gone := weak.Make(obj)
+	writeAndCommit := func(f func(WriteTxn)) {
+		txn := db.WriteTxn(tbl)
+		f(txn)
+		if _, err := txn.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeAndCommit(func(txn WriteTxn) { tbl.Insert(txn, obj) })
+	writeAndCommit(func(txn WriteTxn) { tbl.Delete(txn, obj) })
+	obj = nil
+	// Fill the blocks that hold handles which saw obj, so that none of
+	// them waits in the pool of partly used blocks.
+	for range 2 * handlesPerBlock {
+		db.WriteTxn(tbl).Abort()
+	}
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Fatal("a deleted object outlived a collection after every handle that saw it was dropped")
 	}
 }

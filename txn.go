@@ -154,34 +154,47 @@ type tableWriter interface {
 // which outlives the transaction (a handle used after Commit must say
 // ErrTransactionClosed); the state it points to is pooled and reused once
 // the transaction ended (BenchmarkDB_WriteTxn_1). Handles are allocated in
-// blocks, which carry the finalizer that reports forgotten transactions.
+// blocks, which carry the cleanup that aborts forgotten transactions.
 type txnHandle struct {
 	// w is the transaction's state while it is open, nil once it ended.
 	w *writeTxn
 	// root, once the transaction ended, is the snapshot reads through the
 	// handle see: the one Commit published, or the one it started from.
 	root *dbRoot
+	// open is the handle's slot in its block's openTxns, which holds w
+	// while the transaction is open.
+	open **writeTxn
 }
 
 var writeTxnPool = sync.Pool{New: func() any { return new(writeTxn) }}
 
-// handlesPerBlock is how many handles share an allocation and a finalizer.
-// A finalizer costs more than the rest of an empty transaction
-// (BenchmarkDB_WriteTxn_CommitOnly_1Table); sharing it makes it cheap. The price:
-// a forgotten transaction is reported once every handle of its block is
-// unreachable, and a handle that is kept keeps the snapshots its block's
+// handlesPerBlock is how many handles share an allocation and a cleanup.
+// A cleanup costs more than the rest of an empty transaction
+// (BenchmarkDB_WriteTxn_CommitOnly_1Table); sharing it makes it cheap. The
+// price: a forgotten transaction is aborted once every handle of its block
+// is unreachable, and a handle that is kept keeps the snapshots its block's
 // other handles read after their transactions ended. Sixteen keeps both
 // small.
 const handlesPerBlock = 16
 
 // handleBlock is an allocation of handles, handed out in order. Partly
 // used blocks wait in handleBlocks; one that the pool drops (the garbage
-// collector empties sync.Pools) is finalized once its handles are
+// collector empties sync.Pools) is cleaned up once its handles are
 // unreachable, like a full one.
+//
+// The cleanup (runtime.AddCleanup) sees only the block's openTxns, not the
+// block. A finalizer would see the block, and so keep it, and every
+// snapshot its handles read, for one more collection: the garbage
+// collector would mark a write-heavy program's old trees once more after
+// they died (BenchmarkDB_Changes_Baseline, whose live heap this tripled).
 type handleBlock struct {
 	used    int // handles handed out; only the goroutine holding the block touches it
 	handles [handlesPerBlock]txnHandle
+	open    *openTxns
 }
+
+// openTxns holds the transactions of a block's handles that are open.
+type openTxns [handlesPerBlock]*writeTxn
 
 var handleBlocks sync.Pool
 
@@ -189,23 +202,16 @@ var handleBlocks sync.Pool
 func newHandle(w *writeTxn) *txnHandle {
 	b, _ := handleBlocks.Get().(*handleBlock)
 	if b == nil {
-		b = new(handleBlock)
-		runtime.SetFinalizer(b, (*handleBlock).finalize)
+		b = &handleBlock{open: new(openTxns)}
+		runtime.AddCleanup(b, abortForgotten, b.open)
 	}
 	h := &b.handles[b.used]
-	h.w = w
+	h.w, h.open = w, &b.open[b.used]
+	*h.open = w
 	if b.used++; b.used < handlesPerBlock {
 		handleBlocks.Put(b)
 	}
 	return h
-}
-
-// finalize runs when no handle of b is reachable any more: a handle whose
-// transaction is still open was forgotten.
-func (b *handleBlock) finalize() {
-	for i := range b.handles[:b.used] {
-		b.handles[i].forgotten()
-	}
 }
 
 // writeTxn is the state of an open write transaction.
@@ -355,26 +361,29 @@ func (h *txnHandle) Abort() {
 // transaction's state.
 func (h *txnHandle) end() {
 	w := h.w
-	h.root, h.w = w.root, nil
+	h.root, h.w, *h.open = w.root, nil, nil
 	*w = writeTxn{}
 	writeTxnPool.Put(w)
 }
 
-// forgotten runs when the garbage collector found h unreachable: if its
-// transaction was neither committed nor aborted, it reports it and aborts
-// it, unlocking its tables.
-func (h *txnHandle) forgotten() {
-	w := h.w
-	if w == nil {
-		return
+// abortForgotten runs when the garbage collector found every handle of a
+// block unreachable: a transaction still open in it was neither committed
+// nor aborted, and is reported and aborted, which unlocks its tables.
+func abortForgotten(open *openTxns) {
+	for _, w := range open {
+		if w == nil {
+			continue
+		}
+		names := make([]string, len(w.locked))
+		for i, lt := range w.locked {
+			names[i] = lt.meta.name
+		}
+		slog.Error("strata: write transaction was neither committed nor aborted; aborting it",
+			"tables", strings.Join(names, ","))
+		w.abort()
+		*w = writeTxn{}
+		writeTxnPool.Put(w)
 	}
-	names := make([]string, len(w.locked))
-	for i, lt := range w.locked {
-		names[i] = lt.meta.name
-	}
-	slog.Error("strata: write transaction was neither committed nor aborted; aborting it",
-		"tables", strings.Join(names, ","))
-	h.Abort()
 }
 
 // commit publishes the transaction's writes and ends it, returning the new
