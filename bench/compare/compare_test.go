@@ -31,7 +31,7 @@ func TestBaselineRounds(t *testing.T) {
 	old := flag.Lookup("test.benchtime").Value.String()
 	defer flag.Set("test.benchtime", old)
 	var out, progress strings.Builder
-	cfg := config{count: 2, benchtime: "1x", filter: "^Changes", out: &out, progress: &progress}
+	cfg := config{count: 2, benchtime: "1x", filter: "^Changes(_Reused)?(_Baseline)?$", out: &out, progress: &progress}
 	if err := run(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,17 @@ func TestBaselineRounds(t *testing.T) {
 			order = append(order, f[0])
 		}
 	}
-	if want := []string{"Changes", "Changes_Baseline", "Changes", "Changes_Baseline"}; strings.Join(order, " ") != strings.Join(want, " ") {
+	want := []string{
+		"Changes", "Changes_Baseline", "Changes", "Changes_Baseline",
+		"Changes_Reused", "Changes_Reused_Baseline", "Changes_Reused", "Changes_Reused_Baseline",
+	}
+	if strings.Join(order, " ") != strings.Join(want, " ") {
 		t.Errorf("workloads ran in the order %v, want %v", order, want)
 	}
-	if !strings.Contains(out.String(), "Changes over Changes_Baseline (time, median of per-round ratios): strata ") {
-		t.Errorf("no cost line for Changes in:\n%s", out.String())
+	for _, w := range []string{"Changes", "Changes_Reused"} {
+		if line := w + " over " + w + "_Baseline (time, median of per-round ratios): strata "; !strings.Contains(out.String(), line) {
+			t.Errorf("no cost line for %s in:\n%s", w, out.String())
+		}
 	}
 
 	got := pairedRatios(
