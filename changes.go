@@ -872,9 +872,16 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 // truncateChanges yields the deletes of an entryTruncate at rev, of the
 // objects of tree, but those in superseded. It reports whether to go on.
 // superseded is a copy, for the same reason as in logChanges.
+//
+// It reads the tree with a pull iterator, so that each delete costs one
+// call through a function value, to yield: a range over the tree would add
+// one to the loop body (about a fifth of a delete's delivery).
 func truncateChanges[Obj any](tree part.Tree[object[Obj]], rev Revision, superseded revSet, yield func(Change[Obj], Revision) bool) bool {
-	for _, o := range tree.All() {
-		if !superseded.has(rev) && !yield(Change[Obj]{Object: o.obj, Revision: rev, Deleted: true}, rev) {
+	var it part.Iterator[object[Obj]]
+	it.Reset(tree)
+	none := superseded.empty()
+	for _, o, ok := it.Next(); ok; _, o, ok = it.Next() {
+		if (none || !superseded.has(rev)) && !yield(Change[Obj]{Object: o.obj, Revision: rev, Deleted: true}, rev) {
 			return false
 		}
 		rev++
