@@ -176,10 +176,17 @@ type expvarTable struct {
 	vars                      expvar.Map
 }
 
+// The methods below run on every write transaction. Each atomic write costs
+// about as much as the rest of a small transaction's bookkeeping, so they
+// make none that would leave the value as it was: no sum or maximum of a
+// zero wait, and no store of a gauge that did not change.
+
 func (t *expvarTable) LockWait(d time.Duration) {
 	t.lockWaits.Add(1)
-	t.lockWaitTotal.Add(int64(d))
-	t.lockWaitMax.observe(int64(d))
+	if d > 0 {
+		t.lockWaitTotal.Add(int64(d))
+		t.lockWaitMax.observe(int64(d))
+	}
 }
 
 func (t *expvarTable) WriteTxn(held time.Duration, committed bool) {
@@ -192,14 +199,23 @@ func (t *expvarTable) WriteTxn(held time.Duration, committed bool) {
 }
 
 func (t *expvarTable) Committed(objects int, revision uint64, graveyard int) {
-	t.objects.Set(int64(objects))
+	setInt(&t.objects, int64(objects))
 	t.revision.Store(revision)
-	t.graveyard.Set(int64(graveyard))
+	setInt(&t.graveyard, int64(graveyard))
 }
 
 func (t *expvarTable) ChangeFeeds(count int, lag uint64) {
-	t.feeds.Set(int64(count))
-	t.feedLag.Store(lag)
+	setInt(&t.feeds, int64(count))
+	if t.feedLag.Load() != lag {
+		t.feedLag.Store(lag)
+	}
+}
+
+// setInt sets the gauge v to x, with no write if it holds x already.
+func setInt(v *expvar.Int, x int64) {
+	if v.Value() != x {
+		v.Set(x)
+	}
 }
 
 // uintVar is an unsigned 64-bit expvar.Var: revisions and counters, which

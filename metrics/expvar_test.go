@@ -26,12 +26,16 @@ func TestExpVar_Values(t *testing.T) {
 	tbl.LockWait(3 * time.Microsecond)
 	tbl.LockWait(time.Microsecond)
 	tbl.LockWait(2 * time.Microsecond)
+	tbl.LockWait(0) // counted, adds nothing
 	tbl.WriteTxn(10*time.Microsecond, true)
 	tbl.WriteTxn(20*time.Microsecond, false)
 	tbl.WriteTxn(30*time.Microsecond, true)
 	tbl.Committed(5, 1<<63+1, 2)
 	tbl.Committed(3, 1<<63+2, 1) // gauges: the latest wins
+	tbl.Committed(3, 1<<63+2, 1) // unchanged
 	tbl.ChangeFeeds(2, 9)
+	tbl.ChangeFeeds(0, 0)
+	tbl.ChangeFeeds(0, 9)
 
 	got, ok := e.Values("t")
 	if !ok {
@@ -39,8 +43,8 @@ func TestExpVar_Values(t *testing.T) {
 	}
 	want := metrics.TableValues{
 		Objects: 3, Revision: 1<<63 + 2, Graveyard: 1,
-		ChangeFeeds: 2, ChangeFeedLag: 9,
-		Committed: 2, Aborted: 1, LockWaits: 3,
+		ChangeFeeds: 0, ChangeFeedLag: 9,
+		Committed: 2, Aborted: 1, LockWaits: 4,
 		LockWaitTotal: 6 * time.Microsecond, LockWaitMax: 3 * time.Microsecond,
 		HeldTotal: 60 * time.Microsecond,
 	}
@@ -55,8 +59,8 @@ func TestExpVar_Values(t *testing.T) {
 	}
 	wantJSON := map[string]uint64{
 		"objects": 3, "revision": 1<<63 + 2, "graveyard": 1,
-		"change_feeds": 2, "change_feed_lag": 9,
-		"write_txns_committed": 2, "write_txns_aborted": 1, "lock_waits": 3,
+		"change_feeds": 0, "change_feed_lag": 9,
+		"write_txns_committed": 2, "write_txns_aborted": 1, "lock_waits": 4,
 		"lock_wait_ns_total": 6000, "lock_wait_ns_max": 3000, "held_ns_total": 60000,
 	}
 	if len(all) != 1 || len(all["t"]) != len(wantJSON) {
