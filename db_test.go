@@ -181,16 +181,25 @@ func TestEndedWriteTxnsKeepNoGarbage(t *testing.T) {
 	tbl := newTestTable(t, db, "test")
 	obj := &testObject{ID: 1}
 	gone := weak.Make(obj)
-	writeAndCommit := func(f func(WriteTxn)) {
-		txn := db.WriteTxn(tbl)
-		f(txn)
-		if _, err := txn.Commit(); err != nil {
-			t.Fatal(err)
-		}
+	txn := db.WriteTxn(tbl)
+	if _, _, err := tbl.Insert(txn, obj); err != nil {
+		t.Fatal(err)
 	}
-	writeAndCommit(func(txn WriteTxn) { tbl.Insert(txn, obj) })
-	writeAndCommit(func(txn WriteTxn) { tbl.Delete(txn, obj) })
-	obj = nil
+	rtxn, err := txn.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, found := tbl.Get(rtxn, idIndex.Query(1)); !found {
+		t.Fatal("the object was not stored")
+	}
+	txn = db.WriteTxn(tbl)
+	if _, hadOld, err := tbl.Delete(txn, obj); err != nil || !hadOld {
+		t.Fatalf("Delete = %v, %v", hadOld, err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	obj, rtxn, txn = nil, nil, nil
 	// Fill the blocks that hold handles which saw obj, so that none of
 	// them waits in the pool of partly used blocks.
 	for range 2 * handlesPerBlock {
