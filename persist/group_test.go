@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -88,6 +89,17 @@ func TestGroupCommit(t *testing.T) {
 			tables := make([]strata.RWTable[*item], writers)
 			for i := range tables {
 				tables[i] = itemTable(t, s, db, fmt.Sprint("g", i), nil)
+			}
+			// The first leader waits for a commit to queue behind it, so
+			// that a group forms however the writers are scheduled.
+			var first sync.Once
+			s.group.onApply = func() {
+				first.Do(func() {
+					deadline := time.Now().Add(10 * time.Second)
+					for s.group.queued.Load() == 0 && time.Now().Before(deadline) {
+						time.Sleep(time.Millisecond)
+					}
+				})
 			}
 			acked, failed := groupWriters(t, db, tables, rounds, objects)
 			for i, err := range failed {
