@@ -280,10 +280,7 @@ func (tt *tableTxn[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revisio
 func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 	tt.segments++
 	h := tt.logHead
-	if h == tt.log.seg {
-		return &logSegment[Obj]{chain: tt.log.seg.chain}
-	}
-	if !h.passed(tt.feedsPin()) {
+	if h == tt.log.seg || !h.passed(tt.feedsPin()) {
 		return &logSegment[Obj]{chain: tt.log.seg.chain}
 	}
 	// The old entries stay until overwritten: nothing reads past the end
@@ -871,7 +868,6 @@ func (t *table[Obj]) logChanges(from, to logPos[Obj], fromRev, toRev Revision, y
 
 // truncateChanges yields the deletes of an entryTruncate at rev, of the
 // objects of tree, but those in superseded. It reports whether to go on.
-// superseded is a copy, for the same reason as in logChanges.
 //
 // It reads the tree with a pull iterator, so that each delete costs one
 // call through a function value, to yield: a range over the tree would add
