@@ -18,6 +18,12 @@
 //	}
 //	nodes, err := strata.NewTable(db, "nodes", byID, byName)
 //
+// An index whose key type has a text form (integers, strings, bools,
+// floats, byte slices, times, netip addresses and prefixes, and any type
+// with encoding.TextUnmarshaler) takes keys typed as text and shows its
+// keys in errors without more code; other indexes set Index.FromString
+// and Index.ToString, built from package index's parsers and formatters.
+//
 // # Snapshots and transactions
 //
 // Every table index is a persistent adaptive radix tree (package part). A

@@ -72,5 +72,6 @@ var (
 	ErrRestoreInput = errors.New("inconsistent objects to restore")
 )
 
-// errNoFromString: the index has no FromString function.
+// errNoFromString: the index has no FromString function, and its key type
+// no default text form.
 var errNoFromString = errors.New("index does not parse string keys (no FromString)")

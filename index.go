@@ -15,7 +15,13 @@ type Indexer[Obj any] interface {
 	// objectKeys returns the function that gives an object's keys, which
 	// the table calls directly on every write.
 	objectKeys() func(Obj) index.KeySet
+	// fromString parses a key typed as text (Index.FromString, or its
+	// default).
 	fromString(string) (index.Key, error)
+	// keyString renders a key for people (Index.ToString, or its default,
+	// or index.Key.String). The text may hold any byte: quote it (%q) in
+	// messages.
+	keyString(index.Key) string
 }
 
 // Index defines an index of a table of Obj, queried with keys of type Key.
@@ -30,6 +36,30 @@ type Indexer[Obj any] interface {
 // A unique index holds at most one object per key: inserting an object whose
 // key another object holds fails with ErrUniqueConstraint. A non-unique index
 // holds any number of objects per key.
+//
+// # Keys as text
+//
+// Tools (the untyped table access, command lines, HTTP queries) take keys
+// typed as text, and error messages show keys; FromString and ToString are
+// how. Both are optional and have defaults when the Key type has a text
+// form of its own:
+//
+//   - a type whose pointer implements encoding.TextUnmarshaler, such as
+//     time.Time (RFC 3339), netip.Addr and netip.Prefix, uses it (and
+//     encoding.TextMarshaler, to render);
+//   - otherwise a string, bool, integer, float or byte-slice type, named or
+//     not, is written as package strconv writes it (integers in base 10),
+//     and a byte slice in hexadecimal with a leading "0x".
+//
+// The default FromString reads the text into a Key and encodes it with
+// FromKey, so it is right however FromKey encodes. The default ToString
+// decodes the key with the decoders of package index that fit the Key type
+// and shows the value's text only if that text, read back and encoded with
+// FromKey, gives the very same key; it never shows a value the key does not
+// hold. Where it cannot (a composite, a custom encoding), the key is shown
+// by index.Key's String: as text if printable, else in hex. Set FromString
+// and ToString for composite keys (index.CompositeParser and
+// index.CompositeFormatter) and other encodings of your own.
 type Index[Obj any, Key any] struct {
 	// Name names the index in queries and errors. It must match
 	// NamePattern and be unique within the table.
@@ -39,8 +69,16 @@ type Index[Obj any, Key any] struct {
 	// FromKey encodes a query key.
 	FromKey func(key Key) index.Key
 	// FromString, optional, parses a key typed by a person (command-line
-	// tools, HTTP queries) and encodes it.
+	// tools, HTTP queries) and encodes it, as the parsers of package
+	// index do (index.Uint64String, index.FromString, ...). Without it,
+	// the default described above applies, if the Key type has one.
 	FromString func(key string) (index.Key, error)
+	// ToString, optional, renders an encoded key as text for people, the
+	// inverse of FromString, as the formatters of package index do
+	// (index.FormatUint64, ...). When it fails, the key is shown by
+	// index.Key's String. Without it, the default described above
+	// applies.
+	ToString func(key index.Key) (string, error)
 	// Unique makes the index hold at most one object per key.
 	Unique bool
 }
@@ -50,10 +88,29 @@ func (i Index[Obj, Key]) isUnique() bool                     { return i.Unique }
 func (i Index[Obj, Key]) objectKeys() func(Obj) index.KeySet { return i.FromObject }
 
 func (i Index[Obj, Key]) fromString(s string) (index.Key, error) {
-	if i.FromString == nil {
-		return nil, errNoFromString
+	if i.FromString != nil {
+		return i.FromString(s)
 	}
-	return i.FromString(s)
+	if i.FromKey != nil {
+		if k, ok, err := parseKeyText[Key](s); ok {
+			if err != nil {
+				return nil, err
+			}
+			return i.FromKey(k), nil
+		}
+	}
+	return nil, errNoFromString
+}
+
+func (i Index[Obj, Key]) keyString(k index.Key) string {
+	if i.ToString != nil {
+		if s, err := i.ToString(k); err == nil {
+			return s
+		}
+	} else if s, ok := defaultKeyString(i.FromKey, k); ok {
+		return s
+	}
+	return k.String()
 }
 
 // Query returns a query for objects whose key in this index is key (or,

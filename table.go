@@ -205,6 +205,9 @@ type indexDef[Obj any] struct {
 	unique     bool
 	fromObject func(Obj) index.KeySet
 	fromString func(string) (index.Key, error)
+	// keyString renders a key of the index for error messages and tools
+	// (Indexer.keyString).
+	keyString func(index.Key) string
 }
 
 // object is what the index trees store: the object and the revision it was
@@ -328,6 +331,7 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 			unique:     ix.isUnique(),
 			fromObject: keys,
 			fromString: ix.fromString,
+			keyString:  ix.keyString,
 		})
 	}
 	t.empty = &tableState[Obj]{

@@ -48,4 +48,42 @@
 //     secondary key share the prefix AppendEscaped(nil, key).
 //   - A field with several values (tags, addresses): a KeySet holding one
 //     key per value. A KeySet of one key does not allocate.
+//
+// # Keys as text, and back to values
+//
+// Every encoder Foo has a decoder, a parser and a formatter:
+//
+//   - DecodeFoo(k) is the inverse of Foo: for a key Foo makes it returns a
+//     value v with Foo(v) equal to k (where Foo maps several values to one
+//     key, one of them: +0 for -0, one NaN, the UTC time of an instant),
+//     and for any other key an error wrapping ErrMalformedKey;
+//   - FooString(text) reads a value typed by a person and encodes it as
+//     Foo does (statedb's names: Uint64String, FromString for strings);
+//   - FormatFoo(k) renders a key of Foo as the text FooString reads back
+//     to the same key.
+//
+// Parsers have the signature of strata.Index's FromString and formatters
+// that of its ToString, so an index can name them as they are. The text
+// forms are the standard library's:
+//
+//   - integers in base 10 (strconv.ParseInt, strconv.ParseUint), refused
+//     when out of range for the width;
+//   - Float64 as strconv.ParseFloat reads it ("1.5", "-1e9", "NaN",
+//     "+Inf"), written in the shortest form that reads back exactly;
+//   - Bool as strconv.ParseBool reads it ("true", "0", ...), written
+//     "true" or "false";
+//   - String as the text itself;
+//   - Bytes in hexadecimal, with or without a leading "0x", written with
+//     it;
+//   - Time in RFC 3339 with optional fractional seconds
+//     (time.RFC3339Nano), written in UTC;
+//   - NetIPAddr and NetIPPrefix as netip.ParseAddr and netip.ParsePrefix
+//     read them ("10.0.0.1", "fe80::1%eth0", "10.1.2.3/8"), and the empty
+//     text for the zero Addr or Prefix, as their UnmarshalText does;
+//   - composites as their parts' texts joined by a separator
+//     (CompositeParser, CompositeFormatter).
+//
+// A parser's error wraps ErrParseKey. A formatter's wraps ErrMalformedKey
+// when the key is not one its encoder makes, and ErrNoTextForm when no
+// text reads back to it (a time after year 9999, say).
 package index

@@ -2,7 +2,6 @@ package index
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 )
@@ -19,11 +18,6 @@ const (
 )
 
 var zeroByte = []byte{escapeByte}
-
-// ErrMalformedKey is the error, possibly wrapped with details, returned
-// by UnescapeNext and SplitComposite for input that no escaping could
-// have produced. Test for it with errors.Is.
-var ErrMalformedKey = errors.New("index: malformed key")
 
 // AppendEscaped appends k to dst in escaped form: every 0x00 byte of k
 // becomes 0x00 0xff, and the terminator 0x00 0x01 follows.

@@ -2,8 +2,10 @@ package index_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"slices"
 
 	"github.com/strata-db/strata/index"
@@ -78,4 +80,51 @@ func ExampleKeySet() {
 	// red
 	// blue
 	// 1 0x0000000000000007
+}
+
+// Keys typed as text and shown as text: each encoder's parser reads what
+// its formatter writes.
+func ExampleUint64String() {
+	k, err := index.Uint64String("1234")
+	fmt.Println(k, err)
+	text, _ := index.FormatUint64(k)
+	fmt.Println(text)
+	_, err = index.Uint64String("-1")
+	fmt.Println(errors.Is(err, index.ErrParseKey))
+	// Output:
+	// 0x00000000000004d2 <nil>
+	// 1234
+	// true
+}
+
+// A composite index of (region, prefix) queried from text such as
+// "eu-west|10.0.0.0/8", and its keys shown the same way. Text with only
+// the leading parts gives a prefix of the keys, for prefix queries.
+func ExampleCompositeParser() {
+	parse := index.CompositeParser("|", index.FromString, index.NetIPPrefixString)
+	format := index.CompositeFormatter("|", index.FormatString, index.FormatNetIPPrefix)
+
+	k, _ := parse("eu-west|10.0.0.0/8")
+	full := index.Composite(index.String("eu-west"), index.NetIPPrefix(netip.MustParsePrefix("10.0.0.0/8")))
+	fmt.Println(k.Equal(full))
+	fmt.Println(format(k))
+
+	p, _ := parse("eu-west")
+	fmt.Println(bytes.HasPrefix(k, p))
+	// Output:
+	// true
+	// eu-west|10.0.0.0/8 <nil>
+	// true
+}
+
+// Decoding a key gives back the value it was made from.
+func ExampleDecodeNetIPPrefix() {
+	k := index.NetIPPrefix(netip.MustParsePrefix("10.1.2.3/8"))
+	p, err := index.DecodeNetIPPrefix(k)
+	fmt.Println(p, p.Masked(), err)
+	_, err = index.DecodeNetIPPrefix(k[:5])
+	fmt.Println(errors.Is(err, index.ErrMalformedKey))
+	// Output:
+	// 10.1.2.3/8 10.0.0.0/8 <nil>
+	// true
 }
