@@ -32,15 +32,9 @@ var (
 		Unique:     true,
 	}
 	tagsIndex = Index[*testObject, string]{
-		Name: "tags",
-		FromObject: func(o *testObject) index.KeySet {
-			keys := make([]index.Key, 0, o.Tags.Len())
-			for t := range o.Tags.All() {
-				keys = append(keys, index.String(t))
-			}
-			return index.NewKeySet(keys...)
-		},
-		FromKey: index.String,
+		Name:       "tags",
+		FromObject: func(o *testObject) index.KeySet { return index.Set(o.Tags) },
+		FromKey:    index.String,
 	}
 	valueIndex = Index[*testObject, int]{
 		Name:       "value",

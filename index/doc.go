@@ -47,7 +47,9 @@
 //     entries of different objects never collide and all entries of one
 //     secondary key share the prefix AppendEscaped(nil, key).
 //   - A field with several values (tags, addresses): a KeySet holding one
-//     key per value. A KeySet of one key does not allocate.
+//     key per value. A KeySet of one key does not allocate. Set makes one
+//     from a part.Set, StringSlice and Slice from a slice, Seq and Seq2
+//     from an iterator, StringMap from a map's keys.
 //
 // # Keys as text, and back to values
 //

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/part"
 )
 
 // An index over signed integers: sorting the keys with bytes.Compare, as
@@ -127,4 +128,24 @@ func ExampleDecodeNetIPPrefix() {
 	// Output:
 	// 10.1.2.3/8 10.0.0.0/8 <nil>
 	// true
+}
+
+// A tag index: one key per element of a part.Set field, for FromObject.
+func ExampleSet() {
+	type host struct {
+		name string
+		tags part.Set[string]
+	}
+	h := host{"web-1", part.NewSet("prod", "eu", "web")}
+	keys := index.Set(h.tags)
+	for k := range keys.All() {
+		fmt.Println(k)
+	}
+	ports := index.Slice(index.Uint16, []uint16{443, 80})
+	fmt.Println(ports.Len(), ports.Contains(index.Uint16(80)))
+	// Output:
+	// eu
+	// prod
+	// web
+	// 2 true
 }
