@@ -41,6 +41,11 @@ type WriteTxn interface {
 	//
 	// After Commit, reads through the transaction see the snapshot Commit
 	// returned, and writes fail with ErrTransactionClosed.
+	//
+	// If the persistence layer panics while it writes the changes (a
+	// codec's bug, say), Commit aborts the transaction, unlocks its
+	// tables, and then panics again with the same value: the transaction
+	// is over and the database is as it was before it, as for an error.
 	Commit() (ReadTxn, error)
 
 	// Abort throws the transaction's writes away and unlocks its tables.
@@ -355,6 +360,9 @@ func (h *txnHandle) Commit() (ReadTxn, error) {
 	root, err := w.commit()
 	h.end()
 	if err != nil {
+		if p, ok := err.(*journalPanic); ok {
+			panic(p.value)
+		}
 		return nil, err
 	}
 	return root, nil
@@ -466,23 +474,49 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 // is published and outside db.mu, so commits of other tables can share the
 // journal's writes (group commit).
 func (w *writeTxn) writeJournal() error {
-	var b JournalBatch
 	for i := range w.locked {
+		if lt := &w.locked[i]; lt.state != nil && lt.w.journaled() {
+			return w.writeRecord(i)
+		}
+	}
+	return nil
+}
+
+// journalPanic is the error writeRecord returns for a panic in the
+// journal: commit cleans up as for any error, and Commit panics again with
+// value.
+type journalPanic struct{ value any }
+
+func (p *journalPanic) Error() string { return fmt.Sprintf("journal panicked: %v", p.value) }
+
+// writeRecord writes the record of the journaled tables, the first of
+// which is w.locked[first]. The journal is code of the persistence layer
+// and of its user (codecs): a panic in it is recovered into a
+// *journalPanic, so that the transaction is aborted and its tables
+// unlocked before the panic goes on (TestJournalPanic).
+func (w *writeTxn) writeRecord(first int) (err error) {
+	var b JournalBatch
+	committing := false
+	defer func() {
+		if r := recover(); r != nil {
+			if b != nil && !committing {
+				b.Discard()
+			}
+			err = &journalPanic{value: r}
+		}
+	}()
+	b = w.db.journal.Begin()
+	for i := first; i < len(w.locked); i++ {
 		lt := &w.locked[i]
 		if lt.state == nil || !lt.w.journaled() {
 			continue
-		}
-		if b == nil {
-			b = w.db.journal.Begin()
 		}
 		if err := lt.w.writeJournal(b); err != nil {
 			b.Discard()
 			return fmt.Errorf("table %q: journal: %w", lt.meta.name, err)
 		}
 	}
-	if b == nil {
-		return nil
-	}
+	committing = true
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
