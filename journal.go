@@ -43,6 +43,12 @@ type TableJournal[Obj any] interface {
 // through tj into j's record of the commit before the commit is published.
 // txn must have locked tbl. Attaching a table that is already
 // attached replaces its TableJournal.
+//
+// A nil tj stops journaling the table's writes for the rest of txn, and
+// undoes an attachment made earlier in txn; the table keeps the
+// TableJournal it had for later transactions. A loader uses it to restore
+// what the journal already holds without writing it back: SetJournal(nil),
+// Restore, then SetJournal(tj) to attach the table from the commit on.
 func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJournal[Obj]) error {
 	t := tbl.(*table[Obj])
 	tt, err := t.writeState(txn)

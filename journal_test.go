@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -282,4 +283,119 @@ func TestJournalAttachWithoutWrites(t *testing.T) {
 	if j.commits != 1 || len(j.objects) != 1 {
 		t.Fatalf("table attached in a transaction without writes: %d journal commits, %v", j.commits, j.objects)
 	}
+}
+
+// panicTableJournal is a TableJournal whose Upsert panics, as a codec with
+// a bug would.
+type panicTableJournal struct{ memTableJournal }
+
+func (panicTableJournal) Upsert(JournalBatch, []byte, *testObject, Revision) error {
+	panic("codec bug")
+}
+
+// TestJournalPanic checks that a panic in the journal during Commit aborts
+// the transaction and unlocks its tables before it goes on: the database
+// is as before, the tables can be locked again at once, and the handle
+// reports the transaction closed.
+func TestJournalPanic(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t")
+	plain := newTestTable(t, db, "plain")
+	j := &memJournal{objects: map[string]int{}}
+	txn := db.WriteTxn(tbl)
+	if err := SetJournal(txn, tbl, j, panicTableJournal{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	before := db.ReadTxn()
+
+	txn = db.WriteTxn(tbl, plain)
+	mustInsert(t, tbl, txn, &testObject{ID: 1})
+	mustInsert(t, plain, txn, &testObject{ID: 2})
+	func() {
+		defer func() {
+			if r := recover(); r != "codec bug" {
+				t.Fatalf("Commit recovered %v, want the journal's panic", r)
+			}
+		}()
+		txn.Commit()
+		t.Fatal("Commit returned")
+	}()
+	if _, err := txn.Commit(); !errors.Is(err, ErrTransactionClosed) {
+		t.Fatalf("Commit after the panic: %v", err)
+	}
+	txn.Abort() // does nothing: the transaction ended
+	now := db.ReadTxn()
+	if tbl.NumObjects(now) != 0 || plain.NumObjects(now) != 0 || tbl.Revision(now) != tbl.Revision(before) {
+		t.Fatalf("the panicked commit changed the database")
+	}
+	// Both tables are unlocked: a transaction that waits for them would
+	// hang, so take them with a context that is already done if they are
+	// not free.
+	locked, err := db.WriteTxnContext(canceledContext(), tbl, plain)
+	if err != nil {
+		t.Fatalf("tables still locked after the panic: %v", err)
+	}
+	locked.Abort()
+}
+
+// TestSetJournalNil checks that SetJournal with a nil TableJournal keeps
+// a transaction's writes (a Restore) out of the journal, and that the
+// table stays attached for later transactions.
+func TestSetJournalNil(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t")
+	j := &memJournal{objects: map[string]int{}}
+	txn := db.WriteTxn(tbl)
+	if err := SetJournal(txn, tbl, j, memTableJournal{}); err != nil {
+		t.Fatal(err)
+	}
+	txn.Commit()
+
+	txn = db.WriteTxn(tbl)
+	if err := SetJournal[*testObject](txn, tbl, j, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+		yield(&testObject{ID: 1}, 10)
+	}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if j.commits != 0 || len(j.objects) != 0 {
+		t.Fatalf("restore after SetJournal(nil) was journaled: %d commits, %v", j.commits, j.objects)
+	}
+	txn = db.WriteTxn(tbl)
+	mustInsert(t, tbl, txn, &testObject{ID: 2})
+	if _, err := txn.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if j.commits != 1 || len(j.objects) != 1 {
+		t.Fatalf("table not attached after SetJournal(nil): %d commits, %v", j.commits, j.objects)
+	}
+}
+
+func TestTableDB(t *testing.T) {
+	db := New()
+	if tbl := newTestTable(t, db, "t"); tbl.DB() != db {
+		t.Fatal("DB() is not the table's database")
+	}
+}
+
+func mustInsert(t *testing.T, tbl RWTable[*testObject], txn WriteTxn, obj *testObject) {
+	t.Helper()
+	if _, _, err := tbl.Insert(txn, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func canceledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }

@@ -35,6 +35,8 @@ var maxKeyLen = MaxKeyLen
 type TableMeta interface {
 	// Name returns the table's name.
 	Name() TableName
+	// DB returns the database the table belongs to.
+	DB() *DB
 	// Indexes returns the names of the table's indexes, the primary first.
 	Indexes() []string
 	// NumObjects returns the number of objects in the table.
@@ -357,6 +359,7 @@ func (s *tableState[Obj]) logged() bool { return s.log.seg != nil }
 
 func (t *table[Obj]) tableMeta() *tableMeta        { return &t.meta }
 func (t *table[Obj]) Name() TableName              { return t.meta.name }
+func (t *table[Obj]) DB() *DB                      { return t.meta.db }
 func (t *table[Obj]) Indexes() []string            { return append([]string(nil), t.meta.indexes...) }
 func (t *table[Obj]) PrimaryIndexer() Indexer[Obj] { return t.primary }
 func (t *table[Obj]) ToTable() Table[Obj]          { return t }
