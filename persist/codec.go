@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -13,8 +14,13 @@ import (
 //
 // Every stored value carries the codec's Version. Decode gets the version
 // the value was written with: a codec that changed its encoding keeps
-// reading old values (see WithMigration), and a value written by a newer
-// version than the codec knows is refused with ErrUnknownVersion.
+// reading old values (see Versioned, which hands them to a migration), and
+// a value written by a newer version than the codec knows is refused with
+// ErrUnknownVersion.
+//
+// The store and snapshots also record the codec's name (CodecNamer) and
+// version with the table, and refuse a table written by another codec
+// unless the version went up (ErrSchemaMismatch).
 type Codec[Obj any] interface {
 	// Version is the version of the encoding Append writes.
 	Version() uint32
@@ -30,24 +36,50 @@ type Codec[Obj any] interface {
 var ErrUnknownVersion = errors.New("value written by an unknown, newer codec version")
 
 // JSON returns a codec that stores objects as encoding/json does: easy and
-// readable, not fast. Its version is 1.
+// readable, not fast. Its name is "json" and its version 1.
+//
+// encoding/json decodes any record into any struct, dropping the fields it
+// does not know and leaving the ones it does not find zero: the schema
+// check (ErrSchemaMismatch) catches a table of another type, but not a
+// field renamed within the same type. StrictJSON refuses unknown fields.
 func JSON[Obj any]() Codec[Obj] { return jsonCodec[Obj]{} }
 
-type jsonCodec[Obj any] struct{}
+// StrictJSON is JSON, except that a record with a field the object type
+// does not have fails to decode: a field renamed or removed without a
+// migration is an error at load, not a value silently dropped. It writes
+// what JSON writes and has the same name and version, so a table may switch
+// between the two.
+func StrictJSON[Obj any]() Codec[Obj] { return jsonCodec[Obj]{strict: true} }
+
+type jsonCodec[Obj any] struct{ strict bool }
 
 func (jsonCodec[Obj]) Version() uint32 { return 1 }
+
+// CodecName returns "json".
+func (jsonCodec[Obj]) CodecName() string { return "json" }
 
 func (jsonCodec[Obj]) Append(dst []byte, obj Obj) ([]byte, error) {
 	b, err := json.Marshal(obj)
 	return append(dst, b...), err
 }
 
-func (jsonCodec[Obj]) Decode(data []byte, version uint32) (obj Obj, err error) {
+func (c jsonCodec[Obj]) Decode(data []byte, version uint32) (obj Obj, err error) {
 	if version != 1 {
 		return obj, fmt.Errorf("json codec: version %d: %w", version, ErrUnknownVersion)
 	}
-	err = json.Unmarshal(data, &obj)
-	return obj, err
+	if !c.strict {
+		err = json.Unmarshal(data, &obj)
+		return obj, err
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&obj); err != nil {
+		return obj, err
+	}
+	if d.More() {
+		return obj, errors.New("json codec: data after the value")
+	}
+	return obj, nil
 }
 
 // BinaryObject is the constraint of Binary: a pointer to T that appends
@@ -60,13 +92,16 @@ type BinaryObject[T any] interface {
 
 // Binary returns a codec for objects of type *T that implement
 // encoding.BinaryAppender and encoding.BinaryUnmarshaler, the fastest way
-// to store them. Its version is 1. UnmarshalBinary must copy the bytes it
+// to store them. Its name is "binary" and its version 1. UnmarshalBinary must copy the bytes it
 // keeps (the standard library's contract).
 func Binary[T any, PT BinaryObject[T]]() Codec[PT] { return binaryCodec[T, PT]{} }
 
 type binaryCodec[T any, PT BinaryObject[T]] struct{}
 
 func (binaryCodec[T, PT]) Version() uint32 { return 1 }
+
+// CodecName returns "binary".
+func (binaryCodec[T, PT]) CodecName() string { return "binary" }
 
 func (binaryCodec[T, PT]) Append(dst []byte, obj PT) ([]byte, error) { return obj.AppendBinary(dst) }
 
@@ -93,6 +128,9 @@ type Funcs[Obj any] struct {
 // Version returns V.
 func (f Funcs[Obj]) Version() uint32 { return f.V }
 
+// CodecName returns "funcs".
+func (f Funcs[Obj]) CodecName() string { return "funcs" }
+
 // Append calls Enc.
 func (f Funcs[Obj]) Append(dst []byte, obj Obj) ([]byte, error) { return f.Enc(dst, obj) }
 
@@ -110,6 +148,12 @@ func (f Funcs[Obj]) Decode(data []byte, version uint32) (Obj, error) {
 // version with current, and hands values of older versions to migrate, which
 // turns them into today's objects. Values of newer versions are refused with
 // ErrUnknownVersion. version must be above every version already stored.
+// Its name is current's: with a higher version, the object type and the
+// codec may change (the migration reads the old values).
+//
+// The migration gets the stored bytes and their version, and decodes them
+// as the codec of that version did, however different (JSON bytes for a
+// codec that is Binary now, say).
 func Versioned[Obj any](current Codec[Obj], version uint32, migrate func(data []byte, version uint32) (Obj, error)) Codec[Obj] {
 	return versioned[Obj]{current: current, version: version, migrate: migrate}
 }
@@ -121,6 +165,8 @@ type versioned[Obj any] struct {
 }
 
 func (v versioned[Obj]) Version() uint32 { return v.version }
+
+func (v versioned[Obj]) CodecName() string { return codecName(v.current) }
 
 func (v versioned[Obj]) Append(dst []byte, obj Obj) ([]byte, error) {
 	return v.current.Append(dst, obj)

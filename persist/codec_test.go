@@ -95,8 +95,14 @@ func TestSchemaEvolution(t *testing.T) {
 	if tbl.NumObjects(db.ReadTxn()) != 0 {
 		t.Fatal("a refused load left objects")
 	}
-	if ok, _ := tbl.Initialized(db.ReadTxn()); ok {
-		t.Fatal("a refused load marked the table initialized")
+	// Refused before any initializer, and writes to it are refused.
+	if ok, _ := tbl.Initialized(db.ReadTxn()); !ok {
+		t.Fatal("a table refused before loading waits for an initializer")
+	}
+	txn := db.WriteTxn(tbl)
+	tbl.Insert(txn, &item{ID: 9})
+	if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("commit to a refused table: %v", err)
 	}
 	closeStore(t, s)
 

@@ -199,7 +199,7 @@ func openBank(s *Store) (*bank, error) {
 	b := &bank{db: strata.New()}
 	b.accounts = strata.MustNewTable(b.db, "accounts", accountByID, accountByBalance)
 	b.transfers = strata.MustNewTable(b.db, "transfers", transferBySeq, transferByFrom)
-	err := RegisterAll(s, b.db,
+	err := s.Register(
 		Table(b.accounts, Binary[account]()),
 		Table(b.transfers, JSON[*transfer]()))
 	return b, err

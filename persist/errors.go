@@ -25,4 +25,28 @@ var (
 	// Every later commit to a persisted table fails with it; close the
 	// store and open it again (after fixing the cause) to go on.
 	ErrStoreFailed = errors.New("store failed and refuses writes until reopened")
+	// ErrSchemaMismatch: the store or the snapshot holds a table of that
+	// name written with another codec or for another object type than the
+	// table's binding (Table) names, and the codec's version did not go up
+	// to migrate it. The error says what is stored and what is bound now.
+	ErrSchemaMismatch = errors.New("stored table has another codec or object type")
+	// ErrKeyChanged: a stored object's primary key, computed with the
+	// table's primary index as it is now, is not the key it is stored
+	// under: the primary index changed since the object was written.
+	// Register with the Rekey option to rewrite the stored keys.
+	ErrKeyChanged = errors.New("stored object's primary key changed")
+	// ErrNotLoaded: a commit wrote a table whose registration has not
+	// succeeded: it is loading, or it failed (then the error wraps why).
+	// Nothing was written or published. Register the table again (or fix
+	// the cause) before writing to it.
+	ErrNotLoaded = errors.New("table is registered with the store but not loaded")
+	// ErrForeignTable: a table was given with a database it does not
+	// belong to (Register's db argument).
+	ErrForeignTable = errors.New("table belongs to another database")
+	// ErrTableUnknown: Drop or Rename named a table the store does not
+	// hold.
+	ErrTableUnknown = errors.New("no such table in the store")
+	// ErrTableExists: Rename's new name is taken by a table the store
+	// holds.
+	ErrTableExists = errors.New("a table of that name exists in the store")
 )

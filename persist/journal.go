@@ -3,6 +3,7 @@ package persist
 import (
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -39,6 +40,12 @@ type journalBatch struct {
 // Guarded by BenchmarkCommit.
 func (jb *journalBatch) Commit() (err error) {
 	s := jb.s
+	if jb.b.Empty() {
+		// Nothing to write: a commit that changed no object or revision
+		// of a persisted table (a registration's first commit).
+		jb.Discard()
+		return nil
+	}
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if err := s.usable(); err != nil {
@@ -93,6 +100,11 @@ type tableJournal[Obj any] struct {
 	codec   Codec[Obj]
 	version uint32
 	keys    tableKeys
+	// refused, while set, is the error every write of the table fails
+	// with: the table is attached while it loads, and stays attached,
+	// refusing writes, if loading fails (ErrNotLoaded). Register sets it;
+	// commits read it with the table locked.
+	refused atomic.Pointer[error]
 	buf     []byte
 	// last is the highest revision upserted into the batch lastBatch
 	// (generation lastGen) records: if the table's revision after the
@@ -103,6 +115,28 @@ type tableJournal[Obj any] struct {
 }
 
 var _ strata.TableJournal[int] = (*tableJournal[int])(nil)
+
+func newTableJournal[Obj any](codec Codec[Obj], keys tableKeys) *tableJournal[Obj] {
+	return &tableJournal[Obj]{codec: codec, version: codec.Version(), keys: keys}
+}
+
+// refuse makes every write of the table fail with err; a nil err accepts
+// writes.
+func (tj *tableJournal[Obj]) refuse(err error) {
+	if err == nil {
+		tj.refused.Store(nil)
+		return
+	}
+	tj.refused.Store(&err)
+}
+
+// refusal returns the error writes fail with, or nil.
+func (tj *tableJournal[Obj]) refusal() error {
+	if p := tj.refused.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
 
 // maxRetainedBuf is the largest scratch buffer a table keeps between
 // objects.
@@ -117,6 +151,9 @@ const maxRetainedBuf = 64 << 10
 // No allocation per object for a codec that does not allocate; guarded by
 // BenchmarkCommit and TestUpsertAllocs.
 func (tj *tableJournal[Obj]) Upsert(b strata.JournalBatch, primaryKey []byte, obj Obj, rev strata.Revision) error {
+	if err := tj.refusal(); err != nil {
+		return err
+	}
 	jb := b.(*journalBatch)
 	buf := appendValueHeader(tj.buf[:0], tj.version, rev)
 	buf, err := tj.codec.Append(buf, obj)
@@ -139,6 +176,9 @@ func (tj *tableJournal[Obj]) Upsert(b strata.JournalBatch, primaryKey []byte, ob
 
 // Delete records the deletion of the object with the primary key.
 func (tj *tableJournal[Obj]) Delete(b strata.JournalBatch, primaryKey []byte) error {
+	if err := tj.refusal(); err != nil {
+		return err
+	}
 	jb := b.(*journalBatch)
 	prefix := tj.keys.prefix
 	op := jb.b.DeleteDeferred(len(prefix) + len(primaryKey))
@@ -149,6 +189,9 @@ func (tj *tableJournal[Obj]) Delete(b strata.JournalBatch, primaryKey []byte) er
 // DeleteAll records the deletion of all of the table's objects: one range
 // deletion over the table's keys.
 func (tj *tableJournal[Obj]) DeleteAll(b strata.JournalBatch) error {
+	if err := tj.refusal(); err != nil {
+		return err
+	}
 	return b.(*journalBatch).b.DeleteRange(tj.keys.prefix, tj.keys.upper, nil)
 }
 
@@ -159,7 +202,15 @@ func (tj *tableJournal[Obj]) DeleteAll(b strata.JournalBatch) error {
 // delete, whose object is gone, records it; so every later load finds a
 // revision at least as high as any handed out. (One record less per
 // commit: BenchmarkCommit/Buffered/objects=1/journal.)
+//
+// While the table refuses writes, SetRevision writes nothing and succeeds:
+// a commit that wrote no object (one that only registers an initializer,
+// as Register's first does) is not a write of the table, and one that did
+// fails at its first object.
 func (tj *tableJournal[Obj]) SetRevision(b strata.JournalBatch, rev strata.Revision) error {
+	if tj.refused.Load() != nil {
+		return nil
+	}
 	jb := b.(*journalBatch)
 	if tj.lastBatch == jb && tj.lastGen == jb.gen && tj.last == rev {
 		tj.lastBatch = nil

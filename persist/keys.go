@@ -10,6 +10,7 @@ import (
 //
 //	'm' "format"           -> uvarint store format, uvarint Pebble format major version
 //	'c' table name         -> uvarint table id                 (the catalog)
+//	's' table id (4 bytes) -> the table's schema (schema.go)    (store format 2)
 //	'r' table id (4 bytes) -> uvarint table revision
 //	't' table id (4 bytes) primary key -> value                 (the objects)
 //
@@ -23,6 +24,7 @@ const (
 	tagMeta     = 'm'
 	tagCatalog  = 'c'
 	tagRevision = 'r'
+	tagSchema   = 's'
 	tagTable    = 't'
 )
 
@@ -36,6 +38,9 @@ var (
 )
 
 func catalogKey(name string) []byte { return append([]byte{tagCatalog}, name...) }
+
+// schemaKey is the key of the schema of table id: what the table holds.
+func schemaKey(id uint32) []byte { return binary.BigEndian.AppendUint32([]byte{tagSchema}, id) }
 
 // tableKeys are the keys of one table, computed once at registration.
 type tableKeys struct {

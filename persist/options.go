@@ -90,5 +90,7 @@ const pebbleFormat = pebble.FormatTableFormatV6
 
 // storeFormat is the version of the layout this package writes on top of
 // Pebble (keys.go). A store written with a higher one is refused with
-// ErrNewerFormat.
-const storeFormat = 1
+// ErrNewerFormat. Format 2 added the tables' schemas, which format 1 did
+// not record: Open raises a format 1 store to 2, and Register checks a
+// table without a recorded schema against nothing and records its own.
+const storeFormat = 2

@@ -1,10 +1,10 @@
 package persist
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"iter"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -15,43 +15,81 @@ import (
 // while it loads (strata.RWTable.RegisterInitializer).
 const InitializerName = "persist"
 
-// Register makes table durable in s, with codec encoding its objects, and
-// loads into it the objects s holds for it. table must be empty (register
-// tables before writing to them). Tables are known in the store by name:
-// a table registered under the name of a table stored earlier gets that
-// table's objects back.
+// Register makes the tables durable in s and loads into each the objects s
+// holds for it; several load in parallel, one goroutine each. It returns
+// the errors of the tables that failed, joined; the others are registered.
+// Each table's database is its own (strata.TableMeta.DB): tables of several
+// databases may share a store.
 //
-// Register works in three steps:
+// Tables are known in the store by name: a table registered under the name
+// of a table stored earlier gets that table's objects back, if it was stored
+// with the same codec and object type (or the codec's version went up to
+// migrate it: see Table and Versioned), and if every object's primary key,
+// computed with the table's primary index as it is now, is the key it was
+// stored under (see Rekey). Secondary indexes are not stored: they are
+// rebuilt as the objects are loaded, so they may change freely between runs.
 //
-//  1. in a write transaction, it registers an initializer,
-//     InitializerName, and commits, so that from then on the table reads
-//     as not initialized (Initialized is false, PendingInitializers names
-//     it);
+// Register works in three steps, for each table:
+//
+//  1. it refuses, before anything else, a table whose name is registered
+//     already (ErrAlreadyRegistered), one whose database has another
+//     journal (strata.ErrJournalConflict), one stored with another codec
+//     or type (ErrSchemaMismatch, ErrUnknownVersion) and one that is not
+//     empty (strata.ErrTableNotEmpty: register tables before writing to
+//     them). The last two are left attached to s, refusing writes: every
+//     commit that writes them fails with ErrNotLoaded. Then, in a write
+//     transaction, it attaches the table to s, refusing writes while it
+//     loads, and registers an initializer, InitializerName, so that from
+//     then on the table reads as not initialized (Initialized is false,
+//     PendingInitializers names it);
 //  2. it reads the table's stored objects, decoded, in primary key order,
 //     with one scan bounded to the table's keys, without holding the
-//     table's lock;
+//     table's lock, checking each object's primary key;
 //  3. in a second write transaction, it restores them (strata.Restore:
 //     secondary indexes are rebuilt, the table's revision continues
-//     above the stored one), attaches the table to s (strata.SetJournal),
-//     marks the initializer done, and commits. Readers see the loaded
-//     table, initialized, all at once.
+//     above the stored one), marks the initializer done, and commits;
+//     from then on commits that write the table write it to s. Readers see
+//     the loaded table, initialized, all at once.
 //
-// If Register fails the table stays not initialized. Errors:
-// ErrUnknownVersion (a value written by a newer codec version),
-// ErrCorrupt, ErrAlreadyRegistered, ErrClosed, ErrStoreFailed, the codec's
-// decoding errors, and strata's (ErrTableNotEmpty, ErrJournalConflict);
-// each wrapped with the table's name.
-//
-// Register may be called concurrently for different tables: they load in
-// parallel (see RegisterAll).
-func Register[Obj any](s *Store, db *strata.DB, table strata.RWTable[Obj], codec Codec[Obj]) (err error) {
-	name := table.Name()
+// If loading fails (a value that does not decode, ErrKeyChanged,
+// ErrUnknownVersion, ErrCorrupt, ErrStoreFailed, ErrClosed), the table stays
+// not initialized and every commit that writes it fails with ErrNotLoaded
+// wrapping the registration's error, so that no write is acknowledged that
+// the next start would not find. Register may be called again for the
+// table (with a codec that migrates, say): when it succeeds, the table is
+// loaded and initialized. Errors are wrapped with the table's name.
+func (s *Store) Register(tables ...TableBinding) error {
+	if len(tables) == 1 {
+		return tables[0].register(s)
+	}
+	errs := make([]error, len(tables))
+	var wg sync.WaitGroup
+	for i, t := range tables {
+		wg.Go(func() { errs[i] = t.register(s) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Register registers one table with s: it is s.Register(Table(table,
+// codec)), the older form of the call, which also names the table's
+// database: if db is not the table's, it fails with ErrForeignTable.
+func Register[Obj any](s *Store, db *strata.DB, table strata.RWTable[Obj], codec Codec[Obj]) error {
+	if db != table.DB() {
+		return fmt.Errorf("persist: table %q: %w", table.Name(), ErrForeignTable)
+	}
+	return s.Register(Table(table, codec))
+}
+
+// register is Store.Register for one table.
+func (b *binding[Obj]) register(s *Store) (err error) {
+	name := b.tbl.Name()
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("persist: table %q: %w", name, err)
+			err = wrapTableErr(name, err)
 		}
 	}()
-	id, err := s.claimTable(name)
+	reg, err := s.claimTable(name, b.sch)
 	if err != nil {
 		return err
 	}
@@ -60,42 +98,104 @@ func Register[Obj any](s *Store, db *strata.DB, table strata.RWTable[Obj], codec
 			s.unclaimTable(name)
 		}
 	}()
-	keys := makeTableKeys(id)
+	if b.primaryKeys == nil {
+		return errors.New("the table's primary index is of an unknown kind")
+	}
+	tj := newTableJournal(b.codec, makeTableKeys(reg.id))
+	tj.refuse(fmt.Errorf("%w: loading", ErrNotLoaded))
+	db := b.tbl.DB()
 
-	txn := db.WriteTxn(table)
-	done := table.RegisterInitializer(txn, InitializerName)
+	// Step 1: refuse what needs no scan, attach the table (refusing writes)
+	// and mark it not initialized.
+	txn := db.WriteTxn(b.tbl)
+	refusal := checkSchema(reg.stored, b.sch)
+	if n := b.tbl.NumObjects(txn); refusal == nil && n != 0 {
+		refusal = fmt.Errorf("%d objects: %w", n, strata.ErrTableNotEmpty)
+	}
+	if err := strata.SetJournal(txn, b.tbl, s, tj); err != nil {
+		txn.Abort()
+		return err
+	}
+	if refusal != nil {
+		// Attached, without an initializer: the table refuses writes
+		// (the commit writes nothing).
+		tj.refuse(fmt.Errorf("%w: %w", ErrNotLoaded, wrapTableErr(name, refusal)))
+		if _, err := txn.Commit(); err != nil {
+			return errors.Join(refusal, err)
+		}
+		return refusal
+	}
+	done := s.pendingInit(name, b.tbl)
+	if done == nil {
+		// A registration that failed left its initializer pending: this
+		// one completes it rather than adding one nothing would complete.
+		done = b.tbl.RegisterInitializer(txn, InitializerName)
+	}
 	if _, err := txn.Commit(); err != nil {
 		return err
 	}
+	s.setPendingInit(name, b.tbl, done)
+	defer func() {
+		if err != nil {
+			tj.refuse(fmt.Errorf("%w: %w", ErrNotLoaded, wrapTableErr(name, err)))
+		}
+	}()
 	if testHookLoading != nil {
 		testHookLoading(name)
 	}
 
-	objects, rev, err := scan(s, codec, keys)
+	// Step 2: read the stored objects.
+	ld, err := b.scan(s, tj.keys)
 	if err != nil {
 		return err
 	}
-	txn = db.WriteTxn(table)
+
+	// Step 3: load them, attach the table for writing, and complete.
+	txn = db.WriteTxn(b.tbl)
 	defer txn.Abort()
-	err = strata.Restore(txn, table, func(yield func(Obj, strata.Revision) bool) {
-		for i := range objects {
-			if !yield(objects[i].obj, objects[i].rev) {
+	// What is restored is in the store already: not journaled.
+	if err := strata.SetJournal[Obj](txn, b.tbl, s, nil); err != nil {
+		return err
+	}
+	err = strata.Restore(txn, b.tbl, func(yield func(Obj, strata.Revision) bool) {
+		for i := range ld.objects {
+			if !yield(ld.objects[i].obj, ld.objects[i].rev) {
 				return
 			}
 		}
-	}, rev)
+	}, ld.revision)
 	if err != nil {
 		return err
 	}
-	tj := &tableJournal[Obj]{codec: codec, version: codec.Version(), keys: keys}
-	if err := strata.SetJournal(txn, table, s, tj); err != nil {
+	if err := strata.SetJournal(txn, b.tbl, s, tj); err != nil {
 		return err
 	}
 	done(txn)
+	if len(ld.moves) > 0 || reg.stored == nil || *reg.stored != b.sch {
+		// Loaded: the keys and the schema now stored are those of the
+		// binding.
+		if err := s.rewriteTable(reg.id, tj.keys, ld.moves, b.sch); err != nil {
+			return err
+		}
+	}
+	tj.refuse(nil)
 	// The commit goes through the store (a record of the table's
 	// revision).
-	_, err = txn.Commit()
-	return err
+	if _, err = txn.Commit(); err != nil {
+		return err
+	}
+	s.setPendingInit(name, nil, nil)
+	return nil
+}
+
+// wrapTableErr wraps err with the table's name, unless the message begins
+// with it already (strata's errors name the table).
+func wrapTableErr(name string, err error) error {
+	prefix := fmt.Sprintf("table %q: ", name)
+	if msg := err.Error(); len(msg) >= len(prefix) && msg[:len(prefix)] == prefix {
+		return fmt.Errorf("persist: %w", err)
+	}
+	return fmt.Errorf("persist: %s%w", prefix, err)
 }
 
 // revObject is a loaded object and its revision.
@@ -104,112 +204,201 @@ type revObject[Obj any] struct {
 	rev strata.Revision
 }
 
+// loaded is what scan read of a table.
+type loaded[Obj any] struct {
+	objects  []revObject[Obj]
+	revision strata.Revision
+	// moves are the objects whose primary key changed, when the binding
+	// has Rekey.
+	moves []keyMove
+}
+
+// keyMove is a stored object whose key is now another: its stored key, its
+// new key, and its stored value.
+type keyMove struct {
+	from, to, value []byte
+}
+
 // scan reads the table's stored revision and its objects, decoded, in
-// primary key order, with one scan bounded to the table's keys. It runs
+// primary key order, with one scan bounded to the table's keys, and checks
+// that each object's primary key is the key it is stored under. It runs
 // before the table is locked: the lock is held only while the trees are
 // built (scanning first and building after is also faster than
 // interleaving the two: BenchmarkRecovery).
-func scan[Obj any](s *Store, codec Codec[Obj], keys tableKeys) (objs []revObject[Obj], rev strata.Revision, err error) {
+//
+// The iterator's keys and values are only valid until it moves: the codec
+// copies what it keeps (its contract).
+func (b *binding[Obj]) scan(s *Store, keys tableKeys) (ld loaded[Obj], err error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if err := s.usable(); err != nil {
-		return nil, 0, err
+		return ld, err
 	}
 	defer recoverFatal(&err)
-	rev, err = s.storedRevision(keys)
-	if err != nil {
-		return nil, 0, err
+	if ld.revision, err = s.storedRevision(keys); err != nil {
+		return ld, err
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: keys.prefix, UpperBound: keys.upper})
 	if err != nil {
-		return nil, 0, err
+		return ld, err
 	}
 	defer it.Close()
-	seq, decodeErr := decodeAll(it, codec, len(keys.prefix))
-	for o, r := range seq {
-		objs = append(objs, revObject[Obj]{o, r})
+	known := b.codec.Version()
+	for it.First(); it.Valid(); it.Next() {
+		key := it.Key()[len(keys.prefix):]
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return ld, err
+		}
+		version, rev, data, err := parseValue(v)
+		if err != nil {
+			return ld, fmt.Errorf("key %s: %w", renderKey(key), err)
+		}
+		if version > known {
+			return ld, fmt.Errorf("key %s: value version %d, codec version %d: %w", renderKey(key), version, known, ErrUnknownVersion)
+		}
+		obj, err := b.codec.Decode(data, version)
+		if err != nil {
+			return ld, fmt.Errorf("key %s: decode: %w", renderKey(key), err)
+		}
+		// An object without exactly one primary key is refused by
+		// Restore (strata.ErrPrimaryKey).
+		if pks := b.primaryKeys(obj); pks.Len() == 1 && !bytes.Equal(pks.At(0), key) {
+			if !b.opts.rekey {
+				return ld, fmt.Errorf("object stored under key %s has key %s in primary index %q now (register with persist.Rekey to rewrite the stored keys): %w",
+					renderKey(key), renderKey(pks.At(0)), b.tbl.Indexes()[0], ErrKeyChanged)
+			}
+			ld.moves = append(ld.moves, keyMove{from: bytes.Clone(key), to: bytes.Clone(pks.At(0)), value: bytes.Clone(v)})
+		}
+		ld.objects = append(ld.objects, revObject[Obj]{obj, rev})
 	}
-	if *decodeErr != nil {
-		return nil, 0, *decodeErr
-	}
-	return objs, rev, it.Error()
+	return ld, it.Error()
 }
+
+// renderKey renders a stored key in an error message.
+func renderKey(key []byte) string { return fmt.Sprintf("%x", key) }
 
 // testHookLoading, if set, runs in Register between the commit that marks
 // the table not initialized and the load.
 var testHookLoading func(table string)
 
-// decodeAll returns the objects under the iterator's bounds, decoded, in
-// key order. The iterator's keys and values are only valid until it moves:
-// the codec copies what it keeps (its contract). A failure stops the
-// sequence and is left in *err.
-func decodeAll[Obj any](it *pebble.Iterator, codec Codec[Obj], prefixLen int) (iter.Seq2[Obj, strata.Revision], *error) {
-	var err error
-	known := codec.Version()
-	seq := func(yield func(Obj, strata.Revision) bool) {
-		for it.First(); it.Valid(); it.Next() {
-			v, verr := it.ValueAndErr()
-			if verr != nil {
-				err = verr
-				return
-			}
-			version, rev, data, perr := parseValue(v)
-			if perr != nil {
-				err = fmt.Errorf("key %x: %w", it.Key()[prefixLen:], perr)
-				return
-			}
-			if version > known {
-				err = fmt.Errorf("key %x: value version %d, codec version %d: %w", it.Key()[prefixLen:], version, known, ErrUnknownVersion)
-				return
-			}
-			obj, derr := codec.Decode(data, version)
-			if derr != nil {
-				err = fmt.Errorf("key %x: decode: %w", it.Key()[prefixLen:], derr)
-				return
-			}
-			if !yield(obj, rev) {
-				return
-			}
-		}
-	}
-	return seq, &err
+// registration is a table's entry in the catalog, as claimTable found it.
+type registration struct {
+	id     uint32
+	stored *schema // nil if none is recorded
 }
 
-// claimTable marks name registered and returns its id, entering a new
-// table into the catalog (durably, before any of its objects can be
-// written).
-func (s *Store) claimTable(name string) (_ uint32, err error) {
+// claimTable marks name registered and returns its catalog entry, entering
+// a new table into the catalog, with its schema, durably, before any of its
+// objects can be written.
+func (s *Store) claimTable(name string, sch schema) (_ registration, err error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if err := s.usable(); err != nil {
-		return 0, err
+		return registration{}, err
 	}
 	defer recoverFatal(&err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.registered[name] {
-		return 0, ErrAlreadyRegistered
+		return registration{}, ErrAlreadyRegistered
 	}
-	id, ok := s.catalog[name]
+	e, ok := s.catalog[name]
 	if !ok {
-		id = s.nextID
+		id := s.nextID
 		if id == 0 {
-			return 0, errors.New("table ids exhausted")
+			return registration{}, errors.New("table ids exhausted")
 		}
-		if err := s.db.Set(catalogKey(name), binary.AppendUvarint(nil, uint64(id)), pebble.Sync); err != nil {
-			return 0, err
+		b := s.db.NewBatch()
+		defer b.Close()
+		if err := b.Set(catalogKey(name), binary.AppendUvarint(nil, uint64(id)), nil); err != nil {
+			return registration{}, err
 		}
-		s.catalog[name] = id
+		if err := b.Set(schemaKey(id), appendSchema(nil, sch), nil); err != nil {
+			return registration{}, err
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			return registration{}, err
+		}
+		e = catalogEntry{id: id, schema: &sch}
+		s.catalog[name] = e
 		s.nextID++
 	}
 	s.registered[name] = true
-	return id, nil
+	return registration{id: e.id, stored: e.schema}, nil
 }
 
 func (s *Store) unclaimTable(name string) {
 	s.mu.Lock()
 	delete(s.registered, name)
 	s.mu.Unlock()
+}
+
+// pendingInit returns the initializer that a failed registration of tbl
+// under name left pending, or nil.
+func (s *Store) pendingInit(name string, tbl strata.TableMeta) func(strata.WriteTxn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.pending[name]; ok && p.table == tbl {
+		return p.done
+	}
+	return nil
+}
+
+// setPendingInit records the initializer of tbl's registration until it
+// succeeds; a nil tbl forgets it.
+func (s *Store) setPendingInit(name string, tbl strata.TableMeta, done func(strata.WriteTxn)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tbl == nil {
+		delete(s.pending, name)
+		return
+	}
+	s.pending[name] = pendingInit{table: tbl, done: done}
+}
+
+// pendingInit is the initializer of a registration that has not succeeded.
+type pendingInit struct {
+	table strata.TableMeta
+	done  func(strata.WriteTxn)
+}
+
+// rewriteTable writes, in one synced batch, the table's objects whose key
+// changed under their new keys (the stored ones deleted first) and the
+// table's schema.
+func (s *Store) rewriteTable(id uint32, keys tableKeys, moves []keyMove, sch schema) (err error) {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	defer recoverFatal(&err)
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, m := range moves {
+		if err := b.Delete(append(bytes.Clone(keys.prefix), m.from...), nil); err != nil {
+			return err
+		}
+	}
+	for _, m := range moves {
+		if err := b.Set(append(bytes.Clone(keys.prefix), m.to...), m.value, nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Set(schemaKey(id), appendSchema(nil, sch), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for name, e := range s.catalog {
+		if e.id == id {
+			s.catalog[name] = catalogEntry{id: id, schema: &sch}
+		}
+	}
+	s.mu.Unlock()
+	return nil
 }
 
 // storedRevision returns the table's stored revision, 0 if none.
@@ -227,28 +416,4 @@ func (s *Store) storedRevision(keys tableKeys) (strata.Revision, error) {
 		return 0, fmt.Errorf("table revision: %w", err)
 	}
 	return rev, nil
-}
-
-// TableSpec is a table to register with RegisterAll; make one with Table.
-type TableSpec struct {
-	register func(*Store, *strata.DB) error
-}
-
-// Table returns the TableSpec of table with codec, for RegisterAll.
-func Table[Obj any](table strata.RWTable[Obj], codec Codec[Obj]) TableSpec {
-	return TableSpec{register: func(s *Store, db *strata.DB) error {
-		return Register(s, db, table, codec)
-	}}
-}
-
-// RegisterAll registers the tables, loading them in parallel (one
-// goroutine each), and returns the errors of those that failed, joined.
-func RegisterAll(s *Store, db *strata.DB, tables ...TableSpec) error {
-	errs := make([]error, len(tables))
-	var wg sync.WaitGroup
-	for i, t := range tables {
-		wg.Go(func() { errs[i] = t.register(s, db) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

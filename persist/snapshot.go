@@ -8,43 +8,17 @@ import (
 	"github.com/strata-db/strata"
 )
 
-// SnapshotTable is a table bound to the codec that writes its objects into
-// snapshots and reads them back. Create one with Snapshot.
-type SnapshotTable interface {
-	table() strata.TableMeta
-	codecVersion() uint32
-	// write writes the table's objects as seen by txn.
-	write(ow *snapObjectWriter, txn strata.ReadTxn) error
-	// restore fills the table, in txn, with the records that or reads;
-	// e is the table's entry in the snapshot's header.
-	restore(txn strata.WriteTxn, or *snapObjectReader, e *snapshotEntry) error
-}
-
-// Snapshot binds tbl to codec for WriteSnapshot and ReadSnapshot. The same
-// value serves both: writing reads the table, reading restores it.
-func Snapshot[Obj any](tbl strata.RWTable[Obj], codec Codec[Obj]) SnapshotTable {
-	return snapshotTable[Obj]{tbl: tbl, codec: codec}
-}
-
-type snapshotTable[Obj any] struct {
-	tbl   strata.RWTable[Obj]
-	codec Codec[Obj]
-}
-
-func (s snapshotTable[Obj]) table() strata.TableMeta { return s.tbl }
-func (s snapshotTable[Obj]) codecVersion() uint32    { return s.codec.Version() }
-
 // write is the export's hot loop (BenchmarkSnapshotExport): one codec call
 // into a reused buffer and one copy into the block per object, no
 // allocation.
-func (s snapshotTable[Obj]) write(ow *snapObjectWriter, txn strata.ReadTxn) error {
+func (b *binding[Obj]) write(ow *snapObjectWriter, txn strata.ReadTxn) error {
 	var (
 		value = ow.bw.scratch
 		err   error
 	)
-	for obj, rev := range s.tbl.All(txn) {
-		if value, err = s.codec.Append(value[:0], obj); err != nil {
-			return fmt.Errorf("table %q: encoding the object at revision %d: %w", s.tbl.Name(), rev, err)
+	for obj, rev := range b.tbl.All(txn) {
+		if value, err = b.codec.Append(value[:0], obj); err != nil {
+			return fmt.Errorf("table %q: encoding the object at revision %d: %w", b.tbl.Name(), rev, err)
 		}
 		if err = ow.add(rev, value); err != nil {
 			return err
@@ -56,14 +30,14 @@ func (s snapshotTable[Obj]) write(ow *snapObjectWriter, txn strata.ReadTxn) erro
 
 // restore is the import's hot loop (BenchmarkSnapshotImport): the records
 // are decoded as strata.Restore pulls them, straight from the block buffer.
-func (s snapshotTable[Obj]) restore(txn strata.WriteTxn, or *snapObjectReader, e *snapshotEntry) error {
+func (b *binding[Obj]) restore(txn strata.WriteTxn, or *snapObjectReader, e *snapshotEntry) error {
 	objects := func(yield func(Obj, strata.Revision) bool) {
 		for {
 			rev, value, ok := or.next()
 			if !ok {
 				return
 			}
-			obj, err := s.codec.Decode(value, e.codecVersion)
+			obj, err := b.codec.Decode(value, e.codecVersion)
 			if err != nil {
 				or.err = fmt.Errorf("table %q: decoding the object at revision %d: %w", e.name, rev, err)
 				return
@@ -73,7 +47,7 @@ func (s snapshotTable[Obj]) restore(txn strata.WriteTxn, or *snapObjectReader, e
 			}
 		}
 	}
-	if err := strata.Restore(txn, s.tbl, objects, e.revision); err != nil {
+	if err := strata.Restore(txn, b.tbl, objects, e.revision); err != nil {
 		return fmt.Errorf("restoring snapshot: %w", err)
 	}
 	return or.done()
@@ -94,9 +68,13 @@ type SnapshotInfo struct {
 // SnapshotTableInfo describes one table of a snapshot.
 type SnapshotTableInfo struct {
 	Name         strata.TableName
-	CodecVersion uint32          // the version of the codec that wrote the objects
-	Revision     strata.Revision // the table's revision when written
-	Objects      uint64
+	CodecVersion uint32 // the version of the codec that wrote the objects
+	// Codec and Type are the name of the codec that wrote the objects and
+	// the identity of their type (see Table); empty in a snapshot of
+	// format version 1, which did not record them.
+	Codec, Type string
+	Revision    strata.Revision // the table's revision when written
+	Objects     uint64
 	// Restored is false for a table that is in the snapshot but was not
 	// given to ReadSnapshot: its contents were verified and skipped.
 	Restored bool
@@ -125,13 +103,15 @@ func (info SnapshotInfo) Skipped() []strata.TableName {
 // block of at most about 64 KiB, so w needs no buffering. On error, throw
 // away what was written to w. The format is described in
 // snapshot_format.go; WriteSnapshotFile writes a file safely.
-func WriteSnapshot(w io.Writer, txn strata.ReadTxn, tables ...SnapshotTable) error {
+func WriteSnapshot(w io.Writer, txn strata.ReadTxn, tables ...TableBinding) error {
 	entries := make([]snapshotEntry, len(tables))
 	for i, st := range tables {
-		t := st.table()
+		t, sc := st.meta(), st.schema()
 		entries[i] = snapshotEntry{
 			name:         t.Name(),
-			codecVersion: st.codecVersion(),
+			codecVersion: sc.version,
+			codec:        sc.codec,
+			typ:          sc.typ,
 			revision:     t.Revision(txn),
 			objects:      uint64(t.NumObjects(txn)),
 		}
@@ -167,15 +147,21 @@ func WriteSnapshot(w io.Writer, txn strata.ReadTxn, tables ...SnapshotTable) err
 }
 
 // ReadSnapshot reads a snapshot written by WriteSnapshot from r and
-// restores the given tables (db's) from it, in one write transaction: each
+// restores the given tables from it, in one write transaction: each
 // table gets the objects it had, at their revisions, and its revision; its
 // secondary indexes are built as the objects go in. The tables must be
 // empty (strata.ErrTableNotEmpty otherwise) and are locked until
 // ReadSnapshot returns. Tables of the snapshot that are not given are
 // verified and skipped, and reported in the SnapshotInfo; a given table that
-// is not in the snapshot is an error (ErrSnapshotTableMissing). With no
-// tables at all, ReadSnapshot only verifies the snapshot (db may then be
-// nil).
+// is not in the snapshot is an error (ErrSnapshotTableMissing). The tables
+// must belong to one database (ErrForeignTable otherwise). With no tables
+// at all, ReadSnapshot only verifies the snapshot.
+//
+// A table of the snapshot written with another codec or for another object
+// type than the given binding names (Table) is refused before anything is
+// decoded, with ErrSchemaMismatch, unless the binding's codec version is
+// higher (it then decodes the snapshot's values as older versions: the
+// Versioned codec's migration).
 //
 // ReadSnapshot changes nothing unless it succeeds. It reads r once,
 // decoding objects block by block into the open transaction as each
@@ -188,13 +174,14 @@ func WriteSnapshot(w io.Writer, txn strata.ReadTxn, tables ...SnapshotTable) err
 //
 // A damaged, truncated or foreign file fails with ErrCorruptSnapshot, a
 // newer format with ErrSnapshotVersion, objects written by a newer codec
-// version than the table's codec with ErrUnknownVersion. On error the
+// version than the table's codec with ErrUnknownVersion, a table of
+// another type or codec with ErrSchemaMismatch. On error the
 // SnapshotInfo is zero.
 //
 // Tables registered with a persistent store (through strata.SetJournal)
 // are written to the store as well, by the commit, like any change: a
 // snapshot can fill a fresh store.
-func ReadSnapshot(r io.Reader, db *strata.DB, tables ...SnapshotTable) (SnapshotInfo, error) {
+func ReadSnapshot(r io.Reader, tables ...TableBinding) (SnapshotInfo, error) {
 	br := &snapBlockReader{r: r}
 	if err := br.readPrelude(); err != nil {
 		return SnapshotInfo{}, err
@@ -206,7 +193,7 @@ func ReadSnapshot(r io.Reader, db *strata.DB, tables ...SnapshotTable) (Snapshot
 	if kind != snapKindHeader {
 		return SnapshotInfo{}, snapCorrupt("first block is of kind %q, not the header", kind)
 	}
-	entries, err := parseSnapHeader(p)
+	entries, err := parseSnapHeader(p, br.version)
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -218,9 +205,12 @@ func ReadSnapshot(r io.Reader, db *strata.DB, tables ...SnapshotTable) (Snapshot
 	if len(tables) > 0 {
 		metas := make([]strata.TableMeta, len(tables))
 		for i, st := range tables {
-			metas[i] = st.table()
+			metas[i] = st.meta()
+			if metas[i].DB() != metas[0].DB() {
+				return SnapshotInfo{}, fmt.Errorf("restoring snapshot: table %q: not of table %q's database: %w", metas[i].Name(), metas[0].Name(), ErrForeignTable)
+			}
 		}
-		txn = db.WriteTxn(metas[0], metas[1:]...)
+		txn = metas[0].DB().WriteTxn(metas[0], metas[1:]...)
 		defer txn.Abort() // after Commit, does nothing
 		for _, m := range metas {
 			if m.NumObjects(txn) != 0 {
@@ -243,10 +233,11 @@ func ReadSnapshot(r io.Reader, db *strata.DB, tables ...SnapshotTable) (Snapshot
 // matchSnapTables returns, for each entry of the header, the given table of the
 // same name or nil. It checks that every given table is in the snapshot and
 // that its codec can read the snapshot's version.
-func matchSnapTables(entries []snapshotEntry, tables []SnapshotTable) ([]SnapshotTable, error) {
-	byEntry := make([]SnapshotTable, len(entries))
+func matchSnapTables(entries []snapshotEntry, tables []TableBinding) ([]TableBinding, error) {
+	byEntry := make([]TableBinding, len(entries))
 	for _, st := range tables {
-		name := st.table().Name()
+		name := st.meta().Name()
+		now := st.schema()
 		i := 0
 		for i < len(entries) && entries[i].name != name {
 			i++
@@ -256,9 +247,14 @@ func matchSnapTables(entries []snapshotEntry, tables []SnapshotTable) ([]Snapsho
 			return nil, fmt.Errorf("table %q: %w", name, ErrSnapshotTableMissing)
 		case byEntry[i] != nil:
 			return nil, fmt.Errorf("snapshot: table %q given twice", name)
-		case entries[i].codecVersion > st.codecVersion():
+		case entries[i].codecVersion > now.version:
 			return nil, fmt.Errorf("table %q: snapshot written by codec version %d, the codec is version %d: %w",
-				name, entries[i].codecVersion, st.codecVersion(), ErrUnknownVersion)
+				name, entries[i].codecVersion, now.version, ErrUnknownVersion)
+		}
+		if e := &entries[i]; e.codec != "" || e.typ != "" {
+			if err := checkSchema(&schema{codec: e.codec, version: e.codecVersion, typ: e.typ}, now); err != nil {
+				return nil, fmt.Errorf("table %q: snapshot %w", name, err)
+			}
 		}
 		byEntry[i] = st
 	}
@@ -271,8 +267,8 @@ func matchSnapTables(entries []snapshotEntry, tables []SnapshotTable) ([]Snapsho
 // When a restore fails on content that passed its checksums (a codec that
 // cannot decode it, a key twice), the rest of the file is verified still:
 // if it is corrupt, that is the error to report, not its symptom.
-func readSnapTables(br *snapBlockReader, txn strata.WriteTxn, entries []snapshotEntry, byEntry []SnapshotTable) (SnapshotInfo, error) {
-	info := SnapshotInfo{Version: snapshotVersion, Tables: make([]SnapshotTableInfo, len(entries))}
+func readSnapTables(br *snapBlockReader, txn strata.WriteTxn, entries []snapshotEntry, byEntry []TableBinding) (SnapshotInfo, error) {
+	info := SnapshotInfo{Version: br.version, Tables: make([]SnapshotTableInfo, len(entries))}
 	for i := range entries {
 		e := &entries[i]
 		or := snapObjectReader{br: br, table: i, name: e.name, remaining: e.objects}
@@ -294,6 +290,8 @@ func readSnapTables(br *snapBlockReader, txn strata.WriteTxn, entries []snapshot
 		info.Tables[i] = SnapshotTableInfo{
 			Name:         e.name,
 			CodecVersion: e.codecVersion,
+			Codec:        e.codec,
+			Type:         e.typ,
 			Revision:     e.revision,
 			Objects:      e.objects,
 			Restored:     byEntry[i] != nil,

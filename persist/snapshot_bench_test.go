@@ -53,7 +53,7 @@ var snapBenchByID = strata.Index[*snapBenchObj, uint64]{
 // size for every benchmark.
 type snapBenchSource struct {
 	txn  strata.ReadTxn
-	st   SnapshotTable
+	st   TableBinding
 	data []byte
 }
 
@@ -76,7 +76,7 @@ func snapBenchSourceOf(b *testing.B, n int) *snapBenchSource {
 		if err != nil {
 			panic(err)
 		}
-		s := &snapBenchSource{txn: rtxn, st: Snapshot(tbl, Binary[snapBenchObj]())}
+		s := &snapBenchSource{txn: rtxn, st: Table(tbl, Binary[snapBenchObj]())}
 		var buf bytes.Buffer
 		if err := WriteSnapshot(&buf, rtxn, s.st); err != nil {
 			panic(err)
@@ -120,7 +120,7 @@ func BenchmarkSnapshotImport(b *testing.B) {
 			for b.Loop() {
 				db := strata.New()
 				tbl := strata.MustNewTable(db, "objects", snapBenchByID)
-				if _, err := ReadSnapshot(bytes.NewReader(src.data), db, Snapshot(tbl, Binary[snapBenchObj]())); err != nil {
+				if _, err := ReadSnapshot(bytes.NewReader(src.data), Table(tbl, Binary[snapBenchObj]())); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -35,14 +35,14 @@ func ExampleWriteSnapshot() {
 	// Write a snapshot of the table as rtxn sees it. (WriteSnapshotFile
 	// writes one to a file safely.)
 	var buf bytes.Buffer
-	if err := persist.WriteSnapshot(&buf, rtxn, persist.Snapshot(hosts, persist.JSON[*Host]())); err != nil {
+	if err := persist.WriteSnapshot(&buf, rtxn, persist.Table(hosts, persist.JSON[*Host]())); err != nil {
 		panic(err)
 	}
 
 	// Read it into the same, empty table of a fresh database.
 	fresh := strata.New()
 	restored := strata.MustNewTable(fresh, "hosts", byName)
-	info, err := persist.ReadSnapshot(&buf, fresh, persist.Snapshot(restored, persist.JSON[*Host]()))
+	info, err := persist.ReadSnapshot(&buf, persist.Table(restored, persist.JSON[*Host]()))
 	if err != nil {
 		panic(err)
 	}

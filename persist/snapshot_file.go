@@ -38,7 +38,7 @@ var createSnapshotFile = func(name string) (snapshotFile, error) {
 // anyway). On error, the temporary file is removed.
 //
 // The file is created with mode 0666 less the umask, like os.Create.
-func WriteSnapshotFile(path string, txn strata.ReadTxn, tables ...SnapshotTable) (err error) {
+func WriteSnapshotFile(path string, txn strata.ReadTxn, tables ...TableBinding) (err error) {
 	f, tmp, err := createSnapTemp(path)
 	if err != nil {
 		return err
@@ -97,15 +97,15 @@ func syncSnapDir(dir string) error {
 	return d.Close()
 }
 
-// ReadSnapshotFile reads the snapshot file at path into the given tables of
-// db, as ReadSnapshot does, and changes nothing unless it succeeds.
-func ReadSnapshotFile(path string, db *strata.DB, tables ...SnapshotTable) (SnapshotInfo, error) {
+// ReadSnapshotFile reads the snapshot file at path into the given tables,
+// as ReadSnapshot does, and changes nothing unless it succeeds.
+func ReadSnapshotFile(path string, tables ...TableBinding) (SnapshotInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
 	defer f.Close()
-	info, err := ReadSnapshot(f, db, tables...)
+	info, err := ReadSnapshot(f, tables...)
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w", path, err)
 	}

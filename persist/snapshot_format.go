@@ -1,20 +1,23 @@
 package persist
 
-// The snapshot file format, version 1.
+// The snapshot file format, version 2.
 //
 // A snapshot is a prelude followed by checksummed blocks. All fixed-size
 // integers are little endian; "uvarint" is encoding/binary's unsigned
 // varint.
 //
 //	file    = prelude header objects* footer   (nothing after the footer)
-//	prelude = magic[8] version:uint32          magic "\x89STRATA\n", version 1
+//	prelude = magic[8] version:uint32          magic "\x89STRATA\n", version 2
 //	block   = kind:byte length:uint32 payload[length] crc:uint32
 //	          crc is CRC-32C (Castagnoli) of kind, length and payload
 //
 //	header  = block of kind 'H', exactly one, right after the prelude:
 //	          uvarint tables, then per table:
 //	          uvarint len(name), name, uvarint codec version,
-//	          uvarint table revision, uvarint object count
+//	          uvarint table revision, uvarint object count,
+//	          uvarint len(codec), codec, uvarint len(type), type
+//	          (the codec's name and the object type's identity: schema.go;
+//	          version 1 had neither)
 //	objects = block of kind 'O':
 //	          uvarint table (its position in the header), then one or more
 //	          records: uvarint revision, uvarint len(value), value
@@ -48,7 +51,8 @@ package persist
 //
 // Compatibility: a reader refuses versions it does not know
 // (ErrSnapshotVersion). A version that adds block kinds or fields must
-// change the version number.
+// change the version number. This reader reads versions 1 and 2; a version
+// 1 table is restored without the schema check, which it has nothing for.
 
 import (
 	"encoding/binary"
@@ -60,7 +64,9 @@ import (
 
 const (
 	snapshotMagic   = "\x89STRATA\n"
-	snapshotVersion = 1
+	snapshotVersion = 2
+	// snapshotOldest is the oldest version a reader reads.
+	snapshotOldest  = 1
 	snapPreludeSize = len(snapshotMagic) + 4 // magic and version
 
 	snapKindHeader  = 'H'
@@ -106,6 +112,7 @@ func snapCorrupt(format string, args ...any) error {
 // snapshotEntry is a table's entry in the header.
 type snapshotEntry struct {
 	name         string
+	codec, typ   string // the schema; empty in version 1
 	codecVersion uint32
 	revision     uint64
 	objects      uint64
@@ -169,6 +176,10 @@ func (bw *snapBlockWriter) writeHeader(entries []snapshotEntry) error {
 		b = binary.AppendUvarint(b, uint64(e.codecVersion))
 		b = binary.AppendUvarint(b, e.revision)
 		b = binary.AppendUvarint(b, e.objects)
+		b = binary.AppendUvarint(b, uint64(len(e.codec)))
+		b = append(b, e.codec...)
+		b = binary.AppendUvarint(b, uint64(len(e.typ)))
+		b = append(b, e.typ...)
 	}
 	bw.buf = b
 	return bw.end()
@@ -226,8 +237,10 @@ func (ow *snapObjectWriter) finish() error {
 
 // snapBlockReader reads and verifies blocks, keeping the file CRC and offset.
 type snapBlockReader struct {
-	r   io.Reader
-	hdr [snapBlockHeader]byte
+	r io.Reader
+	// version is the file's format version, read from the prelude.
+	version uint32
+	hdr     [snapBlockHeader]byte
 	// buf holds the last block's payload and CRC. Reused: what was
 	// read from it dies at the next block.
 	buf []byte
@@ -256,9 +269,11 @@ func (br *snapBlockReader) readPrelude() error {
 	if string(p[:len(snapshotMagic)]) != snapshotMagic {
 		return snapCorrupt("not a Strata snapshot (bad magic)")
 	}
-	if v := binary.LittleEndian.Uint32(p[len(snapshotMagic):]); v != snapshotVersion {
-		return fmt.Errorf("%w: version %d, this reader knows version %d", ErrSnapshotVersion, v, snapshotVersion)
+	v := binary.LittleEndian.Uint32(p[len(snapshotMagic):])
+	if v < snapshotOldest || v > snapshotVersion {
+		return fmt.Errorf("%w: version %d, this reader knows versions %d to %d", ErrSnapshotVersion, v, snapshotOldest, snapshotVersion)
 	}
+	br.version = v
 	br.sum = crc32.Update(0, snapCRCTable, p[:])
 	br.off = uint64(snapPreludeSize)
 	return nil
@@ -326,7 +341,7 @@ func (br *snapBlockReader) expectEOF() error {
 }
 
 // parseSnapHeader decodes the header block's payload.
-func parseSnapHeader(p []byte) ([]snapshotEntry, error) {
+func parseSnapHeader(p []byte, version uint32) ([]snapshotEntry, error) {
 	d := snapDecoder{p: p}
 	n := d.uvarint()
 	if d.err != nil || n > uint64(len(p)) {
@@ -339,6 +354,10 @@ func parseSnapHeader(p []byte) ([]snapshotEntry, error) {
 		cv := d.uvarint()
 		e.revision = d.uvarint()
 		e.objects = d.uvarint()
+		if version >= 2 {
+			e.codec = string(d.bytes())
+			e.typ = string(d.bytes())
+		}
 		if d.err != nil {
 			return nil, snapCorrupt("header: table %d: %v", i, d.err)
 		}

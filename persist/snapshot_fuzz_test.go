@@ -53,7 +53,7 @@ func FuzzReadSnapshot(f *testing.F) {
 func snapFuzzRead(t *testing.T, data []byte) {
 	{
 		dst := newSnapDB(t)
-		info, err := ReadSnapshot(bytes.NewReader(data), dst.db, dst.tables()...)
+		info, err := ReadSnapshot(bytes.NewReader(data), dst.tables()...)
 		if err != nil {
 			dst.requireUnchanged(t, snapContent{})
 			return
@@ -107,7 +107,7 @@ func snapDecodeFile(t testing.TB, data []byte) map[string]snapContent {
 	}
 	payload := func(b []byte) []byte { return b[snapBlockHeader : len(b)-snapBlockTrailer] }
 	blocks := snapBlocks(t, data)
-	entries, err := parseSnapHeader(payload(blocks[0]))
+	entries, err := parseSnapHeader(payload(blocks[0]), binary.LittleEndian.Uint32(data[len(snapshotMagic):]))
 	if err != nil {
 		t.Fatal(err)
 	}

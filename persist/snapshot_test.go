@@ -109,11 +109,11 @@ func newSnapDB(t testing.TB) *snapDB {
 }
 
 // tables returns the snapshot bindings of the three tables.
-func (s *snapDB) tables() []SnapshotTable {
-	return []SnapshotTable{
-		Snapshot(s.people, JSON[*snapObj]()),
-		Snapshot(s.blobs, Binary[snapObj]()),
-		Snapshot(s.none, Codec[*snapObj](snapFuncs)),
+func (s *snapDB) tables() []TableBinding {
+	return []TableBinding{
+		Table(s.people, JSON[*snapObj]()),
+		Table(s.blobs, Binary[snapObj]()),
+		Table(s.none, Codec[*snapObj](snapFuncs)),
 	}
 }
 
@@ -226,7 +226,7 @@ func (s *snapDB) requireUnchanged(t testing.TB, bystander snapContent) {
 	s.db.WriteTxn(s.people, s.blobs, s.none).Abort() // the locks were released
 }
 
-func snapWrite(t testing.TB, txn strata.ReadTxn, tables ...SnapshotTable) []byte {
+func snapWrite(t testing.TB, txn strata.ReadTxn, tables ...TableBinding) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteSnapshot(&buf, txn, tables...); err != nil {
@@ -242,7 +242,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	data := snapWrite(t, txn, src.tables()...)
 
 	dst := newSnapDB(t)
-	info, err := ReadSnapshot(bytes.NewReader(data), dst.db, dst.tables()...)
+	info, err := ReadSnapshot(bytes.NewReader(data), dst.tables()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	wantInfo := SnapshotInfo{Version: snapshotVersion, Bytes: uint64(len(data)), Objects: uint64(49 + 4)}
 	for i, tbl := range src.all()[:3] {
 		wantInfo.Tables = append(wantInfo.Tables, SnapshotTableInfo{
-			Name: tbl.Name(), CodecVersion: src.tables()[i].codecVersion(),
+			Name: tbl.Name(), CodecVersion: src.tables()[i].schema().version,
+			Codec: src.tables()[i].schema().codec, Type: src.tables()[i].schema().typ,
 			Revision: tbl.Revision(txn), Objects: uint64(tbl.NumObjects(txn)), Restored: true,
 		})
 	}
@@ -392,7 +393,7 @@ func TestSnapshotConcurrentWriters(t *testing.T) {
 	}
 
 	dst := newSnapDB(t)
-	if _, err := ReadSnapshot(&buf, dst.db, dst.tables()...); err != nil {
+	if _, err := ReadSnapshot(&buf, dst.tables()...); err != nil {
 		t.Fatal(err)
 	}
 	got := dst.contents(dst.db.ReadTxn())
@@ -441,7 +442,7 @@ func TestSnapshotEveryByteFlip(t *testing.T) {
 		for _, x := range []byte{0x01, 0xff} {
 			copy(corrupted, data)
 			corrupted[pos] ^= x
-			_, err := ReadSnapshot(bytes.NewReader(corrupted), dst.db, dst.tables()...)
+			_, err := ReadSnapshot(bytes.NewReader(corrupted), dst.tables()...)
 			inVersion := pos >= len(snapshotMagic) && pos < snapPreludeSize
 			snapCheckErr(t, err, inVersion, fmt.Sprintf("byte %d ^ %#x", pos, x))
 			dst.requireUnchanged(t, bystander)
@@ -452,12 +453,12 @@ func TestSnapshotEveryByteFlip(t *testing.T) {
 func TestSnapshotEveryTruncation(t *testing.T) {
 	data, dst, bystander := snapSmall(t)
 	for n := range len(data) {
-		_, err := ReadSnapshot(bytes.NewReader(data[:n]), dst.db, dst.tables()...)
+		_, err := ReadSnapshot(bytes.NewReader(data[:n]), dst.tables()...)
 		snapCheckErr(t, err, false, fmt.Sprintf("truncated to %d bytes", n))
 		dst.requireUnchanged(t, bystander)
 	}
 	for _, extra := range [][]byte{{0}, data} {
-		_, err := ReadSnapshot(bytes.NewReader(slices.Concat(data, extra)), dst.db, dst.tables()...)
+		_, err := ReadSnapshot(bytes.NewReader(slices.Concat(data, extra)), dst.tables()...)
 		snapCheckErr(t, err, false, fmt.Sprintf("%d bytes appended", len(extra)))
 		dst.requireUnchanged(t, bystander)
 	}
@@ -484,7 +485,7 @@ func TestSnapshotBlockShuffles(t *testing.T) {
 	join := func(bs ...[]byte) []byte { return slices.Concat(append([][]byte{prelude}, bs...)...) }
 	try := func(what string, file []byte) {
 		t.Helper()
-		_, err := ReadSnapshot(bytes.NewReader(file), dst.db, dst.tables()...)
+		_, err := ReadSnapshot(bytes.NewReader(file), dst.tables()...)
 		snapCheckErr(t, err, false, what)
 		dst.requireUnchanged(t, bystander)
 	}
@@ -506,17 +507,17 @@ func TestSnapshotVersions(t *testing.T) {
 	dst := newSnapDB(t)
 	bystander := contentOf(dst.db.ReadTxn(), dst.bystander)
 
-	for _, v := range []uint32{0, 2, 1 << 31} {
+	for _, v := range []uint32{0, snapshotVersion + 1, 1 << 31} {
 		c := slices.Clone(data)
 		binary.LittleEndian.PutUint32(c[len(snapshotMagic):], v)
-		_, err := ReadSnapshot(bytes.NewReader(c), dst.db, dst.tables()...)
+		_, err := ReadSnapshot(bytes.NewReader(c), dst.tables()...)
 		if !errors.Is(err, ErrSnapshotVersion) {
 			t.Errorf("version %d: got %v, want ErrSnapshotVersion", v, err)
 		}
 		dst.requireUnchanged(t, bystander)
 	}
 	for _, c := range [][]byte{nil, []byte("PK\x03\x04 not a snapshot at all"), slices.Concat([]byte("#"), data[1:])} {
-		_, err := ReadSnapshot(bytes.NewReader(c), dst.db, dst.tables()...)
+		_, err := ReadSnapshot(bytes.NewReader(c), dst.tables()...)
 		if !errors.Is(err, ErrCorruptSnapshot) {
 			t.Errorf("%.8q: got %v, want ErrCorruptSnapshot", c, err)
 		}
@@ -525,21 +526,21 @@ func TestSnapshotVersions(t *testing.T) {
 	// Objects of a newer codec version are refused before anything is read.
 	newer := snapFuncs
 	newer.V = 3
-	data3 := snapWrite(t, src.db.ReadTxn(), Snapshot(src.people, Codec[*snapObj](newer)))
-	_, err := ReadSnapshot(bytes.NewReader(data3), dst.db, Snapshot(dst.people, Codec[*snapObj](snapFuncs)))
+	data3 := snapWrite(t, src.db.ReadTxn(), Table(src.people, Codec[*snapObj](newer)))
+	_, err := ReadSnapshot(bytes.NewReader(data3), Table(dst.people, Codec[*snapObj](snapFuncs)))
 	if !errors.Is(err, ErrUnknownVersion) {
 		t.Errorf("newer codec: got %v, want ErrUnknownVersion", err)
 	}
 	dst.requireUnchanged(t, bystander)
 
 	// Older versions go through the codec's migration.
-	data1 := snapWrite(t, src.db.ReadTxn(), Snapshot(src.people, JSON[*snapObj]()))
+	data1 := snapWrite(t, src.db.ReadTxn(), Table(src.people, JSON[*snapObj]()))
 	migrated := 0
 	codec := Versioned(Codec[*snapObj](snapFuncs), 2, func(data []byte, v uint32) (*snapObj, error) {
 		migrated++
 		return JSON[*snapObj]().Decode(data, v)
 	})
-	if _, err := ReadSnapshot(bytes.NewReader(data1), dst.db, Snapshot(dst.people, codec)); err != nil {
+	if _, err := ReadSnapshot(bytes.NewReader(data1), Table(dst.people, codec)); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := contentOf(dst.db.ReadTxn(), dst.people), contentOf(src.db.ReadTxn(), src.people); !got.equal(want) || migrated != len(want.rows) {
@@ -556,7 +557,7 @@ func TestSnapshotTables(t *testing.T) {
 
 	t.Run("missing", func(t *testing.T) {
 		dst := newSnapDB(t)
-		_, err := ReadSnapshot(bytes.NewReader(peopleOnly), dst.db, dst.tables()...)
+		_, err := ReadSnapshot(bytes.NewReader(peopleOnly), dst.tables()...)
 		if !errors.Is(err, ErrSnapshotTableMissing) || !strings.Contains(err.Error(), `"blobs"`) {
 			t.Errorf("got %v, want ErrSnapshotTableMissing for blobs", err)
 		}
@@ -564,7 +565,7 @@ func TestSnapshotTables(t *testing.T) {
 	})
 	t.Run("skipped", func(t *testing.T) {
 		dst := newSnapDB(t)
-		info, err := ReadSnapshot(bytes.NewReader(all), dst.db, dst.tables()[1])
+		info, err := ReadSnapshot(bytes.NewReader(all), dst.tables()[1])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,7 +578,7 @@ func TestSnapshotTables(t *testing.T) {
 		}
 	})
 	t.Run("verify only", func(t *testing.T) {
-		info, err := ReadSnapshot(bytes.NewReader(all), nil)
+		info, err := ReadSnapshot(bytes.NewReader(all))
 		if err != nil || info.Objects != 6 || len(info.Skipped()) != 3 || info.Bytes != uint64(len(all)) {
 			t.Errorf("got %+v, %v", info, err)
 		}
@@ -585,7 +586,7 @@ func TestSnapshotTables(t *testing.T) {
 	t.Run("not empty", func(t *testing.T) {
 		dst := newSnapDB(t)
 		dst.write(t, func(txn strata.WriteTxn) { snapInsert(t, txn, dst.none, &snapObj{ID: 1}) })
-		_, err := ReadSnapshot(bytes.NewReader(all), dst.db, dst.tables()...)
+		_, err := ReadSnapshot(bytes.NewReader(all), dst.tables()...)
 		if !errors.Is(err, strata.ErrTableNotEmpty) {
 			t.Errorf("got %v, want ErrTableNotEmpty", err)
 		}
@@ -600,7 +601,7 @@ func TestSnapshotTables(t *testing.T) {
 			t.Error("WriteSnapshot took a table twice")
 		}
 		st := dst.tables()[0]
-		if _, err := ReadSnapshot(bytes.NewReader(all), dst.db, st, st); err == nil {
+		if _, err := ReadSnapshot(bytes.NewReader(all), st, st); err == nil {
 			t.Error("ReadSnapshot took a table twice")
 		}
 		dst.requireUnchanged(t, snapContent{})
@@ -609,7 +610,7 @@ func TestSnapshotTables(t *testing.T) {
 		// The objects violate a unique index of the table they go to.
 		db := strata.New()
 		blobs := strata.MustNewTable(db, "blobs", snapByID, snapByName)
-		_, err := ReadSnapshot(bytes.NewReader(all), db, Snapshot(blobs, Binary[snapObj]()))
+		_, err := ReadSnapshot(bytes.NewReader(all), Table(blobs, Binary[snapObj]()))
 		if !errors.Is(err, strata.ErrUniqueConstraint) {
 			t.Errorf("got %v, want ErrUniqueConstraint", err)
 		}
@@ -627,8 +628,8 @@ func TestSnapshotTables(t *testing.T) {
 			}
 			return o, err
 		}
-		data := snapWrite(t, txn, Snapshot(src.people, Codec[*snapObj](snapFuncs)), src.tables()[1])
-		_, err := ReadSnapshot(bytes.NewReader(data), dst.db, Snapshot(dst.people, Codec[*snapObj](failing)), dst.tables()[1])
+		data := snapWrite(t, txn, Table(src.people, Codec[*snapObj](snapFuncs)), src.tables()[1])
+		_, err := ReadSnapshot(bytes.NewReader(data), Table(dst.people, Codec[*snapObj](failing)), dst.tables()[1])
 		if err == nil || !strings.Contains(err.Error(), "no 3s") {
 			t.Errorf("got %v", err)
 		}
@@ -642,7 +643,7 @@ func TestSnapshotTables(t *testing.T) {
 			}
 			return o.AppendBinary(dst)
 		}
-		err := WriteSnapshot(io.Discard, txn, Snapshot(src.people, Codec[*snapObj](failing)))
+		err := WriteSnapshot(io.Discard, txn, Table(src.people, Codec[*snapObj](failing)))
 		if err == nil || !strings.Contains(err.Error(), "no 3s") || !strings.Contains(err.Error(), `"people"`) {
 			t.Errorf("got %v", err)
 		}
@@ -743,11 +744,11 @@ func TestSnapshotJournal(t *testing.T) {
 
 	c := slices.Clone(data)
 	c[len(c)-10] ^= 1
-	if _, err := ReadSnapshot(bytes.NewReader(c), dst.db, dst.tables()...); !errors.Is(err, ErrCorruptSnapshot) {
+	if _, err := ReadSnapshot(bytes.NewReader(c), dst.tables()...); !errors.Is(err, ErrCorruptSnapshot) {
 		t.Fatalf("got %v", err)
 	}
 	j.fail = true
-	if _, err := ReadSnapshot(bytes.NewReader(data), dst.db, dst.tables()...); !errors.Is(err, errSnapInjected) {
+	if _, err := ReadSnapshot(bytes.NewReader(data), dst.tables()...); !errors.Is(err, errSnapInjected) {
 		t.Fatalf("failing journal: got %v", err)
 	}
 	dst.requireUnchanged(t, contentOf(dst.db.ReadTxn(), dst.bystander))
@@ -756,7 +757,7 @@ func TestSnapshotJournal(t *testing.T) {
 	}
 
 	j.fail = false
-	if _, err := ReadSnapshot(bytes.NewReader(data), dst.db, dst.tables()...); err != nil {
+	if _, err := ReadSnapshot(bytes.NewReader(data), dst.tables()...); err != nil {
 		t.Fatal(err)
 	}
 	var want []string

@@ -62,16 +62,19 @@ type Store struct {
 	closeMu sync.RWMutex
 	closed  bool
 
-	// mu guards the catalog.
+	// mu guards the catalog, registered and pending.
 	mu sync.Mutex
-	// catalog maps the name of every table in the store to its id; nextID
-	// is the id the next new table gets (ids start at 1 and are never
-	// reused).
-	catalog map[string]uint32
+	// catalog maps the name of every table in the store to its id and
+	// schema; nextID is the id the next new table gets (ids start at 1 and
+	// are never reused).
+	catalog map[string]catalogEntry
 	nextID  uint32
 	// registered holds the tables registered since Open (or being
 	// registered).
 	registered map[string]bool
+	// pending holds the initializers of registrations that have not
+	// succeeded (register.go).
+	pending map[string]pendingInit
 
 	// stop is closed by Close to stop the goroutines in wg.
 	stop chan struct{}
@@ -98,9 +101,10 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		log:        opts.Logger,
 		metrics:    opts.Metrics,
 		writeOpts:  pebble.Sync,
-		catalog:    map[string]uint32{},
+		catalog:    map[string]catalogEntry{},
 		nextID:     1,
 		registered: map[string]bool{},
+		pending:    map[string]pendingInit{},
 		stop:       make(chan struct{}),
 	}
 	if s.fs == nil {
@@ -284,11 +288,41 @@ func (s *Store) loadMeta() error {
 			it.Close()
 			return fmt.Errorf("catalog entry %q: %w", name, ErrCorrupt)
 		}
-		s.catalog[name] = uint32(id)
+		e := catalogEntry{id: uint32(id)}
+		if e.schema, err = s.readSchema(e.id); err != nil {
+			it.Close()
+			return fmt.Errorf("catalog entry %q: %w", name, err)
+		}
+		s.catalog[name] = e
 		s.nextID = max(s.nextID, uint32(id)+1)
 	}
 	err = it.Error()
 	return errors.Join(err, it.Close())
+}
+
+// catalogEntry is a table of the catalog: its id, and the schema it was
+// last registered with (nil if none was recorded: a store written by an
+// older release).
+type catalogEntry struct {
+	id     uint32
+	schema *schema
+}
+
+// readSchema returns the schema recorded for table id, or nil.
+func (s *Store) readSchema(id uint32) (*schema, error) {
+	v, closer, err := s.db.Get(schemaKey(id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	sc, rest, err := parseSchema(v)
+	if err != nil || len(rest) != 0 {
+		return nil, fmt.Errorf("schema: %w", ErrCorrupt)
+	}
+	return &sc, nil
 }
 
 // Close syncs the log, flushes Pebble's memtable (so that the next Open

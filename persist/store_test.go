@@ -275,8 +275,14 @@ func TestRegisterInitializer(t *testing.T) {
 	if err := Register(s, db, other, Binary[item]()); !errors.Is(err, strata.ErrTableNotEmpty) || !strings.Contains(err.Error(), `"other"`) {
 		t.Fatalf("Register of a non-empty table: %v", err)
 	}
-	if ok, _ := other.Initialized(db.ReadTxn()); ok {
-		t.Fatal("a table whose load failed reads as initialized")
+	// Refused before an initializer was registered; later writes fail.
+	if p := other.PendingInitializers(db.ReadTxn()); len(p) != 0 {
+		t.Fatalf("a refused table has pending initializers %v", p)
+	}
+	txn = db.WriteTxn(other)
+	other.Insert(txn, &item{ID: 2})
+	if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, strata.ErrTableNotEmpty) {
+		t.Fatalf("commit to a refused table: %v", err)
 	}
 	if u := s.Unregistered(); len(u) != 1 || u[0] != "other" {
 		// The catalog entry was made; the table is not registered.
@@ -540,12 +546,12 @@ func TestRegisterConcurrently(t *testing.T) {
 	s := openStore(t, dir, Options{})
 	db := strata.New()
 	tbls := make([]strata.RWTable[*item], tables)
-	var specs []TableSpec
+	var specs []TableBinding
 	for i, name := range names {
 		tbls[i], _ = strata.NewTable(db, name, itemByID, itemByName)
 		specs = append(specs, Table(tbls[i], Binary[item]()))
 	}
-	if err := RegisterAll(s, db, specs...); err != nil {
+	if err := s.Register(specs...); err != nil {
 		t.Fatal(err)
 	}
 	// Write from every table at once: commits share syncs.

@@ -75,7 +75,7 @@ func main() {
 	defer store.Close()
 	db := strata.New()
 	events := strata.MustNewTable(db, "events", eventBySeq, eventByRun)
-	if err := persist.Register(store, db, events, persist.JSON[*Event]()); err != nil {
+	if err := store.Register(persist.Table(events, persist.JSON[*Event]())); err != nil {
 		log.Fatal(err)
 	}
 	txn := db.ReadTxn()

@@ -1,0 +1,463 @@
+package persist
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/index"
+)
+
+// The tests of this file show that a store refuses what it cannot load
+// correctly: a changed primary index, another object type or codec, a
+// registration that failed.
+
+// itemByShiftedID is a primary index that changed: the key of an item is
+// its ID plus 1000.
+var itemByShiftedID = strata.Index[*item, uint64]{
+	Name:       "id",
+	FromObject: func(o *item) index.KeySet { return index.NewKeySet(index.Uint64(o.ID + 1000)) },
+	FromKey:    func(id uint64) index.Key { return index.Uint64(id + 1000) },
+	Unique:     true,
+}
+
+// itemByName10 keys an item by the first character of its name: a primary
+// index under which items may collide.
+var itemByFirstLetter = strata.Index[*item, string]{
+	Name:       "id",
+	FromObject: func(o *item) index.KeySet { return index.NewKeySet(index.String(o.Name[:1])) },
+	FromKey:    index.String,
+	Unique:     true,
+}
+
+// memStore reopens a store on fs and registers a table of items under
+// name with the given primary index and options.
+func registerItems(t *testing.T, fs vfs.FS, primary strata.Indexer[*item], opts ...TableOption) (*Store, *strata.DB, strata.RWTable[*item], error) {
+	t.Helper()
+	s := openStore(t, "/db", Options{FS: fs})
+	db := strata.New()
+	tbl, err := strata.NewTable(db, "items", primary, itemByName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db, tbl, s.Register(Table(tbl, Binary[item](), opts...))
+}
+
+func writeItems(t *testing.T, db *strata.DB, tbl strata.RWTable[*item], objs ...*item) {
+	t.Helper()
+	txn := db.WriteTxn(tbl)
+	for _, o := range objs {
+		if _, _, err := tbl.Insert(txn, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCommit(t, txn)
+}
+
+// TestPrimaryKeyChanged: objects stored under the keys of an older primary
+// index are refused with ErrKeyChanged (a delete made after loading them
+// would miss the stored object, which would come back on the next start);
+// with Rekey, the keys are rewritten and a delete sticks.
+func TestPrimaryKeyChanged(t *testing.T) {
+	fs := vfs.NewMem()
+	s, db, tbl, err := registerItems(t, fs, itemByID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeItems(t, db, tbl, &item{ID: 1, Name: "a"}, &item{ID: 2, Name: "b"}, &item{ID: 3, Name: "c"})
+	closeStore(t, s)
+
+	// The index changed: refused, named, nothing loaded.
+	s, db, tbl, err = registerItems(t, fs, itemByShiftedID)
+	if !errors.Is(err, ErrKeyChanged) || !strings.Contains(err.Error(), `table "items"`) {
+		t.Fatalf("Register with a changed primary index: %v", err)
+	}
+	if tbl.NumObjects(db.ReadTxn()) != 0 {
+		t.Fatal("a refused load left objects")
+	}
+	closeStore(t, s)
+
+	// With Rekey: loaded under the new keys; a delete sticks.
+	s, db, tbl, err = registerItems(t, fs, itemByShiftedID, Rekey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _, ok := tbl.Get(db.ReadTxn(), itemByShiftedID.Query(2)); !ok || o.Name != "b" {
+		t.Fatalf("Get by the new key after Rekey: %v %v", o, ok)
+	}
+	txn := db.WriteTxn(tbl)
+	if _, had, err := tbl.Delete(txn, &item{ID: 2}); err != nil || !had {
+		t.Fatalf("Delete: %v %v", had, err)
+	}
+	mustCommit(t, txn)
+	closeStore(t, s)
+
+	// Without Rekey now: the keys are the new index's; the delete held.
+	s, db, tbl, err = registerItems(t, fs, itemByShiftedID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := itemValues(db, tbl); !maps.Equal(got, map[uint64]item{1: {1, "a", 0}, 3: {3, "c", 0}}) {
+		t.Fatalf("after Rekey and a delete: %v", got)
+	}
+	checkNameIndex(t, db.ReadTxn(), tbl)
+	closeStore(t, s)
+
+	// The old index now sees changed keys.
+	s, _, _, err = registerItems(t, fs, itemByID)
+	if !errors.Is(err, ErrKeyChanged) {
+		t.Fatalf("Register with the old index after Rekey: %v", err)
+	}
+	closeStore(t, s)
+}
+
+// TestRekeyCollision: a Rekey under which two objects get one key fails and
+// changes nothing in the store.
+func TestRekeyCollision(t *testing.T) {
+	fs := vfs.NewMem()
+	s, db, tbl, err := registerItems(t, fs, itemByID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeItems(t, db, tbl, &item{ID: 1, Name: "apple"}, &item{ID: 2, Name: "avocado"}, &item{ID: 3, Name: "berry"})
+	closeStore(t, s)
+
+	s, db, tbl, err = registerItems(t, fs, itemByFirstLetter, Rekey())
+	if !errors.Is(err, strata.ErrRestoreInput) {
+		t.Fatalf("Rekey with colliding keys: %v", err)
+	}
+	if tbl.NumObjects(db.ReadTxn()) != 0 {
+		t.Fatal("a failed Rekey left objects")
+	}
+	closeStore(t, s)
+
+	s, db, tbl, err = registerItems(t, fs, itemByID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tbl.NumObjects(db.ReadTxn()); n != 3 {
+		t.Fatalf("after a failed Rekey the store holds %d objects", n)
+	}
+	closeStore(t, s)
+}
+
+// host is a type other than item, stored under the same table name.
+type host struct {
+	Addr string
+	Port int
+}
+
+var hostByAddr = strata.Index[*host, string]{
+	Name:       "id",
+	FromObject: func(h *host) index.KeySet { return index.NewKeySet(index.String(h.Addr)) },
+	FromKey:    index.String,
+	Unique:     true,
+}
+
+// TestSchemaMismatch: a table stored with one object type is refused when
+// registered with another (JSON would decode every record into zero-valued
+// hosts), naming what is stored and what is bound; the same holds for a
+// snapshot; a codec whose version went up migrates; TypeName keeps a
+// renamed type's identity.
+func TestSchemaMismatch(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, "/db", Options{FS: fs})
+	db := strata.New()
+	items, _ := strata.NewTable(db, "things", itemByID, itemByName)
+	if err := s.Register(Table(items, JSON[*item]())); err != nil {
+		t.Fatal(err)
+	}
+	writeItems(t, db, items, &item{ID: 1, Name: "a", Value: 1}, &item{ID: 2, Name: "b", Value: 2})
+	var snap bytes.Buffer
+	if err := WriteSnapshot(&snap, db.ReadTxn(), Table(items, JSON[*item]())); err != nil {
+		t.Fatal(err)
+	}
+	closeStore(t, s)
+
+	registerHosts := func(codec Codec[*host], opts ...TableOption) (*Store, *strata.DB, strata.RWTable[*host], error) {
+		s := openStore(t, "/db", Options{FS: fs})
+		db := strata.New()
+		hosts, _ := strata.NewTable(db, "things", hostByAddr)
+		return s, db, hosts, s.Register(Table(hosts, codec, opts...))
+	}
+	s, db, hosts, err := registerHosts(JSON[*host]())
+	if !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("Register of another type: %v", err)
+	}
+	for _, want := range []string{`table "things"`, "persist.item", "persist.host", "stored with", "bound with"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not say %q", err, want)
+		}
+	}
+	if hosts.NumObjects(db.ReadTxn()) != 0 {
+		t.Fatal("a refused table was loaded")
+	}
+	closeStore(t, s)
+
+	// A snapshot of items restored into hosts: refused, nothing restored.
+	db2 := strata.New()
+	hosts2, _ := strata.NewTable(db2, "things", hostByAddr)
+	if _, err := ReadSnapshot(bytes.NewReader(snap.Bytes()), Table(hosts2, JSON[*host]())); !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("ReadSnapshot into another type: %v", err)
+	}
+	if hosts2.NumObjects(db2.ReadTxn()) != 0 {
+		t.Fatal("a refused snapshot restored objects")
+	}
+
+	// A codec of a higher version migrates the items into hosts.
+	migrate := func(data []byte, version uint32) (*host, error) {
+		it, err := JSON[*item]().Decode(data, version)
+		if err != nil {
+			return nil, err
+		}
+		return &host{Addr: it.Name, Port: int(it.Value)}, nil
+	}
+	// (Their primary keys change too: Rekey.)
+	s, db, hosts, err = registerHosts(Versioned(JSON[*host](), 2, migrate), Rekey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _, ok := hosts.Get(db.ReadTxn(), hostByAddr.Query("b")); !ok || h.Port != 2 {
+		t.Fatalf("migrated host b: %v %v", h, ok)
+	}
+	closeStore(t, s)
+	// The store now records hosts: a plain JSON codec of version 1 is
+	// refused as older than the stored values.
+	s, _, _, err = registerHosts(JSON[*host]())
+	if !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("Register with an older codec after a migration: %v", err)
+	}
+	closeStore(t, s)
+
+	// TypeName: a type renamed keeps its identity.
+	s = openStore(t, "/db", Options{FS: fs})
+	db = strata.New()
+	items, _ = strata.NewTable(db, "named", itemByID)
+	if err := s.Register(Table(items, JSON[*item](), TypeName("app.Thing"))); err != nil {
+		t.Fatal(err)
+	}
+	writeItems(t, db, items, &item{ID: 7, Name: "g"})
+	closeStore(t, s)
+	s = openStore(t, "/db", Options{FS: fs})
+	db = strata.New()
+	renamed, _ := strata.NewTable(db, "named", renamedByID)
+	if err := s.Register(Table(renamed, JSON[*renamedItem](), TypeName("app.Thing"))); err != nil {
+		t.Fatalf("Register of a renamed type with its TypeName: %v", err)
+	}
+	if o, _, ok := renamed.Get(db.ReadTxn(), renamedByID.Query(7)); !ok || o.Name != "g" {
+		t.Fatalf("renamed type: %v %v", o, ok)
+	}
+	closeStore(t, s)
+}
+
+// renamedItem is item under another name.
+type renamedItem item
+
+var renamedByID = strata.Index[*renamedItem, uint64]{
+	Name:       "id",
+	FromObject: func(o *renamedItem) index.KeySet { return index.NewKeySet(index.Uint64(o.ID)) },
+	FromKey:    index.Uint64,
+	Unique:     true,
+}
+
+// TestStrictJSON: StrictJSON refuses a record with a field the type does
+// not have, where JSON drops it.
+func TestStrictJSON(t *testing.T) {
+	data := []byte(`{"ID":1,"Name":"a","Colour":"red"}`)
+	if _, err := JSON[*item]().Decode(data, 1); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if _, err := StrictJSON[*item]().Decode(data, 1); err == nil || !strings.Contains(err.Error(), "Colour") {
+		t.Fatalf("StrictJSON with an unknown field: %v", err)
+	}
+	o, err := StrictJSON[*item]().Decode([]byte(`{"ID":1,"Name":"a","Value":3}`), 1)
+	if err != nil || *o != (item{1, "a", 3}) {
+		t.Fatalf("StrictJSON: %v %v", o, err)
+	}
+	if _, err := StrictJSON[*item]().Decode([]byte(`{"ID":1} {"ID":2}`), 1); err == nil {
+		t.Fatal("StrictJSON decoded two values as one")
+	}
+	if codecName(StrictJSON[*item]()) != codecName(JSON[*item]()) {
+		t.Fatal("StrictJSON and JSON have different names")
+	}
+}
+
+// failingItems is the binary codec of items, except that it cannot decode
+// an item named "bad".
+var failingItems = Funcs[*item]{
+	V:   1,
+	Enc: func(dst []byte, o *item) ([]byte, error) { return o.AppendBinary(dst) },
+	Dec: func(data []byte, _ uint32) (*item, error) {
+		o := new(item)
+		if err := o.UnmarshalBinary(data); err != nil {
+			return nil, err
+		}
+		if o.Name == "bad" {
+			return nil, errBadItem
+		}
+		return o, nil
+	},
+}
+
+var errBadItem = errors.New("cannot decode a bad item")
+
+// TestFailedRegisterRefusesWrites: a table whose registration failed (here
+// a value that does not decode) refuses every commit that writes it, with
+// the registration's error, so that no write is acknowledged that the next
+// start would lose; a retry with a codec that works loads the table and
+// completes its initializer; writes made while a table loads are refused.
+func TestFailedRegisterRefusesWrites(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, "/db", Options{FS: fs})
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
+	if err := s.Register(Table(tbl, Codec[*item](failingItems))); err != nil {
+		t.Fatal(err)
+	}
+	writeItems(t, db, tbl, &item{ID: 1, Name: "good"}, &item{ID: 2, Name: "bad"})
+	closeStore(t, s)
+
+	s = openStore(t, "/db", Options{FS: fs})
+	defer closeStore(t, s)
+	db = strata.New()
+	tbl, _ = strata.NewTable(db, "items", itemByID, itemByName)
+	plain, _ := strata.NewTable(db, "plain", itemByID)
+	err := s.Register(Table(tbl, Codec[*item](failingItems)))
+	if !errors.Is(err, errBadItem) {
+		t.Fatalf("Register: %v", err)
+	}
+	for _, write := range []func(strata.WriteTxn) error{
+		func(txn strata.WriteTxn) error { _, _, err := tbl.Insert(txn, &item{ID: 3, Name: "new"}); return err },
+		func(txn strata.WriteTxn) error {
+			tbl.Insert(txn, &item{ID: 4, Name: "gone"})
+			_, _, err := tbl.Delete(txn, &item{ID: 4})
+			return err
+		},
+		func(txn strata.WriteTxn) error {
+			tbl.Insert(txn, &item{ID: 5, Name: "gone"})
+			return tbl.DeleteAll(txn)
+		},
+	} {
+		txn := db.WriteTxn(tbl, plain)
+		if err := write(txn); err != nil {
+			t.Fatal(err)
+		}
+		plain.Insert(txn, &item{ID: 1})
+		if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, errBadItem) || !strings.Contains(err.Error(), `"items"`) {
+			t.Fatalf("commit to a table whose registration failed: %v", err)
+		}
+	}
+	if tbl.NumObjects(db.ReadTxn()) != 0 || plain.NumObjects(db.ReadTxn()) != 0 {
+		t.Fatal("a refused commit changed the database")
+	}
+	if ok, _ := tbl.Initialized(db.ReadTxn()); ok {
+		t.Fatal("a table whose load failed reads as initialized")
+	}
+
+	// A retry with a codec that reads the bad item (as written) succeeds:
+	// the table is loaded and initialized, and writes go to the store.
+	fixed := failingItems
+	fixed.Dec = func(data []byte, _ uint32) (*item, error) { o := new(item); return o, o.UnmarshalBinary(data) }
+	if err := s.Register(Table(tbl, Codec[*item](fixed))); err != nil {
+		t.Fatalf("retried Register: %v", err)
+	}
+	if ok, _ := tbl.Initialized(db.ReadTxn()); !ok {
+		t.Fatalf("not initialized after a retried Register: pending %v", tbl.PendingInitializers(db.ReadTxn()))
+	}
+	if n := tbl.NumObjects(db.ReadTxn()); n != 2 {
+		t.Fatalf("retried Register loaded %d objects", n)
+	}
+	writeItems(t, db, tbl, &item{ID: 3, Name: "new"})
+}
+
+// TestWritesWhileLoading: a commit that writes a table while Register
+// loads it fails with ErrNotLoaded and changes nothing; the load goes on.
+func TestWritesWhileLoading(t *testing.T) {
+	s := openStore(t, t.TempDir(), Options{})
+	defer closeStore(t, s)
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID)
+	var commitErr error
+	testHookLoading = func(string) {
+		txn := db.WriteTxn(tbl)
+		tbl.Insert(txn, &item{ID: 1})
+		_, commitErr = txn.Commit()
+	}
+	defer func() { testHookLoading = nil }()
+	if err := s.Register(Table(tbl, Binary[item]())); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(commitErr, ErrNotLoaded) {
+		t.Fatalf("commit while loading: %v", commitErr)
+	}
+	if tbl.NumObjects(db.ReadTxn()) != 0 {
+		t.Fatal("a refused commit left an object")
+	}
+}
+
+// TestRefusedBeforeLoading: refusals that need no scan come before the
+// initializer and the scan: a refused table never reads as not
+// initialized, and nothing is loaded.
+func TestRefusedBeforeLoading(t *testing.T) {
+	s := openStore(t, t.TempDir(), Options{})
+	defer closeStore(t, s)
+	db := strata.New()
+	loads := 0
+	testHookLoading = func(string) { loads++ }
+	defer func() { testHookLoading = nil }()
+
+	full, _ := strata.NewTable(db, "full", itemByID)
+	writeItems(t, db, full, &item{ID: 1})
+	if err := s.Register(Table(full, Binary[item]())); !errors.Is(err, strata.ErrTableNotEmpty) {
+		t.Fatalf("Register of a full table: %v", err)
+	}
+
+	// Another journal on the database.
+	other := strata.New()
+	conflicted, _ := strata.NewTable(other, "conflicted", itemByID)
+	txn := other.WriteTxn(conflicted)
+	if err := strata.SetJournal(txn, conflicted, otherJournal{}, strata.TableJournal[*item](nil)); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, txn)
+	if err := s.Register(Table(conflicted, Binary[item]())); !errors.Is(err, strata.ErrJournalConflict) {
+		t.Fatalf("Register into a database with another journal: %v", err)
+	}
+	// A retry of it goes the same way: no initializer is left behind.
+	if err := s.Register(Table(conflicted, Binary[item]())); !errors.Is(err, strata.ErrJournalConflict) {
+		t.Fatalf("second Register into a database with another journal: %v", err)
+	}
+	for _, tbl := range []strata.TableMeta{full, conflicted} {
+		if p := tbl.PendingInitializers(tbl.DB().ReadTxn()); len(p) != 0 {
+			t.Errorf("table %s refused with pending initializers %v", tbl.Name(), p)
+		}
+	}
+	if loads != 0 {
+		t.Fatalf("%d loads for tables refused before loading", loads)
+	}
+}
+
+// otherJournal is a journal that is not the store.
+type otherJournal struct{}
+
+func (otherJournal) Begin() strata.JournalBatch { return nil }
+
+// TestRegisterForeignDatabase: Register given a database the table does not
+// belong to fails with ErrForeignTable (it panicked, about WriteTxn).
+func TestRegisterForeignDatabase(t *testing.T) {
+	s := openStore(t, t.TempDir(), Options{})
+	defer closeStore(t, s)
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID)
+	if err := Register(s, strata.New(), tbl, Binary[item]()); !errors.Is(err, ErrForeignTable) {
+		t.Fatalf("Register with another database: %v", err)
+	}
+	// The table is left alone: it registers with its own database.
+	if err := Register(s, db, tbl, Binary[item]()); err != nil {
+		t.Fatal(err)
+	}
+}
