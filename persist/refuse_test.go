@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -459,5 +462,63 @@ func TestRegisterForeignDatabase(t *testing.T) {
 	// The table is left alone: it registers with its own database.
 	if err := Register(s, db, tbl, Binary[item]()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// wrappedFS is a file system of the user's own over the operating
+// system's.
+type wrappedFS struct{ vfs.FS }
+
+// TestLockedOtherPaths: a second Open of a store in this process through
+// another path to its directory (a symbolic link, /proc/self/root) or
+// through a file system of the user's own is refused with ErrLocked, and
+// leaves the first store's lock in place (POSIX locks are per process: a
+// second lock and its release would have dropped the first's).
+func TestLockedOtherPaths(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "store")
+	s := openStore(t, dir, Options{})
+	defer closeStore(t, s)
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{link, link + "/."}
+	if _, err := os.Stat("/proc/self/root" + dir); err == nil {
+		paths = append(paths, "/proc/self/root"+dir)
+	}
+	for _, p := range paths {
+		if s2, err := Open(p, Options{Logger: quietLogger(t)}); !errors.Is(err, ErrLocked) {
+			if err == nil {
+				s2.Close()
+			}
+			t.Errorf("second Open through %s: %v", p, err)
+		}
+	}
+	if s2, err := Open(dir, Options{FS: wrappedFS{vfs.Default}, Logger: quietLogger(t)}); !errors.Is(err, ErrLocked) {
+		if err == nil {
+			s2.Close()
+		}
+		t.Errorf("second Open through a file system of the user's own: %v", err)
+	}
+	if out := runChild(t, "lock", dir); out != "locked" {
+		t.Fatalf("after the refused Opens, another process: %s", out)
+	}
+	// The first store still works.
+	db := strata.New()
+	tbl := itemTable(t, s, db, "items", nil)
+	writeItems(t, db, tbl, &item{ID: 1})
+}
+
+// TestLockedError: Pebble's in-process message and the POSIX errors are
+// ErrLocked.
+func TestLockedError(t *testing.T) {
+	for _, err := range []error{syscall.EAGAIN, syscall.EACCES, errors.New("lock held by current process")} {
+		if !lockedError(err) {
+			t.Errorf("%v is not taken for a held lock", err)
+		}
+	}
+	if lockedError(os.ErrNotExist) {
+		t.Error("ErrNotExist is taken for a held lock")
 	}
 }

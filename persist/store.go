@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -150,7 +150,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	}()
 	defer recoverFatal(&err)
 	if s.lock, err = pebble.LockDirectory(dir, s.fs); err != nil {
-		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+		if lockedError(err) {
 			return nil, fmt.Errorf("persist: open %s: %w (%v)", dir, ErrLocked, err)
 		}
 		return nil, fmt.Errorf("persist: open %s: lock: %w", dir, err)
@@ -214,41 +214,55 @@ func (s *Store) usable() error {
 	return nil
 }
 
-// openDirs holds the directories of the operating system's file system
-// that Stores of this process have open. Pebble's own lock tells other
-// processes apart, but within one process its error is a bare message;
-// this gives ErrLocked in both cases.
+// openDirs holds the identities (device and inode) of the directories that
+// Stores of this process have open. Pebble's lock tells processes apart
+// (a POSIX lock), but within one process it knows a directory only by the
+// path it was given: a second Open through a symbolic link or
+// /proc/self/root would take the same POSIX lock again, and closing either
+// store would drop it for both. Claiming the directory by its identity
+// first refuses that with ErrLocked.
 var openDirs struct {
 	sync.Mutex
 	m map[string]bool
 }
 
-// claimDir claims dir for a Store of this process, if it is on the
-// operating system's file system (other file systems, such as vfs.MemFS,
-// refuse a second lock within the process themselves), and returns the
-// function that releases the claim.
+// claimDir claims dir for a Store of this process, if fs reports the
+// operating system's identity of the directory (vfs.Default does, and so
+// do file systems that wrap it), and returns the function that releases the
+// claim. Other file systems, such as vfs.MemFS, refuse a second lock within
+// the process themselves.
 func claimDir(fs vfs.FS, dir string) (func(), error) {
-	if fs != vfs.Default {
-		return func() {}, nil
-	}
-	abs, err := filepath.Abs(dir)
+	info, err := fs.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("persist: open %s: %w", dir, err)
 	}
+	id, ok := fileIdentity(info)
+	if !ok {
+		return func() {}, nil
+	}
 	openDirs.Lock()
 	defer openDirs.Unlock()
-	if openDirs.m[abs] {
+	if openDirs.m[id] {
 		return nil, fmt.Errorf("persist: open %s: %w (by this process)", dir, ErrLocked)
 	}
 	if openDirs.m == nil {
 		openDirs.m = map[string]bool{}
 	}
-	openDirs.m[abs] = true
+	openDirs.m[id] = true
 	return func() {
 		openDirs.Lock()
-		delete(openDirs.m, abs)
+		delete(openDirs.m, id)
 		openDirs.Unlock()
 	}, nil
+}
+
+// lockedError reports whether err, from Pebble's lock, says that another
+// holder has the lock: another process (EAGAIN, EACCES: POSIX locks), or
+// this one (Pebble's own message, for a file system that wraps the
+// operating system's under another path).
+func lockedError(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) ||
+		strings.Contains(err.Error(), "lock held by current process")
 }
 
 // loadMeta checks the store's format, writes it into a new store, and
