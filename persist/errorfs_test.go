@@ -149,8 +149,16 @@ func testWALError(t *testing.T, failSync bool, mode SyncMode) {
 	if !errors.Is(failure, ErrStoreFailed) {
 		t.Fatalf("failed commit: %v", failure)
 	}
+	if strings.Contains(failure.Error(), "\n") {
+		t.Fatalf("the error carries several lines (a stack trace?): %q", failure)
+	}
 	if !strings.Contains(logBuf.String(), "level=ERROR") || !strings.Contains(logBuf.String(), "injected error") {
 		t.Fatalf("the failure was not logged:\n%s", logBuf.String())
+	}
+	for _, line := range strings.Split(logBuf.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") && strings.Contains(line, "stack trace") {
+			t.Fatalf("an Error line carries a stack trace: %s", line)
+		}
 	}
 	t.Logf("failed after %d acknowledged transactions: %v", seq, failure)
 

@@ -2,6 +2,7 @@ package persist
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -46,18 +47,81 @@ func (l *pebbleLogger) logf(level slog.Level, format string, args []any) {
 }
 
 // Fatalf logs at Error level, marks the store failed and panics with a
-// *fatalPanic. It never returns.
+// *fatalPanic. It never returns. The error and the Error line carry the
+// message's first line; the rest (Pebble's stack traces) goes to a Debug
+// line.
 func (l *pebbleLogger) Fatalf(format string, args ...any) {
 	format = strings.TrimSpace(format)
 	if !strings.HasPrefix(format, "pebble") {
 		format = "pebble: " + format
 	}
-	err := fmt.Errorf(format, args...)
+	full := fmt.Sprintf(format, args...)
+	var causes []error
+	for _, a := range args {
+		if e, ok := a.(error); ok {
+			causes = append(causes, e)
+		}
+	}
+	err := newPebbleError(full, causes...)
 	l.log.Error("pebble: fatal error; the store refuses writes until it is reopened", "err", err)
+	if err.Error() != full {
+		l.log.Debug("pebble: fatal error in full", "err", full)
+	}
 	if l.onFatal != nil {
 		l.onFatal(err)
 	}
 	panic(&fatalPanic{err: err})
+}
+
+// pebbleError is an error of Pebble as the store reports it: by the first
+// line of its message (Pebble's errors print their stack traces on the
+// lines after it), wrapping the errors it came from, and ErrCorrupt if
+// Pebble found damaged data.
+type pebbleError struct {
+	msg    string
+	causes []error
+}
+
+func (e *pebbleError) Error() string   { return e.msg }
+func (e *pebbleError) Unwrap() []error { return e.causes }
+
+// newPebbleError returns the pebbleError of a message of Pebble and the
+// errors it came from.
+func newPebbleError(msg string, causes ...error) error {
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = strings.TrimSpace(msg[:i])
+	}
+	for _, c := range causes {
+		if pebble.IsCorruptionError(c) {
+			return &pebbleError{msg: ErrCorrupt.Error() + ": " + msg, causes: append([]error{ErrCorrupt}, causes...)}
+		}
+	}
+	return &pebbleError{msg: msg, causes: causes}
+}
+
+// fromPebble returns err, an error a call into Pebble returned, as the
+// store reports it (pebbleError), or nil. A store Pebble cannot read
+// (a malformed MANIFEST, a missing format marker, which Pebble reports as
+// a format it no longer supports) is reported as damaged or foreign, with
+// ErrCorrupt.
+func fromPebble(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pebbleError
+	if errors.As(err, &pe) {
+		return err
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "malformed manifest") || strings.Contains(msg, "no longer supported") ||
+		strings.Contains(msg, "not pristine") {
+		first := msg
+		if i := strings.IndexByte(first, '\n'); i >= 0 {
+			first = first[:i]
+		}
+		return &pebbleError{msg: "damaged or foreign store: " + ErrCorrupt.Error() + ": " + first, causes: []error{ErrCorrupt, err}}
+	}
+	return newPebbleError(msg, err)
 }
 
 // fatalPanic is the value pebbleLogger.Fatalf panics with.
@@ -81,10 +145,22 @@ func recoverFatal(err *error) {
 
 // eventListener logs the events of Pebble that an operator should see:
 // background errors, slow disks, write stalls, low disk space.
-func eventListener(log *slog.Logger) *pebble.EventListener {
+func eventListener(log *slog.Logger, onCorrupt func(error)) *pebble.EventListener {
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
-			log.Error("pebble: background error", "err", err)
+			log.Error("pebble: background error", "err", fromPebble(err))
+		},
+		// Pebble's default makes a corruption fatal (Fatalf), which leaves
+		// the reader that found it holding references, so that Pebble
+		// cannot be closed afterwards. Here the read that found it returns
+		// a corruption error (ErrCorrupt), and the store refuses writes.
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			err := newPebbleError(info.String(), info.Details)
+			log.Error("pebble: damaged data", "path", info.Path, "err", err)
+			log.Debug("pebble: damaged data in full", "details", fmt.Sprintf("%+v", info.Details))
+			if onCorrupt != nil {
+				onCorrupt(err)
+			}
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			log.Warn("pebble: disk slow", "info", info.String())

@@ -236,11 +236,11 @@ func (b *binding[Obj]) scan(s *Store, keys tableKeys) (ld loaded[Obj], err error
 	}
 	defer recoverFatal(&err)
 	if ld.revision, err = s.storedRevision(keys); err != nil {
-		return ld, err
+		return ld, fromPebble(err)
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: keys.prefix, UpperBound: keys.upper})
 	if err != nil {
-		return ld, err
+		return ld, fromPebble(err)
 	}
 	defer it.Close()
 	known := b.codec.Version()
@@ -248,7 +248,7 @@ func (b *binding[Obj]) scan(s *Store, keys tableKeys) (ld loaded[Obj], err error
 		key := it.Key()[len(keys.prefix):]
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return ld, err
+			return ld, fromPebble(err)
 		}
 		version, rev, data, err := parseValue(v)
 		if err != nil {
@@ -272,7 +272,7 @@ func (b *binding[Obj]) scan(s *Store, keys tableKeys) (ld loaded[Obj], err error
 		}
 		ld.objects = append(ld.objects, revObject[Obj]{obj, rev})
 	}
-	return ld, it.Error()
+	return ld, fromPebble(it.Error())
 }
 
 // renderKey renders a stored key in an error message.

@@ -140,7 +140,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	defer func() {
 		if err != nil {
 			if s.db != nil {
-				_ = s.closePebble()
+				s.abandonPebble()
 			}
 			if s.lock != nil {
 				s.lock.Close()
@@ -156,10 +156,10 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("persist: open %s: lock: %w", dir, err)
 	}
 	if s.db, err = pebble.Open(dir, s.pebbleOptions(opts)); err != nil {
-		return nil, fmt.Errorf("persist: open %s: %w", dir, err)
+		return nil, fmt.Errorf("persist: open %s: %w", dir, fromPebble(err))
 	}
 	if err := s.loadMeta(); err != nil {
-		return nil, fmt.Errorf("persist: open %s: %w", dir, err)
+		return nil, fmt.Errorf("persist: open %s: %w", dir, fromPebble(err))
 	}
 	s.batches.New = func() any { return &journalBatch{s: s, b: s.db.NewBatch(), done: make(chan error, 1)} }
 	if s.buffered {
@@ -192,7 +192,7 @@ func (s *Store) pebbleOptions(opts Options) *pebble.Options {
 	po.FormatMajorVersion = pebbleFormat
 	po.Logger = &pebbleLogger{log: s.log, onFatal: s.fail}
 	po.LoggerAndTracer = nil
-	po.EventListener = eventListener(s.log)
+	po.EventListener = eventListener(s.log, s.fail)
 	po.ReadOnly = false
 	po.DisableWAL = false
 	return po
@@ -387,6 +387,21 @@ func (s *Store) Close() (err error) {
 func (s *Store) closePebble() (err error) {
 	defer recoverFatal(&err)
 	return s.db.Close()
+}
+
+// abandonPebble closes the Pebble database of a store whose Open failed.
+// After a fatal error (damaged media) Pebble's Close may panic on the
+// references that the failed read left behind: that panic is recovered and
+// logged, as there is nothing more to release.
+func (s *Store) abandonPebble() {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Debug("persist: closing Pebble after a failed open", "dir", s.dir, "panic", r)
+		}
+	}()
+	if err := s.closePebble(); err != nil {
+		s.log.Debug("persist: closing Pebble after a failed open", "dir", s.dir, "err", err)
+	}
 }
 
 // every runs f every interval until the store closes; the caller has
