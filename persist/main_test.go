@@ -40,6 +40,8 @@ func runChildMode(mode, dir string) {
 	switch mode {
 	case "lock":
 		childLock(dir)
+	case "wal-tail":
+		childWALTail(dir)
 	case "crash":
 		childCrash(dir, Sync{})
 	case "crash-buffered":

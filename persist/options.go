@@ -84,8 +84,12 @@ const (
 // never changes the files under a user's feet. Raising it is a deliberate
 // change, with a note in README.md: stores it upgrades can no longer be
 // opened by older releases. FormatTableFormatV6 brings WAL sync chunks
-// (a torn log tail is told apart from corruption) and checksummed table
-// footers.
+// and checksummed table footers. With sync chunks Pebble tells damage in an
+// older log, or before the last synced block of the newest one, from a
+// torn tail; damage in the newest log's last block looks to it like a
+// torn tail, and recovery drops the rest of the log: the store then logs
+// at Warn level where the recovery stopped and how much it dropped
+// (pebbleLogger.walStopped).
 const pebbleFormat = pebble.FormatTableFormatV6
 
 // storeFormat is the version of the layout this package writes on top of

@@ -190,7 +190,7 @@ func (s *Store) pebbleOptions(opts Options) *pebble.Options {
 	po.FS = s.fs
 	po.Lock = s.lock
 	po.FormatMajorVersion = pebbleFormat
-	po.Logger = &pebbleLogger{log: s.log, onFatal: s.fail}
+	po.Logger = &pebbleLogger{log: s.log, onFatal: s.fail, fs: s.fs}
 	po.LoggerAndTracer = nil
 	po.EventListener = eventListener(s.log, s.fail)
 	po.ReadOnly = false
