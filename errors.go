@@ -1,6 +1,11 @@
 package strata
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-db/strata/index"
+)
 
 // Errors from table registration (NewTable). They are returned wrapped with
 // the table's name; test for them with errors.Is.
@@ -75,3 +80,14 @@ var (
 // errNoFromString: the index has no FromString function, and its key type
 // no default text form.
 var errNoFromString = errors.New("index does not parse string keys (no FromString)")
+
+// uniqueConflict returns the ErrUniqueConstraint error of key in the unique
+// index ix, which holder, another object, holds. Keys are rendered through
+// their index (Index.ToString, or its default), and quoted.
+func (t *table[Obj]) uniqueConflict(ix *indexDef[Obj], key index.Key, holder Obj) error {
+	if pk, err := t.primaryKey(nil, holder); err == nil {
+		return fmt.Errorf("table %q: index %q: key %q is held by the object with primary key %q: %w",
+			t.meta.name, ix.name, ix.keyString(key), t.indexes[0].keyString(pk), ErrUniqueConstraint)
+	}
+	return fmt.Errorf("table %q: index %q: key %q: %w", t.meta.name, ix.name, ix.keyString(key), ErrUniqueConstraint)
+}

@@ -1061,3 +1061,38 @@ func TestErrNoFromObject(t *testing.T) {
 		t.Fatalf("refused tables were registered")
 	}
 }
+
+// TestUniqueConstraintMessage: a unique-constraint error renders keys
+// through their index and names the object that holds the key, once per
+// table name; so does Restore's.
+func TestUniqueConstraintMessage(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "svcs", nameIndex)
+	txn := db.WriteTxn(tbl)
+	if _, _, err := tbl.Insert(txn, &testObject{ID: 80, Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := tbl.Insert(txn, &testObject{ID: 81, Name: "a"})
+	txn.Abort()
+	want := `table "svcs": index "name": key "a" is held by the object with primary key "80": ` + ErrUniqueConstraint.Error()
+	if !errors.Is(err, ErrUniqueConstraint) || err.Error() != want {
+		t.Fatalf("Insert of a taken key:\n got %v\nwant %s", err, want)
+	}
+
+	txn = db.WriteTxn(tbl)
+	err = Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+		_ = yield(&testObject{ID: 80, Name: "a"}, 1) && yield(&testObject{ID: 81, Name: "a"}, 2)
+	}, 0)
+	txn.Abort()
+	if !errors.Is(err, ErrUniqueConstraint) || err.Error() != want {
+		t.Fatalf("Restore of a taken key:\n got %v\nwant %s", err, want)
+	}
+	txn = db.WriteTxn(tbl)
+	err = Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+		_ = yield(&testObject{ID: 80}, 1) && yield(&testObject{ID: 80}, 2)
+	}, 0)
+	txn.Abort()
+	if want := `table "svcs": primary key "80" twice: ` + ErrRestoreInput.Error(); err == nil || err.Error() != want {
+		t.Fatalf("Restore of a key twice:\n got %v\nwant %s", err, want)
+	}
+}

@@ -113,6 +113,11 @@ func (i Index[Obj, Key]) keyString(k index.Key) string {
 	return k.String()
 }
 
+// KeyString renders an encoded key of the index for people, as error
+// messages show it: with ToString, or its default, or else as index.Key's
+// String does. The text may hold any byte: quote it (%q) in messages.
+func (i Index[Obj, Key]) KeyString(k index.Key) string { return i.keyString(k) }
+
 // Query returns a query for objects whose key in this index is key (or,
 // for Prefix and LowerBound, starts with or is at least key).
 func (i Index[Obj, Key]) Query(key Key) Query[Obj] {

@@ -72,11 +72,11 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 		return fmt.Errorf("table %q: primary key of %d bytes: %w", t.meta.name, len(pk), ErrKeyTooLong)
 	}
 	if rev == 0 {
-		return fmt.Errorf("table %q: object %s: revision 0: %w", t.meta.name, pk, ErrRestoreInput)
+		return fmt.Errorf("table %q: object %q: revision 0: %w", t.meta.name, t.indexes[0].keyString(pk), ErrRestoreInput)
 	}
 	no := object[Obj]{obj: obj, rev: rev}
 	if _, dup := tt.primary.Insert(pk, no); dup {
-		return fmt.Errorf("table %q: primary key %s twice: %w", t.meta.name, pk, ErrRestoreInput)
+		return fmt.Errorf("table %q: primary key %q twice: %w", t.meta.name, t.indexes[0].keyString(pk), ErrRestoreInput)
 	}
 	tt.restored = append(tt.restored, no)
 	for i := range tt.secondary {
@@ -89,7 +89,7 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 		for j := range keys.Len() {
 			k := tt.treeKey(ix, keys.At(j), pk)
 			if prev, dup := tt.secondary[i].Insert(k, no); dup && prev.rev != rev {
-				return fmt.Errorf("table %q: index %q: key %s: %w", t.meta.name, ix.name, keys.At(j), ErrUniqueConstraint)
+				return t.uniqueConflict(ix, keys.At(j), prev.obj)
 			}
 		}
 	}

@@ -380,7 +380,7 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 		}
 		for j := range keys.Len() {
 			if e, found := tt.secondary[i].Get(keys.At(j)); found && (!hadOld || e.rev != old.rev) {
-				return obj, fmt.Errorf("table %q: index %q: key %s: %w", t.meta.name, ix.name, keys.At(j), ErrUniqueConstraint)
+				return obj, t.uniqueConflict(ix, keys.At(j), e.obj)
 			}
 		}
 	}
