@@ -87,6 +87,16 @@ type binding[Obj any] struct {
 	primaryKeys func(Obj) index.KeySet
 }
 
+// keyString renders a primary key for people, through the table's primary
+// index (strata.Index.KeyString: its ToString, or the default of its key
+// type), in error messages. The text may hold any byte: quote it.
+func (b *binding[Obj]) keyString(key []byte) string {
+	if ks, ok := b.tbl.PrimaryIndexer().(interface{ KeyString(index.Key) string }); ok {
+		return ks.KeyString(key)
+	}
+	return index.Key(key).String()
+}
+
 func (b *binding[Obj]) meta() strata.TableMeta { return b.tbl }
 func (b *binding[Obj]) schema() schema         { return b.sch }
 

@@ -105,7 +105,9 @@ type tableJournal[Obj any] struct {
 	// refusing writes, if loading fails (ErrNotLoaded). Register sets it;
 	// commits read it with the table locked.
 	refused atomic.Pointer[error]
-	buf     []byte
+	// keyString renders a primary key in error messages.
+	keyString func([]byte) string
+	buf       []byte
 	// last is the highest revision upserted into the batch lastBatch
 	// (generation lastGen) records: if the table's revision after the
 	// commit is that one, SetRevision need not write it (see there).
@@ -116,8 +118,8 @@ type tableJournal[Obj any] struct {
 
 var _ strata.TableJournal[int] = (*tableJournal[int])(nil)
 
-func newTableJournal[Obj any](codec Codec[Obj], keys tableKeys) *tableJournal[Obj] {
-	return &tableJournal[Obj]{codec: codec, version: codec.Version(), keys: keys}
+func newTableJournal[Obj any](codec Codec[Obj], keys tableKeys, keyString func([]byte) string) *tableJournal[Obj] {
+	return &tableJournal[Obj]{codec: codec, version: codec.Version(), keys: keys, keyString: keyString}
 }
 
 // refuse makes every write of the table fail with err; a nil err accepts
@@ -161,7 +163,7 @@ func (tj *tableJournal[Obj]) Upsert(b strata.JournalBatch, primaryKey []byte, ob
 		tj.buf = buf
 	}
 	if err != nil {
-		return fmt.Errorf("encode object %x: %w", primaryKey, err)
+		return fmt.Errorf("encode object %q: %w", tj.keyString(primaryKey), err)
 	}
 	prefix := tj.keys.prefix
 	op := jb.b.SetDeferred(len(prefix)+len(primaryKey), len(buf))

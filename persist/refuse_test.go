@@ -522,3 +522,50 @@ func TestLockedError(t *testing.T) {
 		t.Error("ErrNotExist is taken for a held lock")
 	}
 }
+
+// TestErrorMessages: errors name the table once, and render keys through
+// the table's primary index (a uint64 key as its number, a string as its
+// text), not as raw hex.
+func TestErrorMessages(t *testing.T) {
+	fs := vfs.NewMem()
+	s, db, tbl, err := registerItems(t, fs, itemByID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeItems(t, db, tbl, &item{ID: 80, Name: "apple"}, &item{ID: 81, Name: "avocado"}, &item{ID: 82, Name: "bad"})
+	closeStore(t, s)
+
+	once := func(what string, err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		if n := strings.Count(err.Error(), `"items"`); n != 1 {
+			t.Errorf("%s: the table is named %d times: %v", what, n, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q is not in %v", what, w, err)
+			}
+		}
+	}
+	// The stored key is the old index's: the new one cannot render it
+	// (its default renderer shows only a value whose key is the very key).
+	s, _, _, err = registerItems(t, fs, itemByFirstLetter)
+	once("changed key", err, `has key "a" in primary index "id"`)
+	closeStore(t, s)
+	s, _, _, err = registerItems(t, fs, itemByFirstLetter, Rekey())
+	once("rekey collision", err, `primary key "a" twice`)
+	closeStore(t, s)
+
+	s = openStore(t, "/db", Options{FS: fs})
+	defer closeStore(t, s)
+	db = strata.New()
+	tbl, _ = strata.NewTable(db, "items", itemByID, itemByName)
+	err = s.Register(Table(tbl, Versioned(Codec[*item](failingItems), 2, failingItems.Dec)))
+	once("decode", err, `key "82"`)
+	txn := db.WriteTxn(tbl)
+	tbl.Insert(txn, &item{ID: 1})
+	_, err = txn.Commit()
+	once("commit to a table not loaded", err, `key "82"`, "registration failed")
+}

@@ -101,7 +101,7 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	if b.primaryKeys == nil {
 		return errors.New("the table's primary index is of an unknown kind")
 	}
-	tj := newTableJournal(b.codec, makeTableKeys(reg.id))
+	tj := newTableJournal(b.codec, makeTableKeys(reg.id), b.keyString)
 	tj.refuse(fmt.Errorf("%w: loading", ErrNotLoaded))
 	db := b.tbl.DB()
 
@@ -119,7 +119,7 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	if refusal != nil {
 		// Attached, without an initializer: the table refuses writes
 		// (the commit writes nothing).
-		tj.refuse(fmt.Errorf("%w: %w", ErrNotLoaded, wrapTableErr(name, refusal)))
+		tj.refuse(fmt.Errorf("%w: %w", ErrNotLoaded, refusal))
 		if _, err := txn.Commit(); err != nil {
 			return errors.Join(refusal, err)
 		}
@@ -137,7 +137,7 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	s.setPendingInit(name, b.tbl, done)
 	defer func() {
 		if err != nil {
-			tj.refuse(fmt.Errorf("%w: %w", ErrNotLoaded, wrapTableErr(name, err)))
+			tj.refuse(fmt.Errorf("%w: registration failed: %w", ErrNotLoaded, err))
 		}
 	}()
 	if testHookLoading != nil {
@@ -252,21 +252,21 @@ func (b *binding[Obj]) scan(s *Store, keys tableKeys) (ld loaded[Obj], err error
 		}
 		version, rev, data, err := parseValue(v)
 		if err != nil {
-			return ld, fmt.Errorf("key %s: %w", renderKey(key), err)
+			return ld, fmt.Errorf("key %q: %w", b.keyString(key), err)
 		}
 		if version > known {
-			return ld, fmt.Errorf("key %s: value version %d, codec version %d: %w", renderKey(key), version, known, ErrUnknownVersion)
+			return ld, fmt.Errorf("key %q: value version %d, codec version %d: %w", b.keyString(key), version, known, ErrUnknownVersion)
 		}
 		obj, err := b.codec.Decode(data, version)
 		if err != nil {
-			return ld, fmt.Errorf("key %s: decode: %w", renderKey(key), err)
+			return ld, fmt.Errorf("key %q: decode: %w", b.keyString(key), err)
 		}
 		// An object without exactly one primary key is refused by
 		// Restore (strata.ErrPrimaryKey).
 		if pks := b.primaryKeys(obj); pks.Len() == 1 && !bytes.Equal(pks.At(0), key) {
 			if !b.opts.rekey {
-				return ld, fmt.Errorf("object stored under key %s has key %s in primary index %q now (register with persist.Rekey to rewrite the stored keys): %w",
-					renderKey(key), renderKey(pks.At(0)), b.tbl.Indexes()[0], ErrKeyChanged)
+				return ld, fmt.Errorf("object stored under key %q has key %q in primary index %q now (register with persist.Rekey to rewrite the stored keys): %w",
+					b.keyString(key), b.keyString(pks.At(0)), b.tbl.Indexes()[0], ErrKeyChanged)
 			}
 			ld.moves = append(ld.moves, keyMove{from: bytes.Clone(key), to: bytes.Clone(pks.At(0)), value: bytes.Clone(v)})
 		}
@@ -274,9 +274,6 @@ func (b *binding[Obj]) scan(s *Store, keys tableKeys) (ld loaded[Obj], err error
 	}
 	return ld, fromPebble(it.Error())
 }
-
-// renderKey renders a stored key in an error message.
-func renderKey(key []byte) string { return fmt.Sprintf("%x", key) }
 
 // testHookLoading, if set, runs in Register between the commit that marks
 // the table not initialized and the load.
