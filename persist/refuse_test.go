@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -568,4 +569,70 @@ func TestErrorMessages(t *testing.T) {
 	tbl.Insert(txn, &item{ID: 1})
 	_, err = txn.Commit()
 	once("commit to a table not loaded", err, `key "82"`, "registration failed")
+}
+
+// TestDropRename: Drop and Rename change the catalog of a store, atomically
+// and durably, for tables that are not registered; registered tables, names
+// the store does not hold and taken names are refused.
+func TestDropRename(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, "/db", Options{FS: fs})
+	db := strata.New()
+	a := itemTable(t, s, db, "a", nil)
+	b := itemTable(t, s, db, "b", nil)
+	writeItems(t, db, a, &item{ID: 1, Name: "one"}, &item{ID: 2, Name: "two"})
+	writeItems(t, db, b, &item{ID: 3, Name: "three"})
+	if err := s.Drop("a"); !errors.Is(err, ErrAlreadyRegistered) {
+		t.Fatalf("Drop of a registered table: %v", err)
+	}
+	if err := s.Rename("a", "c"); !errors.Is(err, ErrAlreadyRegistered) {
+		t.Fatalf("Rename of a registered table: %v", err)
+	}
+	closeStore(t, s)
+
+	s = openStore(t, "/db", Options{FS: fs})
+	for _, c := range []struct {
+		err  error
+		want error
+	}{
+		{s.Drop("nothing"), ErrTableUnknown},
+		{s.Rename("nothing", "x"), ErrTableUnknown},
+		{s.Rename("a", "b"), ErrTableExists},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Fatalf("got %v, want %v", c.err, c.want)
+		}
+	}
+	if err := s.Rename("a", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drop("b"); err != nil {
+		t.Fatal(err)
+	}
+	if u := s.Unregistered(); !slices.Equal(u, []string{"c"}) {
+		t.Fatalf("Unregistered after Rename and Drop: %v", u)
+	}
+	closeStore(t, s)
+
+	// Durable: c holds a's objects, b starts empty, a is gone.
+	s = openStore(t, "/db", Options{FS: fs})
+	defer closeStore(t, s)
+	if u := s.Unregistered(); !slices.Equal(u, []string{"c"}) {
+		t.Fatalf("Unregistered after a reopen: %v", u)
+	}
+	db = strata.New()
+	c := itemTable(t, s, db, "c", nil)
+	b = itemTable(t, s, db, "b", nil)
+	if got := itemValues(db, c); !maps.Equal(got, map[uint64]item{1: {1, "one", 0}, 2: {2, "two", 0}}) {
+		t.Fatalf("renamed table: %v", got)
+	}
+	if n := b.NumObjects(db.ReadTxn()); n != 0 {
+		t.Fatalf("dropped table came back with %d objects", n)
+	}
+	checkNameIndex(t, db.ReadTxn(), c)
+	// Revisions go on above the renamed table's.
+	writeItems(t, db, c, &item{ID: 4, Name: "four"})
+	if _, rev, _ := c.Get(db.ReadTxn(), itemByID.Query(4)); rev <= 2 {
+		t.Fatalf("revision after rename: %d", rev)
+	}
 }

@@ -463,7 +463,8 @@ func (s *Store) Checkpoint(dir string) (err error) {
 
 // Unregistered returns, sorted, the names of the tables the store holds
 // that were not registered since it was opened. Their objects stay in the
-// store untouched.
+// store untouched, until Drop deletes them or Rename gives them another
+// name.
 func (s *Store) Unregistered() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -475,6 +476,108 @@ func (s *Store) Unregistered() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// Drop deletes the table name and all its objects from the store, in one
+// synced batch: afterwards the store holds nothing of it, and a table
+// registered under that name starts empty. Only a table that was not
+// registered since the store was opened (one that Unregistered lists) can
+// be dropped: a registered one fails with ErrAlreadyRegistered, a name the
+// store does not hold with ErrTableUnknown.
+func (s *Store) Drop(name string) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("persist: drop table %q: %w", name, err)
+		}
+	}()
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	defer recoverFatal(&err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.unregisteredEntry(name)
+	if err != nil {
+		return err
+	}
+	keys := makeTableKeys(e.id)
+	b := s.db.NewBatch()
+	defer b.Close()
+	err = errors.Join(
+		b.Delete(catalogKey(name), nil),
+		b.Delete(schemaKey(e.id), nil),
+		b.Delete(keys.rev, nil),
+		b.DeleteRange(keys.prefix, keys.upper, nil))
+	if err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	delete(s.catalog, name)
+	return nil
+}
+
+// Rename gives the table from, with its objects, its revision and its
+// schema, the name to, in one synced batch: a table registered under to
+// then gets them back. Only a table that was not registered since the
+// store was opened can be renamed (ErrAlreadyRegistered), and to must be
+// free: neither registered (ErrAlreadyRegistered) nor held by the store
+// (ErrTableExists). A name the store does not hold fails with
+// ErrTableUnknown.
+func (s *Store) Rename(from, to string) (err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("persist: rename table %q to %q: %w", from, to, err)
+		}
+	}()
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	defer recoverFatal(&err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.unregisteredEntry(from)
+	if err != nil {
+		return err
+	}
+	if s.registered[to] {
+		return ErrAlreadyRegistered
+	}
+	if _, taken := s.catalog[to]; taken {
+		return ErrTableExists
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	err = errors.Join(
+		b.Delete(catalogKey(from), nil),
+		b.Set(catalogKey(to), binary.AppendUvarint(nil, uint64(e.id)), nil))
+	if err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	delete(s.catalog, from)
+	s.catalog[to] = e
+	return nil
+}
+
+// unregisteredEntry returns the catalog entry of name, a table the store
+// holds that is not registered. The caller holds mu.
+func (s *Store) unregisteredEntry(name string) (catalogEntry, error) {
+	if s.registered[name] {
+		return catalogEntry{}, ErrAlreadyRegistered
+	}
+	e, ok := s.catalog[name]
+	if !ok {
+		return catalogEntry{}, ErrTableUnknown
+	}
+	return e, nil
 }
 
 // Dir returns the store's directory.
