@@ -12,14 +12,36 @@
 //
 //	store, err := persist.Open(dir, persist.Options{})
 //	defer store.Close()
-//	err = persist.Register(store, db, nodes, persist.Binary[Node]())
+//	err = store.Register(persist.Table(nodes, persist.Binary[Node]()))
 //
-// Register loads what the table held when the store was last used
-// (secondary indexes are rebuilt in memory, revisions go on above the stored
-// ones) and attaches the table to the store: from then on every commit that
-// changes it writes its changes, as one Pebble batch with the commit's other
-// persisted tables, before the commit becomes visible. A write that fails
-// fails the commit and changes nothing. Reads never touch Pebble.
+// Table binds a table to the codec of its objects; the binding serves the
+// store and snapshots alike. Store.Register loads what the table held when
+// the store was last used (secondary indexes are rebuilt in memory,
+// revisions go on above the stored ones) and attaches the table to the
+// store: from then on every commit that changes it writes its changes, as
+// one Pebble batch with the commit's other persisted tables, before the
+// commit becomes visible. A write that fails fails the commit and changes
+// nothing. Reads never touch Pebble.
+//
+// # What a store refuses
+//
+// A store loads only what it can load correctly, and says why not with a
+// typed error that names the table:
+//
+//   - a table stored with another codec or object type: ErrSchemaMismatch
+//     (stored vs bound), unless the codec's version went up so that it
+//     migrates the old values (Versioned); TypeName keeps a renamed type's
+//     identity;
+//   - objects whose primary key changed with the primary index:
+//     ErrKeyChanged, unless the binding has Rekey, which rewrites the keys
+//     in one atomic batch;
+//   - writes to a table whose registration is loading or failed:
+//     ErrNotLoaded, wrapping the registration's error;
+//   - a second Open of the store, through any path: ErrLocked;
+//   - damaged media: ErrCorrupt.
+//
+// Tables the store holds that nobody registered (Store.Unregistered) can be
+// dropped or renamed (Store.Drop, Store.Rename).
 //
 // Options.Sync chooses what Commit waits for: Sync{} (the default) returns
 // after the record is fsynced, and concurrent commits share syncs;
@@ -28,10 +50,11 @@
 // part of a commit).
 //
 // Codecs: Binary for types that implement encoding.BinaryAppender and
-// encoding.BinaryUnmarshaler, JSON, Funcs for encodings of your own, and
-// Versioned for an encoding that changed: every value records the codec
-// version that wrote it, old versions are migrated when loaded, and values of
-// an unknown, newer version are refused with ErrUnknownVersion.
+// encoding.BinaryUnmarshaler, JSON, StrictJSON (JSON that refuses unknown
+// fields), Funcs for encodings of your own, and Versioned for an encoding
+// that changed: every value records the codec version that wrote it, old
+// versions are migrated when loaded, and values of an unknown, newer version
+// are refused with ErrUnknownVersion.
 //
 // # Snapshots
 //

@@ -42,7 +42,7 @@ func Example() {
 
 		db := strata.New()
 		notes := strata.MustNewTable(db, "notes", noteByID)
-		if err := persist.Register(store, db, notes, persist.JSON[*Note]()); err != nil {
+		if err := store.Register(persist.Table(notes, persist.JSON[*Note]())); err != nil {
 			log.Fatal(err)
 		}
 		for n := range notes.All(db.ReadTxn()) {
