@@ -29,6 +29,15 @@ type Txn[T any] struct {
 	// everything created before. A transaction that writes nothing takes
 	// no id, and one that does takes one atomic add.
 	id uint64
+	// first is the first id the transaction took since Reset (noID until
+	// it took one). Ids only grow, so the nodes it created since are those
+	// with an id of at least first: the tree it started from holds only
+	// older ones. Discard closes their watch channels.
+	first uint64
+	// exposed: a reader may have taken a watch channel of a node the
+	// transaction created (Snapshot, GetWatch) since Reset. Without it,
+	// Discard has no channel to close and walks nothing.
+	exposed bool
 	// retired lists the nodes of committed trees that this transaction has
 	// copied or removed, in no particular order and each once. Notify seals
 	// them, closing their watch channels.
@@ -48,12 +57,13 @@ type pathEntry struct {
 	b byte
 }
 
-// Reset discards the transaction's changes and starts it again from tree.
-// The watch channels of nodes the discarded changes would have replaced stay
-// open.
+// Reset starts the transaction again from tree, dropping its uncommitted
+// changes. The watch channels of nodes the dropped changes would have
+// replaced stay open. Use it to begin anew after a commit; to throw away
+// changes that readers may have watched, use Discard.
 func (t *Txn[T]) Reset(tree Tree[T]) {
 	t.opts, t.root, t.size = tree.opts, tree.root, tree.size
-	t.id = noID
+	t.id, t.first, t.exposed = noID, noID, false
 	if t.retired == nil {
 		t.retired, t.path = t.retiredBuf[:0], t.pathBuf[:0]
 	}
@@ -70,8 +80,56 @@ const noID = math.MaxUint64
 func (t *Txn[T]) nodeID() uint64 {
 	if t.id == noID {
 		t.id = nextTxnID()
+		if t.first == noID {
+			t.first = t.id
+		}
 	}
 	return t.id
+}
+
+// Discard throws the transaction's changes away, as Reset does, and closes
+// the watch channels readers took (through Snapshot or GetWatch) on the
+// nodes the transaction created since it began: what those channels watch
+// will never be in a committed tree, so they must not stay open. The
+// channels of the nodes of committed trees stay open, as with Reset. The
+// transaction starts again from tree.
+//
+// Discard must not be called once a tree the transaction returned
+// (Commit, CommitOnly) has been published to readers: it would close the
+// channels of that tree's nodes. A caller that may abort after CommitOnly
+// (a commit that fails after the tree was built, before it was published)
+// calls Discard; one that published calls Reset.
+func (t *Txn[T]) Discard(tree Tree[T]) {
+	if t.exposed && t.first != noID {
+		for _, n := range t.retired {
+			if n.txn() >= t.first {
+				n.seal()
+			}
+		}
+		t.sealCreated(t.root)
+	}
+	t.Reset(tree)
+}
+
+// sealCreated seals n and the nodes below it that the transaction created
+// since it began. A node it did not create is from the tree it started
+// from, and so is everything below that node.
+func (t *Txn[T]) sealCreated(n *header) {
+	if n.txn() < t.first {
+		return
+	}
+	n.seal()
+	if n.kind() == kindLeaf {
+		return
+	}
+	if l := n.inner().leaf; l != nil {
+		t.sealCreated(l)
+	}
+	for _, c := range n.children() {
+		if c != nil {
+			t.sealCreated(c)
+		}
+	}
 }
 
 // Len returns the number of keys in the transaction's current tree.
@@ -118,6 +176,20 @@ func (t *Txn[T]) Update(key []byte, fn func(old T, found bool) (T, bool)) (old T
 
 // Delete removes key and returns the value it had.
 func (t *Txn[T]) Delete(key []byte) (old T, hadOld bool) {
+	old, hadOld, _ = t.deleteIf(key, nil)
+	return old, hadOld
+}
+
+// DeleteIf is Delete that may decline: if key is stored, cond is called
+// with its value before anything changes, and the key is removed only if
+// it returns true; otherwise the tree is left exactly as it was. deleted
+// reports whether the key was removed. It spares a caller that must look
+// at the old value before deciding a Get and a second descent of the tree.
+func (t *Txn[T]) DeleteIf(key []byte, cond func(old T) bool) (old T, found, deleted bool) {
+	return t.deleteIf(key, cond)
+}
+
+func (t *Txn[T]) deleteIf(key []byte, cond func(T) bool) (old T, found, deleted bool) {
 	t.path = t.path[:0]
 	n := t.root
 	for {
@@ -126,27 +198,35 @@ func (t *Txn[T]) Delete(key []byte) (old T, hadOld bool) {
 		if d >= len(key) {
 			l := in.leaf
 			if d != len(key) || l == nil || !bytes.Equal(l.leafKey(), key) {
-				return old, false
+				return old, false, false
+			}
+			old = asLeaf[T](l).value
+			if cond != nil && !cond(old) {
+				return old, true, false
 			}
 			t.retire(l)
 			t.size--
 			t.removeLeaf(n)
-			return asLeaf[T](l).value, true
+			return old, true, true
 		}
 		b := key[d]
 		slot := n.findChild(b)
 		if slot == nil {
-			return old, false
+			return old, false, false
 		}
 		c := *slot
 		if c.kind() == kindLeaf {
 			if !bytes.Equal(c.leafKey(), key) {
-				return old, false
+				return old, false, false
+			}
+			old = asLeaf[T](c).value
+			if cond != nil && !cond(old) {
+				return old, true, false
 			}
 			t.retire(c)
 			t.size--
 			t.removeChild(n, b, c)
-			return asLeaf[T](c).value, true
+			return old, true, true
 		}
 		t.path = append(t.path, pathEntry{n, b})
 		n = c
@@ -234,7 +314,7 @@ func (t *Txn[T]) Commit() Tree[T] {
 // far become immutable, so later writes in the transaction copy them again
 // and leave the snapshot, and iterators over it, undisturbed.
 func (t *Txn[T]) Snapshot() Tree[T] {
-	t.id = noID
+	t.id, t.exposed = noID, true
 	return Tree[T]{opts: t.opts, root: t.root, size: t.size}
 }
 
@@ -243,6 +323,7 @@ func (t *Txn[T]) Snapshot() Tree[T] {
 // when a commit after this transaction's replaces or deletes the key, or
 // when this transaction deletes it and commits.
 func (t *Txn[T]) GetWatch(key []byte) (value T, watch <-chan struct{}, found bool) {
+	t.exposed = true
 	return getWatch[T](t.opts, t.root, key)
 }
 

@@ -298,3 +298,82 @@ func TestTxnGetWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnDiscard: Discard closes the channels readers took on what the
+// transaction created (through GetWatch on the transaction, and through
+// snapshots, also of nodes written again after the snapshot), also after
+// CommitOnly, and leaves open those of the tree it started from.
+func TestTxnDiscard(t *testing.T) {
+	for _, afterCommitOnly := range []bool{false, true} {
+		base := New[int]()
+		txn := base.Txn()
+		for i := range 100 {
+			txn.Insert([]byte(fmt.Sprintf("k%03d", i)), i)
+		}
+		base = txn.Commit()
+		_, baseWatch, _ := base.GetWatch([]byte("k050"))     // not written below
+		_, replacedWatch, _ := base.GetWatch([]byte("k010")) // written below
+
+		txn = base.Txn()
+		txn.Insert([]byte("new1"), 1)
+		txn.Insert([]byte("k010"), -10)
+		_, w1, _ := txn.GetWatch([]byte("new1"))
+		snap := txn.Snapshot()
+		_, w2, _ := snap.GetWatch([]byte("k010"))
+		w3 := snap.RootWatch()
+		txn.Insert([]byte("new2"), 2) // copies what the snapshot shares
+		_, w4, _ := txn.GetWatch([]byte("new2"))
+		if afterCommitOnly {
+			txn.CommitOnly()
+		}
+		txn.Discard(base)
+		for i, w := range []<-chan struct{}{w1, w2, w3, w4} {
+			if !isClosed(w) {
+				t.Errorf("after CommitOnly: %v: watch %d on what the discarded transaction created is open", afterCommitOnly, i+1)
+			}
+		}
+		if isClosed(baseWatch) || isClosed(replacedWatch) {
+			t.Errorf("after CommitOnly: %v: Discard closed a channel of the tree it started from", afterCommitOnly)
+		}
+		if txn.Len() != 100 {
+			t.Errorf("after Discard the transaction has %d keys, want the base's 100", txn.Len())
+		}
+		if _, found := txn.Get([]byte("new1")); found {
+			t.Error("after Discard the transaction has a discarded key")
+		}
+	}
+}
+
+// TestTxnDeleteIf: DeleteIf removes the key only if its condition says
+// so, calls it only for a stored key, and changes nothing (no node copied,
+// no channel closed) when it declines.
+func TestTxnDeleteIf(t *testing.T) {
+	txn := New[int]().Txn()
+	for i := range 20 {
+		txn.Insert([]byte{byte(i)}, i)
+	}
+	tree := txn.Commit()
+	_, watch, _ := tree.GetWatch([]byte{5})
+
+	txn = tree.Txn()
+	calls := 0
+	old, found, deleted := txn.DeleteIf([]byte{5}, func(v int) bool { calls++; return v != 5 })
+	if old != 5 || !found || deleted || calls != 1 {
+		t.Fatalf("declined DeleteIf = (%d, %v, %v) after %d calls, want (5, true, false) after 1", old, found, deleted, calls)
+	}
+	_, found, deleted = txn.DeleteIf([]byte{99}, func(int) bool { calls++; return true })
+	if found || deleted || calls != 1 {
+		t.Fatalf("DeleteIf of a missing key = (%v, %v) after %d calls", found, deleted, calls)
+	}
+	if got := txn.Commit(); got.root != tree.root || isClosed(watch) {
+		t.Fatal("a declined DeleteIf changed the tree")
+	}
+	old, found, deleted = txn.DeleteIf([]byte{5}, func(v int) bool { return v == 5 })
+	if old != 5 || !found || !deleted || txn.Len() != 19 {
+		t.Fatalf("DeleteIf = (%d, %v, %v), %d keys left", old, found, deleted, txn.Len())
+	}
+	txn.Commit()
+	if !isClosed(watch) {
+		t.Fatal("the deleted key's channel is open after the commit")
+	}
+}
