@@ -3,46 +3,50 @@ package strata
 // Change feeds in the model-based test (model_test.go): observers of each
 // table, registered at random moments in write transactions that locked
 // the table, call Next at random moments with the latest ReadTxn, an older
-// snapshot or a write transaction, and are closed, or dropped without Close
-// (the garbage collector then releases them), at random moments. Every Next
-// must deliver exactly the model's changes since the observer's previous
-// call, and the graveyard (the deletes in the change log some live
-// observer has not read) must be what the model says.
+// snapshot or a write transaction, consume what it returns at once, in
+// part, later, or never, and are closed, or dropped without Close (the
+// garbage collector then releases them), at random moments. Every
+// sequence must deliver exactly what the model says, and the graveyard
+// (the deletes in the change log some live observer has not read) must be
+// what the model says.
 //
-// The model of a feed (view semantics: what a feed has delivered always
-// describes a snapshot of the table):
-//   - start: the registering transaction's revision when Changes was
-//     called (after that transaction's earlier writes to the table). The
-//     feed's hold on the change log (seen) starts there, and follows the
-//     snapshots Next moves to. If the registering transaction aborts, the
-//     feed is closed: Next returns nothing, and it holds nothing.
+// The model of a feed (view semantics: what a feed has delivered in full
+// always describes a state of the table). The table's history
+// (mdlTable.hist) lists every change; a state has a place in it (logLen).
+//   - A feed is where it delivered up to: a change log (chain), a place in
+//     the history (pos) and the revision of the state there (rev). It
+//     starts at the registering transaction's when Changes was called
+//     (after that transaction's earlier writes to the table). If the
+//     registering transaction aborts (or its Commit fails), the feed is
+//     closed: Next returns nothing and a nil channel, and it holds nothing.
 //   - A table keeps its change log only while it has feeds: started by
 //     the registering transaction, dropped by the first write after the
 //     last feed closed (or at once by the release of the last feed).
-//   - Next on a snapshot without the change log, or older than the
-//     feed (its revision below start before the first move, below pos
-//     after), returns nothing and does not move. Its watch channel is,
-//     while the registering transaction is open, one that closes when that
-//     transaction ends; after that, a closed one (the snapshot's primary
-//     index channel: the table changed since).
-//   - The first Next on a snapshot S (at or after start) returns every
-//     object of S as upserts and the objects deleted in (start, S] that are
-//     not in S; the registering transaction's deletes before Changes are
-//     never delivered. A later Next on a snapshot newer than pos returns
-//     the objects of S written after pos and the objects deleted after pos
-//     that are not in S; on a snapshot not newer than pos it returns
-//     nothing. Both in revision order, each object once, deleted ones as
-//     they were when deleted. pos becomes the revision of S.
-//   - Its watch channel is open while the table's revision is that of S,
-//     and closed once it changed.
+//   - Next on a snapshot without the change log, or older than the feed
+//     (its revision below rev, or in the same log before pos), returns
+//     nothing. Its watch channel is, while the registering transaction is
+//     open, one that closes when that transaction ends; after that, a
+//     closed one (the snapshot's primary index channel: the table changed
+//     since).
+//   - Otherwise Next on a snapshot S returns a batch, unless the feed
+//     started and S is at pos (nothing new). The first batch is every
+//     object of S and the objects deleted since pos that S does not have,
+//     by revision; a later one is the newest change of each object in the
+//     history from pos to S, in history order (which is revision order
+//     but for restored objects). Delivering a batch in full moves the feed
+//     to S. Its watch channel is open while the table's primary index is
+//     S's, and closed once it changed.
+//   - Only the sequence of the latest Next (or Close) delivers. A sequence
+//     stopped early leaves the rest of its batch: the next Next returns
+//     that rest, with a closed channel, whatever snapshot it is given.
 //
 // The model of the graveyard: deletes are logged while the table has live
 // feeds (decided on the transaction's first write to the table, or when a
 // feed registers in it); the graveyard is the logged deletes above the
-// lowest hold of the live feeds (none without feeds). When the last feed
-// is released, the change log is dropped: at once, in a transaction of its
-// own, if the table is not locked, and otherwise at the end (commit or
-// abort) of the transaction that held the lock.
+// lowest revision the live feeds delivered up to (none without feeds).
+// When the last feed is released, the change log is dropped: at once, in a
+// transaction of its own, if the table is not locked, and otherwise at the
+// end (commit or abort) of the transaction that held the lock.
 //
 // The model is single-threaded but for the cleanups of dropped feeds, which
 // it waits for. Two races between goroutines are shown by the TestBug_
@@ -53,6 +57,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"runtime"
@@ -74,14 +79,17 @@ const (
 type mdlFeed[Obj comparable, PK cmp.Ordered] struct {
 	id int
 	it ChangeIterator[Obj]
-	// started: Next has moved the feed at least once; pos is then the
-	// revision of the newest snapshot it moved to.
+	// started: a first batch was delivered in full. chain, pos and rev
+	// are where the feed is (see the file comment).
 	started bool
-	pos     Revision
-	// start: see the file comment; base is the committed revision the
-	// registering transaction began from (for statistics).
+	chain   int
+	pos     int
+	rev     Revision
+	// start: the registration's revision; base is the committed revision
+	// the registering transaction began from (for statistics).
 	start, base Revision
-	// seen is the feed's hold on the graveyard: start, then pos.
+	// seen is the feed's hold on the graveyard: start, then the revision
+	// of each batch delivered in full.
 	seen Revision
 	// inTxn: registered in the open transaction. regCommit is the
 	// committed state (mdlState.pub) the registration's commit left
@@ -91,8 +99,37 @@ type mdlFeed[Obj comparable, PK cmp.Ordered] struct {
 	// dead: closed by the abort of the registering transaction.
 	dead bool
 	// view is the table as the changes delivered so far describe it: it
-	// must equal the snapshot of each Next that moves the feed.
+	// must equal the state of each batch delivered in full.
 	view map[PK]mdlEnt[Obj]
+	// gen numbers the calls of Next and Close: only the sequence of the
+	// latest delivers.
+	gen int
+	// batch is the batch being delivered, once a sequence began it, until
+	// it is delivered in full.
+	batch *mdlBatch[Obj, PK]
+}
+
+// mdlBatch is what a feed delivers for one state: the changes it has not
+// delivered yet, and where the feed moves once it delivered them all.
+type mdlBatch[Obj comparable, PK cmp.Ordered] struct {
+	rest  []mdlChange[Obj]
+	first bool
+	began bool // a change was delivered (a first batch clears the view then)
+	chain int
+	pos   int
+	rev   Revision
+	objs  map[PK]mdlEnt[Obj] // the state's objects: the view once delivered
+}
+
+// mdlFeedSeq is a sequence Next returned, and what the model expects of
+// it.
+type mdlFeedSeq[Obj comparable, PK cmp.Ordered] struct {
+	seq  iter.Seq2[Change[Obj], Revision]
+	desc string
+	gen  int
+	// batch is the batch the sequence begins if it is the feed's latest
+	// and the feed has none under way; nil if it has nothing to deliver.
+	batch *mdlBatch[Obj, PK]
 }
 
 // mdlChange is a change as the feed delivers it.
@@ -186,6 +223,7 @@ func (mt *mdlTable[Obj, PK]) feedRegister(m *mdlRun, i int) {
 	rev := mt.view().rev
 	f := &mdlFeed[Obj, PK]{
 		id: mt.feedSeq, it: it,
+		chain: mt.view().chain, pos: len(mt.hist), rev: rev,
 		start: rev, base: mt.committed.rev, seen: rev,
 		inTxn: true, regCommit: math.MaxInt,
 		view: map[PK]mdlEnt[Obj]{},
@@ -220,7 +258,8 @@ func (mt *mdlTable[Obj, PK]) feedErrors(m *mdlRun) {
 	m.log(name + ": Changes(closed)")
 }
 
-// feedNext calls Next on a random snapshot and checks what it returns.
+// feedNext calls Next on a random snapshot, checks its channel, and
+// consumes the sequence at once, in part, later or never.
 func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
 	r := m.r
 	name := mt.tbl.Name()
@@ -238,24 +277,27 @@ func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
 		txn, st, desc = m.db.ReadTxn(), mt.committed, "db.ReadTxn"
 	}
 	R := st.rev
-	fdesc := fmt.Sprintf("%s: feed %d (start %d", name, f.id, f.start)
-	if f.started {
-		fdesc += fmt.Sprintf(", at %d", f.pos)
-	}
-	fdesc += fmt.Sprintf("): Next(%s at %d)", desc, R)
+	fdesc := fmt.Sprintf("%s: feed %d (start %d, at %d/%d/%d, started %v)", name, f.id, f.start, f.chain, f.pos, f.rev, f.started)
+	fdesc += fmt.Sprintf(": Next(%s at %d/%d/%d)", desc, st.chain, st.logLen, R)
 
-	var want []mdlChange[Obj]
-	// What the watch channel is: the snapshot's revision index channel
-	// (closed once the index changed), or one that closes when the
-	// registering transaction ends; closedNow: it must be closed already.
-	regWatch, closedNow := false, false
+	f.gen++
+	s := &mdlFeedSeq[Obj, PK]{desc: fdesc, gen: f.gen}
+	// What the watch channel is: nil (a closed feed), closed already, the
+	// snapshot's primary index channel (closed once the index changed), or
+	// one that closes when the registering transaction ends.
+	regWatch, closedNow, nilWatch := false, false, false
+	sameLog := st.indexed && st.chain == f.chain
 	switch {
 	case f.dead:
+		nilWatch = true
 		m.stats["FeedNext.dead"]++
-	case !st.indexed || R < max(f.start, f.pos):
+	case f.batch != nil:
+		closedNow = true
+		m.stats["FeedNext.rest"]++
+	case !st.indexed || R < f.rev || (sameLog && st.logLen < f.pos):
 		// A snapshot from before the feed.
 		if !st.indexed && st.pub >= f.regCommit {
-			m.fatalf("%s: model: snapshot from after the registration committed has no revision index", fdesc)
+			m.fatalf("%s: model: snapshot from after the registration committed has no change log", fdesc)
 		}
 		if f.inTxn {
 			regWatch = true
@@ -264,79 +306,24 @@ func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
 			closedNow = true
 			m.stats["FeedNext.older"]++
 		}
-	case f.started && R <= f.pos:
+	case f.started && (!sameLog || st.logLen == f.pos):
 		m.stats["FeedNext.notNewer"]++
 	default:
-		// The feed moves to st.
-		from, delFrom := f.pos, f.pos
-		if !f.started {
-			from, delFrom = 0, f.start
-			m.stats["FeedNext.first"]++
-		}
-		for _, e := range st.objs {
-			if e.rev > from {
-				want = append(want, mdlChange[Obj]{e.obj, e.rev, false})
-			}
-		}
-		for _, e := range st.dels {
-			switch {
-			case e.rev > delFrom:
-				want = append(want, mdlChange[Obj]{e.obj, e.rev, true})
-			case !f.started && e.rev > f.base:
-				// Deleted by the registering transaction before
-				// Changes: not the feed's.
-				m.stats["FeedNext.first(ownDeleteSkipped)"]++
-			}
-		}
-		slices.SortFunc(want, func(a, b mdlChange[Obj]) int { return cmp.Compare(a.rev, b.rev) })
-		// The model's own consistency: the changes bring the observer's
-		// view to the snapshot.
-		if !f.started {
-			clear(f.view)
-		}
-		for _, c := range want {
-			if c.deleted {
-				delete(f.view, mt.pkOf(c.obj))
-			} else {
-				f.view[mt.pkOf(c.obj)] = mdlEnt[Obj]{c.obj, c.rev}
-			}
-		}
-		if !maps.Equal(f.view, st.objs) {
-			m.fatalf("%s: model: the feed's view is not the snapshot", fdesc)
-		}
-		f.started, f.pos = true, R
-		f.seen = max(f.seen, R)
+		s.batch = mt.feedBatch(m, f, st, sameLog)
 	}
 
 	seq, watch := f.it.Next(txn)
-	check := func() error {
-		var got []mdlChange[Obj]
-		for c, rev := range seq {
-			if rev != c.Revision {
-				return fmt.Errorf("yielded revision %d with a change at %d", rev, c.Revision)
-			}
-			got = append(got, mdlChange[Obj]{c.Object, c.Revision, c.Deleted})
-		}
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("\n got  %s\n want %s", mt.fmtChanges(got), mt.fmtChanges(want))
-		}
-		return nil
-	}
-	if r.IntN(6) == 0 {
-		// The sequence reads its snapshot: it may be consumed later.
-		m.deferred = append(m.deferred, mdlDeferred{check, fdesc, 1 + r.IntN(10)})
-	} else if err := check(); err != nil {
-		m.fatalf("%s: %v", fdesc, err)
-	}
-	m.log(fmt.Sprintf("%s: FeedNext(%d, %s) -> %d changes", name, f.id, desc, len(want)))
+	s.seq = seq
 	switch {
+	case nilWatch:
+		if watch != nil {
+			m.fatalf("%s: a closed feed's Next returned a channel", fdesc)
+		}
 	case watch == nil:
 		m.fatalf("%s: nil watch channel", fdesc)
-	case f.dead:
-		// A closed feed's channel promises nothing.
 	case closedNow:
 		if !mdlClosed(watch) {
-			m.fatalf("%s: snapshot older than the feed, whose registration ended: the watch channel is open", fdesc)
+			m.fatalf("%s: the watch channel is open (a snapshot older than the feed, whose registration ended, or the rest of a batch)", fdesc)
 		}
 	case regWatch:
 		// Closed when the registering transaction ends.
@@ -357,6 +344,133 @@ func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
 			owner:   f,
 		})
 	}
+
+	limit := -1 // all
+	if r.IntN(4) == 0 {
+		limit = 1 + r.IntN(8)
+	}
+	switch k := r.IntN(10); {
+	case k < 6:
+		if err := mt.consume(m, f, s, limit); err != nil {
+			m.fatalf("%s: %v", fdesc, err)
+		}
+	case k < 9:
+		// Consumed a few steps later, when the feed may have gone on.
+		m.deferred = append(m.deferred, mdlDeferred{func() error { return mt.consume(m, f, s, limit) }, fdesc, 1 + r.IntN(10)})
+		m.stats["FeedNext.deferred"]++
+	default:
+		m.stats["FeedNext.unconsumed"]++ // never consumed
+	}
+	m.log(fmt.Sprintf("%s: FeedNext(%d, %s) -> batch %v, consumed %d", name, f.id, desc, s.batch != nil, limit))
+}
+
+// feedBatch returns the batch a feed delivers for the state st (see the
+// file comment).
+func (mt *mdlTable[Obj, PK]) feedBatch(m *mdlRun, f *mdlFeed[Obj, PK], st *mdlState[Obj, PK], sameLog bool) *mdlBatch[Obj, PK] {
+	b := &mdlBatch[Obj, PK]{first: !f.started, chain: st.chain, pos: st.logLen, rev: st.rev, objs: st.objs}
+	if !sameLog {
+		// The log the table dropped before the feed's began: the state is
+		// the registration's, and the feed stays where it is.
+		b.chain, b.pos, b.rev = f.chain, f.pos, f.rev
+	}
+	hist := mt.hist[min(f.pos, st.logLen):st.logLen]
+	if !sameLog {
+		hist = nil
+	}
+	if !b.first {
+		newest := map[PK]int{}
+		for i, e := range hist {
+			newest[e.pk] = i
+		}
+		for i, e := range hist {
+			if newest[e.pk] == i {
+				b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, e.deleted})
+			}
+		}
+		m.stats["FeedNext.batch"]++
+		return b
+	}
+	m.stats["FeedNext.first"]++
+	for _, e := range mt.all(st) {
+		b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, false})
+	}
+	lastDel := map[PK]int{}
+	for i, e := range hist {
+		if _, in := st.objs[e.pk]; e.deleted && !in {
+			lastDel[e.pk] = i
+		}
+	}
+	for i, e := range hist {
+		if j, ok := lastDel[e.pk]; ok && j == i {
+			b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, true})
+		}
+	}
+	slices.SortStableFunc(b.rest, func(a, b mdlChange[Obj]) int { return cmp.Compare(a.rev, b.rev) })
+	return b
+}
+
+// consume ranges over the sequence s of feed f, stopping after limit
+// changes (all if limit is negative), and checks what it delivers: if s
+// is the feed's latest, the rest of the batch under way, or else the
+// batch s begins; nothing if s is not the latest.
+func (mt *mdlTable[Obj, PK]) consume(m *mdlRun, f *mdlFeed[Obj, PK], s *mdlFeedSeq[Obj, PK], limit int) error {
+	var b *mdlBatch[Obj, PK]
+	switch {
+	case s.gen != f.gen:
+		m.stats["FeedConsume.stale"]++
+	case f.batch != nil:
+		b = f.batch
+		m.stats["FeedConsume.rest"]++
+	case s.batch != nil:
+		b, f.batch, s.batch = s.batch, s.batch, nil
+	}
+	var got []mdlChange[Obj]
+	for c, rev := range s.seq {
+		if rev != c.Revision {
+			return fmt.Errorf("yielded revision %d with a change at %d", rev, c.Revision)
+		}
+		got = append(got, mdlChange[Obj]{c.Object, c.Revision, c.Deleted})
+		if len(got) == limit {
+			break
+		}
+	}
+	if b == nil {
+		if len(got) > 0 {
+			return fmt.Errorf("delivered %s, want nothing", mt.fmtChanges(got))
+		}
+		return nil
+	}
+	want := b.rest
+	if limit >= 0 && limit < len(want) {
+		want = want[:limit]
+		m.stats["FeedConsume.part"]++
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("\n got  %s\n want %s (of %s)", mt.fmtChanges(got), mt.fmtChanges(want), mt.fmtChanges(b.rest))
+	}
+	if b.first && !b.began {
+		clear(f.view)
+	}
+	b.began = true
+	for _, c := range got {
+		if c.deleted {
+			delete(f.view, mt.pkOf(c.obj))
+		} else {
+			f.view[mt.pkOf(c.obj)] = mdlEnt[Obj]{c.obj, c.rev}
+		}
+	}
+	b.rest = b.rest[len(got):]
+	if len(b.rest) > 0 {
+		return nil
+	}
+	// Delivered in full: the feed moves.
+	if !maps.Equal(f.view, b.objs) {
+		return fmt.Errorf("model: the feed's view is not the state it delivered up to")
+	}
+	f.batch = nil
+	f.started, f.chain, f.pos, f.rev = true, b.chain, b.pos, b.rev
+	f.seen = max(f.seen, b.rev)
+	return nil
 }
 
 // feedClose closes a feed (live, or closed by an abort).
@@ -368,12 +482,15 @@ func (mt *mdlTable[Obj, PK]) feedClose(m *mdlRun, f *mdlFeed[Obj, PK]) {
 		mt.feeds = slices.DeleteFunc(mt.feeds, func(g *mdlFeed[Obj, PK]) bool { return g == f })
 	}
 	f.it.Close()
+	f.gen++
+	f.batch = nil
 	if m.r.IntN(4) == 0 {
 		f.it.Close() // again: does nothing
 	}
 	seq, w := f.it.Next(m.db.ReadTxn())
-	if w == nil {
-		m.fatalf("%s: Next on a closed feed: nil watch channel", name)
+	f.gen++
+	if w != nil {
+		m.fatalf("%s: Next on a closed feed returned a channel", name)
 	}
 	for c := range seq {
 		m.fatalf("%s: Next on a closed feed returned %s", name, mt.fmtChanges([]mdlChange[Obj]{{c.Object, c.Revision, c.Deleted}}))
@@ -387,7 +504,7 @@ func (mt *mdlTable[Obj, PK]) feedClose(m *mdlRun, f *mdlFeed[Obj, PK]) {
 	mt.feedReleased(m, fmt.Sprintf("Close of feed %d", f.id))
 }
 
-// feedReleased models collectGraveyard, which Close and the cleanup of a
+// feedReleased models dropUnobservedLog, which Close and the cleanup of a
 // dropped feed call: if no feed is left, the change log is dropped at once
 // in a transaction of its own if the table is not locked, else when the
 // transaction holding the lock ends.
@@ -408,7 +525,7 @@ func (mt *mdlTable[Obj, PK]) feedReleased(m *mdlRun, where string) {
 	m.checkWatchesCommitted()
 }
 
-// collectTxn models collectGraveyard's transaction on the table, which the
+// collectTxn models dropUnobservedLog's transaction on the table, which the
 // open transaction (if any) does not lock: it begins (dropping the change
 // log if the table has no feeds) and commits.
 func (mt *mdlTable[Obj, PK]) collectTxn() {
@@ -851,7 +968,7 @@ func mdlRace(budget time.Duration, setup, a, b func(), bad func() bool) int {
 // TestChangesCollectWhenCloseRacesUnlock: a transaction that only locks
 // the table ends while the last feed is closed on another goroutine; the
 // change log must be dropped whichever comes first. Regression test:
-// collectGraveyard once set its flag after a failed TryLock, and a release
+// dropUnobservedLog once set its flag after a failed TryLock, and a release
 // reading it in between lost the collection.
 func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
 	db := New()
@@ -876,7 +993,7 @@ func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
 	if round := mdlRace(3*time.Second, setup, lockOnly, func() { it.Close() }, bad); round > 0 {
 		st := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
 		t.Errorf("round %d: the last feed closed while a transaction ended: change log kept: %v, collect flag: %v",
-			round, st.logged(), tbl.(*table[*testObject]).meta.feeds.collect.Load())
+			round, st.logged(), tbl.(*table[*testObject]).meta.feeds.dropLog.Load())
 	}
 }
 

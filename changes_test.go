@@ -368,50 +368,58 @@ func TestChangesLogReused(t *testing.T) {
 	reader.Close()
 }
 
-// TestChangesSequencePins: a sequence Next returned reads its changes
-// when consumed late, after later writes and later calls of Next, even
-// from inside another sequence; one dropped unconsumed lets go of the log
-// when the garbage collector finds it; one consumed twice panics.
-func TestChangesSequencePins(t *testing.T) {
+// TestChangesLateSequence: a sequence delivers only while it is the
+// feed's latest: consumed after a later Next, it yields nothing, and the
+// later sequence delivers its changes; ranged again after stopping early,
+// it goes on where it stopped. A sequence holds nothing of the log: one
+// dropped unconsumed lets the log be reused at once.
+func TestChangesLateSequence(t *testing.T) {
 	db, tbl, it := changesFeed(t)
 	drain(t, it, db.ReadTxn())
 
-	// A late sequence: its changes were logged 3 segments before it is
-	// consumed, and the feed moved on and read everything since.
 	insertAndRead(t, db, tbl, 10, 0)
 	late, _ := it.Next(db.ReadTxn())
-	insertAndRead(t, db, tbl, 3*changeLogSegment, 100, it)
-	var values []int
+	insertAndRead(t, db, tbl, 3*changeLogSegment, 100)
+	if got, _ := drain(t, it, db.ReadTxn()); len(got) != 10 {
+		t.Fatalf("Next after an unconsumed one delivered %d changes, want the 10 objects", len(got))
+	}
 	for c := range late {
-		values = append(values, c.Object.Value)
-		if len(values) == 1 {
-			// Inside the sequence: more writes, read by the feed.
-			insertAndRead(t, db, tbl, 3*changeLogSegment, 10000, it)
+		t.Fatalf("a sequence consumed after a later Next delivered %+v", c)
+	}
+
+	// Ranged again, a sequence goes on.
+	insertAndRead(t, db, tbl, 10, 0)
+	seq, _ := it.Next(db.ReadTxn())
+	var values []int
+	for range 3 {
+		for c := range seq {
+			values = append(values, c.Object.Value)
+			if len(values)%4 == 0 {
+				break
+			}
 		}
 	}
 	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(values, want) {
-		t.Fatalf("late sequence delivered values %v, want %v", values, want)
+		t.Fatalf("a sequence ranged three times, stopping every 4 changes, delivered %v, want %v", values, want)
 	}
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("a sequence consumed twice did not panic")
-			}
-		}()
-		for range late {
-		}
-	}()
+	for c := range seq {
+		t.Fatalf("a sequence delivered in full delivered %+v again", c)
+	}
 
-	// A sequence dropped unconsumed pins the log until collected.
+	// A sequence dropped unconsumed pins nothing: the feed's next Next
+	// delivers its changes, and the log is reused.
 	insertAndRead(t, db, tbl, 10, 0)
 	dropped, _ := it.Next(db.ReadTxn())
-	insertAndRead(t, db, tbl, 3*changeLogSegment, 100, it)
-	if n := len(logSegments(tbl)); n < 3 {
-		t.Fatalf("the log has %d segments while an unconsumed sequence pins 3", n)
-	}
 	runtime.KeepAlive(dropped)
-	dropped = nil
-	awaitLogReused(t, db, tbl, it, "the unconsumed sequence was dropped")
+	insertAndRead(t, db, tbl, 3*changeLogSegment, 100)
+	got, _ := drain(t, it, db.ReadTxn())
+	if len(got) != 10 {
+		t.Fatalf("after a dropped sequence, Next delivered %d changes, want the 10 objects", len(got))
+	}
+	insertAndRead(t, db, tbl, changeLogSegment, 100, it)
+	if n := len(logSegments(tbl)); n > 4 {
+		t.Fatalf("the log has %d segments after its only feed read everything", n)
+	}
 	it.Close()
 }
 
@@ -437,7 +445,8 @@ func awaitLogReused(t *testing.T, db *DB, tbl RWTable[*testObject], reader Chang
 }
 
 // TestChangesSealedSegments: a batch that spans many segments, some of
-// which a feed skips by their summary (logSegment.plain) and some not: an
+// which a feed skips by their summary (logSegment.supersedesNoneAfter)
+// and some not: an
 // update, a delete, a delete and insert again of one key, and a DeleteAll,
 // each in a full segment in the middle of the batch, superseding changes
 // segments before. Each object comes once, in its newest state.
@@ -471,7 +480,7 @@ func TestChangesSealedSegments(t *testing.T) {
 		st := tbl.(*table[*testObject]).stateIn(rtxn.committed())
 		plain := 0
 		for sp := range from.spans(st.log) {
-			if sp.seg != st.log.seg && sp.seg.plain(fromRev) {
+			if sp.seg != st.log.seg && sp.seg.supersedesNoneAfter(fromRev) {
 				plain++
 			}
 		}
@@ -576,9 +585,9 @@ func TestChangesSealedSegments(t *testing.T) {
 	check(ids([2]uint64{5000, 5200}, [2]uint64{6000, 6200}))
 }
 
-// TestChangesDroppedSequenceOfClosedFeed: a sequence dropped unconsumed by
-// a feed that is then closed, or dropped itself, lets go of the log once
-// collected, while another feed goes on reading.
+// TestChangesDroppedSequenceOfClosedFeed: a feed that is closed, or
+// dropped, with a sequence it never consumed, lets go of the log (at
+// once, or once collected), while another feed goes on reading.
 func TestChangesDroppedSequenceOfClosedFeed(t *testing.T) {
 	for _, closeFeed := range []bool{true, false} {
 		db := New()
@@ -599,9 +608,6 @@ func TestChangesDroppedSequenceOfClosedFeed(t *testing.T) {
 		}
 		other = nil
 		insertAndRead(t, db, tbl, 3*changeLogSegment, 100, reader)
-		if n := len(logSegments(tbl)); n < 3 {
-			t.Fatalf("the log has %d segments while an unconsumed sequence pins 3", n)
-		}
 		awaitLogReused(t, db, tbl, reader, fmt.Sprintf("the feed (closed: %v) and its unconsumed sequence were dropped", closeFeed))
 		reader.Close()
 	}

@@ -30,9 +30,12 @@ type DB struct {
 	// which is also the order write transactions lock them in).
 	// Appended under mu; entries never change.
 	tables []*tableMeta
-	// journal makes commits of attached tables durable (SetJournal). Set
-	// under mu, once.
+	// journal makes commits of attached tables durable (SetJournal).
+	// Written under mu, and only while journalClaims is 0.
 	journal Journal
+	// journalClaims counts the tables attached to journal and the open
+	// transactions attaching one (journal.go). Guarded by mu.
+	journalClaims int
 
 	opts dbOptions
 }

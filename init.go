@@ -7,11 +7,17 @@ import (
 
 // initState is a table's set of pending initializers in one snapshot. It is
 // never changed once published; a change builds a new one.
+//
+// Invariant: in a published state, done is closed exactly when pending is
+// empty. A transaction keeps the channel of the state it began from while
+// the table stays not initialized (so that the channel handed out then
+// closes when the table is initialized), makes a new one when a first
+// initializer is registered, and closes its channel when it commits with
+// none pending, or aborts after making it (readers through the
+// transaction may hold it).
 type initState struct {
 	pending []initializer
-	// done is closed when pending becomes empty. While pending is empty it
-	// is closed already; a first initializer gets a new, open channel.
-	done chan struct{}
+	done    chan struct{}
 }
 
 type initializer struct {
@@ -26,7 +32,13 @@ var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); re
 
 func (t *table[Obj]) Initialized(txn ReadTxn) (bool, <-chan struct{}) {
 	s := t.read(txn).init
-	return len(s.pending) == 0, s.done
+	if len(s.pending) == 0 {
+		// Through a write transaction that marked the last one done, done
+		// is the channel of the state it began from, which stays open if
+		// the transaction aborts.
+		return true, closedChan
+	}
+	return false, s.done
 }
 
 func (t *table[Obj]) PendingInitializers(txn ReadTxn) []string {
@@ -47,7 +59,7 @@ func (t *table[Obj]) RegisterInitializer(txn WriteTxn, name string) func(WriteTx
 	t.lastInitID++
 	id := t.lastInitID
 	next := &initState{pending: append(slices.Clip(cur.pending), initializer{name, id}), done: cur.done}
-	if len(cur.pending) == 0 {
+	if isClosed(cur.done) {
 		next.done = make(chan struct{})
 	}
 	tt.init = next
@@ -64,5 +76,34 @@ func (t *table[Obj]) RegisterInitializer(txn WriteTxn, name string) func(WriteTx
 		}
 		tt.init = &initState{pending: slices.Delete(slices.Clone(cur.pending), i, i+1), done: cur.done}
 		tt.dirty = true
+	}
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// committed closes the channel of a committed state whose initializers are
+// all done. Only the writer of the table closes these channels, under the
+// table lock.
+func (s *initState) committed() {
+	if len(s.pending) == 0 && !isClosed(s.done) {
+		close(s.done)
+	}
+}
+
+// aborted closes the channel of a state that an aborted transaction made,
+// if the transaction made it: no committed state has it, and readers
+// through the transaction may wait on it. base is the state the
+// transaction began from; its channel stays.
+func (s *initState) aborted(base *initState) {
+	if s.done != base.done && !isClosed(s.done) {
+		close(s.done)
 	}
 }

@@ -41,8 +41,10 @@ type TableJournal[Obj any] interface {
 // SetJournal attaches tbl to journal j: every change made to the table
 // after this call, in this transaction and all later ones, is written
 // through tj into j's record of the commit before the commit is published.
-// txn must have locked tbl. Attaching a table that is already
-// attached replaces its TableJournal.
+// txn must have locked tbl. Attaching a table that is already attached
+// replaces its TableJournal. If the transaction aborts (or its Commit
+// fails), the table stays as it was, and a database no table is attached
+// to is bound to no journal.
 //
 // A nil tj stops journaling the table's writes for the rest of txn, and
 // undoes an attachment made earlier in txn; the table keeps the
@@ -58,19 +60,60 @@ func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJour
 	db := t.meta.db
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	if tj == nil {
+		if tt.attach != nil {
+			db.dropJournalClaim()
+		}
+		tt.journal, tt.attach = nil, nil
+		return nil
+	}
 	if db.journal != nil && db.journal != j {
 		return fmt.Errorf("table %q: %w", t.meta.name, ErrJournalConflict)
 	}
 	if db.journal == nil {
-		// Written once: commits read db.journal without db.mu, after the
-		// SetJournal of one of their tables (so after this write).
-		// Rewriting the same value would race with them.
+		// Written only while no table is attached or being attached
+		// (journalClaims is 0): commits read db.journal without db.mu,
+		// and only those of attached tables do. Rewriting the same value
+		// would race with them.
 		db.journal = j
+	}
+	if tt.attach == nil {
+		db.journalClaims++ // the transaction's, until it ends
 	}
 	// The transaction's later writes are journaled now; later
 	// transactions only once this one commits (tableTxn.notify).
 	tt.journal, tt.attach = tj, tj
 	return nil
+}
+
+// attachCommitted attaches the table to tj: the transaction that called
+// SetJournal committed. Its claim on the database's journal becomes the
+// table's (one per attached table).
+func (t *table[Obj]) attachCommitted(tj TableJournal[Obj]) {
+	if t.journal != nil {
+		db := t.meta.db
+		db.mu.Lock()
+		db.journalClaims--
+		db.mu.Unlock()
+	}
+	t.journal = tj
+}
+
+// attachAborted drops the claim of a transaction that called SetJournal
+// and aborted.
+func (t *table[Obj]) attachAborted() {
+	db := t.meta.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.dropJournalClaim()
+}
+
+// dropJournalClaim drops a claim on the database's journal: the database
+// is bound to no journal once nothing claims it. db.mu is held.
+func (db *DB) dropJournalClaim() {
+	if db.journalClaims--; db.journalClaims == 0 {
+		db.journal = nil
+	}
 }
 
 // journalOp is a write recorded for the journal: the primary key and the
@@ -108,4 +151,4 @@ func (tt *tableTxn[Obj]) writeJournal(b JournalBatch) error {
 	return tj.SetRevision(b, tt.revision)
 }
 
-func (tt *tableTxn[Obj]) journaled() bool { return tt.journal != nil && tt.dirty }
+func (tt *tableTxn[Obj]) journaled() bool { return tt.journal != nil && tt.written }

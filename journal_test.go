@@ -387,13 +387,6 @@ func TestTableDB(t *testing.T) {
 	}
 }
 
-func mustInsert(t *testing.T, tbl RWTable[*testObject], txn WriteTxn, obj *testObject) {
-	t.Helper()
-	if _, _, err := tbl.Insert(txn, obj); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func canceledContext() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

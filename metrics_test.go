@@ -284,7 +284,7 @@ func TestNopMetricsAllocs(t *testing.T) {
 	}
 }
 
-// TestRootDependencies enforces the dependency rules of ARCHITECTURE.md:
+// TestRootDependencies enforces the dependency rules of docs/architecture.md:
 // the root package imports only the standard library, its own part, index
 // and metrics packages, and golang.org/x/exp (never Prometheus, which lives
 // in metrics/prometheus); part imports only the standard library, and index

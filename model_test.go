@@ -46,13 +46,17 @@ type mdlEnt[Obj any] struct {
 type mdlState[Obj comparable, PK cmp.Ordered] struct {
 	objs map[PK]mdlEnt[Obj]
 	rev  Revision
-	// dels holds, for each primary key that is not in objs but was
-	// deleted, the object as it was and the revision of its last deletion:
-	// what a change feed reports as deleted.
-	dels map[PK]mdlEnt[Obj]
+	// logLen is the length of the table's history (mdlTable.hist) in this
+	// state: the changes that led to it.
+	logLen int
 	// indexed: the table keeps its change log, which it does only while
-	// it has change feeds.
+	// it has change feeds; chain numbers the log (a new one each time the
+	// table starts one), 0 without.
 	indexed bool
+	chain   int
+	// changed: the transaction changed the primary index (a change went
+	// to the history), which replaces its root; cleared on publish.
+	changed bool
 	// revRoot identifies the root of the primary index tree, whose
 	// channel Next returns: it changes with the revision.
 	revRoot int
@@ -65,7 +69,7 @@ type mdlState[Obj comparable, PK cmp.Ordered] struct {
 }
 
 func (s *mdlState[Obj, PK]) clone() *mdlState[Obj, PK] {
-	return &mdlState[Obj, PK]{objs: maps.Clone(s.objs), rev: s.rev, dels: maps.Clone(s.dels), indexed: s.indexed,
+	return &mdlState[Obj, PK]{objs: maps.Clone(s.objs), rev: s.rev, logLen: s.logLen, indexed: s.indexed, chain: s.chain,
 		revRoot: s.revRoot, views: make([]any, len(s.views))}
 }
 
@@ -437,6 +441,14 @@ func (x *mdlIdx[Obj, PK, K]) queries(r *rand.Rand, st *mdlState[Obj, PK], yield 
 }
 
 // mdlInsertWatch is a channel from InsertWatch in the open transaction.
+// mdlLogEnt is a change in a table's history.
+type mdlLogEnt[Obj any, PK any] struct {
+	pk      PK
+	obj     Obj
+	rev     Revision
+	deleted bool
+}
+
 type mdlInsertWatch[Obj any] struct {
 	ch  <-chan struct{}
 	ent mdlEnt[Obj]
@@ -463,9 +475,17 @@ type mdlTable[Obj comparable, PK cmp.Ordered] struct {
 
 	committed *mdlState[Obj, PK]
 	pending   *mdlState[Obj, PK] // nil until the open transaction writes
-	locked    bool               // locked by the open transaction
-	insWatch  map[PK]mdlInsertWatch[Obj]
-	buf       []mdlEnt[Obj] // scratch space for query results
+	// hist is every change made to the table, in order: the committed
+	// ones (up to committed.logLen), then the open transaction's.
+	hist   []mdlLogEnt[Obj, PK]
+	chains int // numbers the change logs
+	// journaled: the table is attached to the run's journal; written: the
+	// open transaction changed the table's objects or revision, which
+	// the journal records.
+	journaled, written bool
+	locked             bool // locked by the open transaction
+	insWatch           map[PK]mdlInsertWatch[Obj]
+	buf                []mdlEnt[Obj] // scratch space for query results
 
 	// Change feeds (changes_model_test.go).
 	feeds []*mdlFeed[Obj, PK] // the live ones
@@ -506,11 +526,12 @@ func (mt *mdlTable[Obj, PK]) register(db *DB) error {
 	mt.committed = mt.emptyState().(*mdlState[Obj, PK])
 	mt.insWatch = map[PK]mdlInsertWatch[Obj]{}
 	mt.feeds, mt.dead, mt.gy, mt.gyPending, mt.collectFlag = nil, nil, nil, nil, false
+	mt.hist, mt.chains, mt.journaled = nil, 0, false
 	return nil
 }
 
 func (mt *mdlTable[Obj, PK]) emptyState() any {
-	return &mdlState[Obj, PK]{objs: map[PK]mdlEnt[Obj]{}, dels: map[PK]mdlEnt[Obj]{}, views: make([]any, len(mt.indexes))}
+	return &mdlState[Obj, PK]{objs: map[PK]mdlEnt[Obj]{}, views: make([]any, len(mt.indexes))}
 }
 
 // view is the state reads through the open transaction see.
@@ -525,7 +546,7 @@ func (mt *mdlTable[Obj, PK]) committedState() any { return mt.committed }
 func (mt *mdlTable[Obj, PK]) viewState() any      { return mt.view() }
 
 func (mt *mdlTable[Obj, PK]) begin(locked bool) {
-	mt.pending, mt.locked = nil, locked
+	mt.pending, mt.locked, mt.written = nil, locked, false
 	mt.touched, mt.observed, mt.gyPending = false, false, nil
 }
 
@@ -550,6 +571,14 @@ func (mt *mdlTable[Obj, PK]) commit(m *mdlRun) {
 func (mt *mdlTable[Obj, PK]) abort(m *mdlRun) {
 	mt.wasLocked = mt.locked
 	mt.pending, mt.locked = nil, false
+	clear(mt.hist[mt.committed.logLen:])
+	mt.hist = mt.hist[:mt.committed.logLen]
+	// What InsertWatch watched was never committed: its channel closed.
+	for pk, iw := range mt.insWatch {
+		if !mdlClosed(iw.ch) {
+			m.fatalf("%s: InsertWatch(%v) in an aborted transaction: the channel is open", mt.tbl.Name(), pk)
+		}
+	}
 	clear(mt.insWatch)
 	mt.feedsAborted(m)
 }
@@ -567,22 +596,26 @@ func (mt *mdlTable[Obj, PK]) write() *mdlState[Obj, PK] {
 func (mt *mdlTable[Obj, PK]) put(pk PK, obj Obj) {
 	st := mt.write()
 	st.rev++
-	if _, had := st.objs[pk]; !had {
-		// Inserted again: no longer deleted.
-		delete(st.dels, pk)
-	}
 	st.objs[pk] = mdlEnt[Obj]{obj, st.rev}
+	mt.logChange(st, mdlLogEnt[Obj, PK]{pk, obj, st.rev, false})
 }
 
 func (mt *mdlTable[Obj, PK]) del(pk PK) {
 	st := mt.write()
 	st.rev++
-	e := mdlEnt[Obj]{st.objs[pk].obj, st.rev}
+	obj := st.objs[pk].obj
 	delete(st.objs, pk)
-	st.dels[pk] = e
+	mt.logChange(st, mdlLogEnt[Obj, PK]{pk, obj, st.rev, true})
 	if mt.observed {
 		mt.gyPending = append(mt.graveyard(), st.rev)
 	}
+}
+
+// logChange appends a change of the pending state st to the history.
+func (mt *mdlTable[Obj, PK]) logChange(st *mdlState[Obj, PK], e mdlLogEnt[Obj, PK]) {
+	mt.hist = append(mt.hist, e)
+	st.logLen, st.changed = len(mt.hist), true
+	mt.written = true
 }
 
 // touch models the table's write state beginning in the open transaction
@@ -601,7 +634,11 @@ func (mt *mdlTable[Obj, PK]) touch() {
 
 func (mt *mdlTable[Obj, PK]) setIndexed(v bool) {
 	st := mt.write()
-	st.indexed = v
+	st.indexed, st.chain = v, 0
+	if v {
+		mt.chains++
+		st.chain = mt.chains
+	}
 }
 
 // publish makes the pending state and graveyard the committed ones.
@@ -609,14 +646,15 @@ func (mt *mdlTable[Obj, PK]) publish() {
 	if mt.gyPending != nil {
 		mt.gy, mt.gyPending = mt.gyPending, nil
 	}
-	p, c := mt.pending, mt.committed
+	p := mt.pending
 	if p == nil {
 		return
 	}
-	if p.rev != c.rev {
+	if p.changed {
 		mt.revRoots++
 		p.revRoot = mt.revRoots
 	}
+	p.changed = false
 	mt.pubs++
 	p.pub = mt.pubs
 	mt.committed, mt.pending = p, nil
@@ -910,9 +948,90 @@ func (mt *mdlTable[Obj, PK]) writeOp(m *mdlRun, txn WriteTxn) (op string) {
 		mt.expectWrite(m, "Insert(stored)", ErrObjectMutated, e, true, e.obj, true, err)
 		return "Insert(stored) -> " + fmt.Sprint(err)
 
+	case n < 91: // a long run of inserts and deletes: several log segments
+		k := changeLogSegment + r.IntN(3*changeLogSegment)
+		for range k {
+			pk := mt.pkGen(r)
+			old, had := mt.view().objs[pk]
+			if had && r.IntN(3) == 0 {
+				gotOld, gotHad, err := tbl.Delete(txn, old.obj)
+				mt.expectWrite(m, "Delete(bulk)", nil, old, true, gotOld, gotHad, err)
+				mt.del(pk)
+				continue
+			}
+			obj := mt.gen(r, pk)
+			wantErr := mt.upsertErr(mt.view(), pk, obj, old, had)
+			gotOld, gotHad, err := tbl.Insert(txn, obj)
+			mt.expectWrite(m, "Insert(bulk)", wantErr, old, had, gotOld, gotHad, err)
+			if wantErr == nil {
+				mt.put(pk, obj)
+			}
+		}
+		return fmt.Sprintf("Bulk(%d writes)", k)
+
+	case n < 94: // Restore, into the table emptied first
+		return mt.restoreOp(m, txn)
+
 	default: // reads through the transaction, checked below
 		return "nop"
 	}
+}
+
+// restoreOp empties the table (DeleteAll) if it is not empty, and restores
+// a few objects into it at revisions of their own, some below the table's.
+func (mt *mdlTable[Obj, PK]) restoreOp(m *mdlRun, txn WriteTxn) string {
+	r := m.r
+	tbl := mt.tbl
+	if st := mt.view(); len(st.objs) > 0 {
+		if err := tbl.DeleteAll(txn); err != nil {
+			m.fatalf("%s: DeleteAll: %v", tbl.Name(), err)
+		}
+		for _, e := range slices.Clone(mt.all(st)) {
+			mt.del(mt.pkOf(e.obj))
+		}
+	}
+	// Objects with distinct keys and revisions, none clashing in a unique
+	// index (Restore refuses those, and then the transaction must abort).
+	st := mt.write()
+	trial := st.clone()
+	var objs []mdlEnt[Obj]
+	revs := map[Revision]bool{}
+	for range 1 + r.IntN(5) {
+		pk := mt.pkGen(r)
+		obj := mt.gen(r, pk)
+		rev := Revision(1 + r.IntN(int(st.rev)+10))
+		if _, dup := trial.objs[pk]; dup || revs[rev] || mt.conflict(trial, pk, obj) {
+			continue
+		}
+		revs[rev] = true
+		trial.objs[pk] = mdlEnt[Obj]{obj, rev}
+		trial.touch()
+		objs = append(objs, mdlEnt[Obj]{obj, rev})
+	}
+	revision := Revision(r.IntN(int(st.rev) + 5))
+	err := Restore(txn, tbl, func(yield func(Obj, Revision) bool) {
+		for _, e := range objs {
+			if !yield(e.obj, e.rev) {
+				return
+			}
+		}
+	}, revision)
+	if err != nil {
+		m.fatalf("%s: Restore: %v", tbl.Name(), err)
+	}
+	// The change log has them in revision order.
+	slices.SortFunc(objs, func(a, b mdlEnt[Obj]) int { return cmp.Compare(a.rev, b.rev) })
+	maxRev := revision
+	for _, e := range objs {
+		pk := mt.pkOf(e.obj)
+		st.objs[pk] = e
+		mt.logChange(st, mdlLogEnt[Obj, PK]{pk, e.obj, e.rev, false})
+		maxRev = max(maxRev, e.rev)
+	}
+	st.rev = max(st.rev, maxRev)
+	st.touch()
+	mt.written = true
+	return fmt.Sprintf("Restore(%d objects, revision %d)", len(objs), revision)
 }
 
 func mdlDesc(s string) func() string { return func() string { return s } }
@@ -979,6 +1098,7 @@ func (mt *mdlTable[Obj, PK]) takeWatch(m *mdlRun, txn ReadTxn, sta any, where st
 		var ch <-chan struct{}
 		desc := "AllWatch"
 		want := mt.all(st)
+		base := want // the state's cache: replaced, never changed, by later writes
 		if r.IntN(2) == 0 {
 			seq, ch = tbl.AllWatch(txn)
 		} else {
@@ -988,10 +1108,12 @@ func (mt *mdlTable[Obj, PK]) takeWatch(m *mdlRun, txn ReadTxn, sta any, where st
 		}
 		mt.expect(m, where, mdlDesc(desc), mdlSeq(seq), want)
 		m.addWatch(&mdlWatch{
-			desc: fmt.Sprintf("%s: %s", tbl.Name(), desc),
-			ch:   ch,
+			desc:       fmt.Sprintf("%s: %s (%s)", tbl.Name(), desc, where),
+			ch:         ch,
+			throughTxn: txn == m.txn,
+			txn:        m.txn,
 			changed: func() bool {
-				return !slices.Equal(mt.all(mt.committed), mt.all(st))
+				return !slices.Equal(mt.all(mt.committed), base)
 			},
 		})
 		return
@@ -1004,9 +1126,11 @@ func (mt *mdlTable[Obj, PK]) takeWatch(m *mdlRun, txn ReadTxn, sta any, where st
 	want := q.want(st)
 	mt.expect(m, where, func() string { return q.desc() + " (watch)" }, got, want)
 	m.addWatch(&mdlWatch{
-		desc:  fmt.Sprintf("%s: %s", tbl.Name(), q.desc()),
-		ch:    ch,
-		exact: q.exact && len(want) > 0,
+		desc:       fmt.Sprintf("%s: %s (%s)", tbl.Name(), q.desc(), where),
+		ch:         ch,
+		exact:      q.exact && len(want) > 0,
+		throughTxn: txn == m.txn,
+		txn:        m.txn,
 		changed: func() bool {
 			return !slices.Equal(q.want(mt.committed), want)
 		},
@@ -1039,6 +1163,11 @@ type mdlTableI interface {
 	writeOp(m *mdlRun, txn WriteTxn) string
 	check(m *mdlRun, txn ReadTxn, st any, where string, full bool)
 	takeWatch(m *mdlRun, txn ReadTxn, st any, where string)
+	// attach attaches the table to the run's journal.
+	attach(m *mdlRun)
+	// journalWrite reports whether the open transaction's commit writes
+	// the table to the journal.
+	journalWrite() bool
 	// feedOp runs a random change feed operation (changes_model_test.go).
 	feedOp(m *mdlRun, i int)
 	// endFeeds closes or drops every feed, and checks that the table
@@ -1061,7 +1190,18 @@ type mdlWatch struct {
 	// owner, if set, is the change feed whose Next returned the channel:
 	// the channel is forgotten when the feed is closed.
 	owner any
+	// throughTxn: taken through the open write transaction, on its
+	// uncommitted state. Its channel may close at the transaction's end
+	// without a change (its later writes replace what it watched), must
+	// close if the transaction aborts and the result differs from the
+	// committed one, and is never closed before the transaction ends.
+	throughTxn bool
+	txn        WriteTxn
 }
+
+// pending reports whether w was taken through the write transaction that
+// is still open: it is checked once that ends.
+func (m *mdlRun) pending(w *mdlWatch) bool { return w.throughTxn && m.txn != nil && w.txn == m.txn }
 
 // mdlSnap is a read transaction kept for later checks, with the model
 // state of every table it must see.
@@ -1097,6 +1237,7 @@ type mdlRun struct {
 	db     *DB
 	tables []mdlTableI
 
+	journal  *mdlJournal // some tables are attached to it
 	txn      WriteTxn
 	txnDesc  string
 	txnSnap  mdlSnap // what the open transaction started from
@@ -1128,6 +1269,13 @@ func (m *mdlRun) log(op string) {
 func (m *mdlRun) addWatch(w *mdlWatch) {
 	if w.ch == nil {
 		m.fatalf("%s: nil watch channel", w.desc)
+	}
+	if w.throughTxn {
+		if mdlClosed(w.ch) {
+			m.fatalf("%s: watch taken through the open write transaction is closed", w.desc)
+		}
+		m.watches = append(m.watches, w)
+		return
 	}
 	if w.changed() {
 		// Taken on an old snapshot whose result is already out of date:
@@ -1161,11 +1309,15 @@ func mdlClosed(ch <-chan struct{}) bool {
 func (m *mdlRun) checkWatchesCommitted() {
 	kept := m.watches[:0]
 	for _, w := range m.watches {
+		if m.pending(w) {
+			kept = append(kept, w)
+			continue
+		}
 		closed, changed := mdlClosed(w.ch), w.changed()
 		switch {
 		case changed && !closed:
 			m.fatalf("%s: result changed but the watch channel is open", w.desc)
-		case !changed && closed && w.exact:
+		case !changed && closed && w.exact && !w.throughTxn:
 			m.fatalf("%s: result unchanged but the watch channel was closed", w.desc)
 		case !closed:
 			kept = append(kept, w)
@@ -1181,11 +1333,15 @@ func (m *mdlRun) checkWatchesCommitted() {
 func (m *mdlRun) checkWatchesAborted() {
 	kept := m.watches[:0]
 	for _, w := range m.watches {
+		if m.pending(w) {
+			kept = append(kept, w)
+			continue
+		}
 		closed, changed := mdlClosed(w.ch), w.changed()
 		switch {
 		case changed && !closed:
 			m.fatalf("%s: result changed but the watch channel is open", w.desc)
-		case !changed && closed:
+		case !changed && closed && !w.throughTxn:
 			m.fatalf("%s: watch channel closed by Abort", w.desc)
 		case !closed:
 			kept = append(kept, w)
@@ -1296,7 +1452,25 @@ func (m *mdlRun) beginTxn(only int) {
 
 func (m *mdlRun) commit() {
 	txn := m.txn
+	// Now and then the journal fails the commit: then nothing is
+	// published, as after Abort, if the transaction wrote a table
+	// attached to it.
+	fail := m.r.IntN(10) == 0
+	wantErr := false
+	for _, mt := range m.tables {
+		wantErr = wantErr || (fail && mt.journalWrite())
+	}
+	m.journal.fail = fail
 	rtxn, err := txn.Commit()
+	m.journal.fail = false
+	if wantErr {
+		if !errors.Is(err, errMdlJournal) {
+			m.fatalf("Commit with a failing journal: err = %v", err)
+		}
+		m.log("Commit(" + m.txnDesc + ") -> journal failed")
+		m.aborted(txn)
+		return
+	}
 	if err != nil {
 		m.fatalf("Commit: %v", err)
 	}
@@ -1320,9 +1494,15 @@ func (m *mdlRun) commit() {
 }
 
 func (m *mdlRun) abort() {
-	txn := m.txn
-	states := m.txnSnap.states // what the transaction started from
-	txn.Abort()
+	m.txn.Abort()
+	m.log("Abort(" + m.txnDesc + ")")
+	m.aborted(m.txn)
+}
+
+// aborted models the end of the open transaction txn without a commit: by
+// Abort, or by a Commit that the journal failed.
+func (m *mdlRun) aborted(txn WriteTxn) {
+	snap := m.txnSnap // what the transaction started from
 	for _, mt := range m.tables {
 		mt.abort(m)
 	}
@@ -1330,13 +1510,63 @@ func (m *mdlRun) abort() {
 		mt.released(m)
 	}
 	m.txn = nil
-	m.log("Abort(" + m.txnDesc + ")")
 	m.checkWatchesAborted()
 	for _, mt := range m.tables {
 		mt.dropDeadWatches(m)
 	}
-	m.addSnap(txn, states, "aborted WriteTxn")
+	m.addSnap(txn, snap.states, "aborted WriteTxn")
 	txn.Abort() // again: does nothing
+	for i, mt := range m.tables {
+		mt.check(m, txn, snap.state(m, i), "aborted WriteTxn", false)
+	}
+}
+
+// errMdlJournal is the error of the model's journal when told to fail.
+var errMdlJournal = errors.New("model journal fails")
+
+// mdlJournal is a Journal that records nothing, and fails commits while
+// fail is set.
+type mdlJournal struct{ fail bool }
+
+type mdlJournalBatch struct{ j *mdlJournal }
+
+func (j *mdlJournal) Begin() JournalBatch { return mdlJournalBatch{j} }
+
+func (b mdlJournalBatch) Commit() error {
+	if b.j.fail {
+		return errMdlJournal
+	}
+	return nil
+}
+
+func (b mdlJournalBatch) Discard() {}
+
+// mdlTableJournal writes nothing.
+type mdlTableJournal[Obj any] struct{}
+
+func (mdlTableJournal[Obj]) Upsert(JournalBatch, []byte, Obj, Revision) error { return nil }
+func (mdlTableJournal[Obj]) Delete(JournalBatch, []byte) error                { return nil }
+func (mdlTableJournal[Obj]) DeleteAll(JournalBatch) error                     { return nil }
+func (mdlTableJournal[Obj]) SetRevision(JournalBatch, Revision) error         { return nil }
+
+// attach attaches the table to the run's journal, in a transaction of its
+// own.
+func (mt *mdlTable[Obj, PK]) attach(m *mdlRun) {
+	txn := m.db.WriteTxn(mt.tbl)
+	if err := SetJournal(txn, mt.tbl, Journal(m.journal), TableJournal[Obj](mdlTableJournal[Obj]{})); err != nil {
+		m.fatalf("%s: SetJournal: %v", mt.tbl.Name(), err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		m.fatalf("%s: Commit of SetJournal: %v", mt.tbl.Name(), err)
+	}
+	mt.journaled = true
+}
+
+// journalWrite reports whether the open transaction's commit writes the
+// table's changes to the journal: it is attached, and the transaction
+// changed it.
+func (mt *mdlTable[Obj, PK]) journalWrite() bool {
+	return mt.journaled && mt.locked && mt.written
 }
 
 func (m *mdlRun) doStep() {
@@ -1373,6 +1603,11 @@ func (m *mdlRun) doStep() {
 			i := r.IntN(len(m.tables))
 			m.tables[i].takeWatch(m, m.db.ReadTxn(), m.tables[i].committedState(), "watch")
 			m.log("watch")
+		case n < 18:
+			// Through the open transaction, on what it wrote.
+			i := r.IntN(len(m.tables))
+			m.tables[i].takeWatch(m, m.txn, m.tables[i].viewState(), "WriteTxn")
+			m.log("watch(WriteTxn)")
 		default:
 			mt := m.tables[full]
 			for range 5 {
@@ -1441,6 +1676,10 @@ func (m *mdlRun) register(mt mdlTableI) {
 	mt.begin(false)
 	m.tables = append(m.tables, mt)
 	m.log("NewTable(" + mt.meta().Name() + ")")
+	if m.r.IntN(2) == 0 {
+		mt.attach(m)
+		m.log("SetJournal(" + mt.meta().Name() + ")")
+	}
 }
 
 var (
@@ -1701,7 +1940,7 @@ func TestModel(t *testing.T) {
 	stats := map[string]int{}
 	for done := 0; done < steps; done += perRound {
 		db := New()
-		m := &mdlRun{t: t, seed: seed, r: r, db: db, stats: stats}
+		m := &mdlRun{t: t, seed: seed, r: r, db: db, stats: stats, journal: &mdlJournal{}}
 		tables := mdlTables(r)
 		for _, mt := range tables[:len(tables)-1] {
 			m.register(mt)

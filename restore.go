@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-
-	"github.com/strata-db/strata/index"
 )
 
 // Restore fills the empty table tbl, in txn, with objects that keep the
@@ -51,12 +49,11 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 	}
 	if tt.log.seg != nil {
 		for _, o := range tt.restored {
-			tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryInsert})
-			tt.log.seg.sum.restored = true
+			tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryRestore})
 		}
 	}
 	tt.revision = max(tt.revision, maxRev)
-	tt.dirty = true
+	tt.dirty, tt.written = true, true
 	return nil
 }
 
@@ -74,15 +71,21 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	if rev == 0 {
 		return fmt.Errorf("table %q: object %q: revision 0: %w", t.meta.name, t.indexes[0].keyString(pk), ErrRestoreInput)
 	}
+	// Every key is computed before the first change, so that an index
+	// function that panics leaves the table as it was.
+	for i := range tt.secondary {
+		tt.newKeys[i] = t.indexes[i+1].fromObject(obj)
+	}
 	no := object[Obj]{obj: obj, rev: rev}
-	if _, dup := tt.primary.Insert(pk, no); dup {
+	if _, dup, _ := tt.primary.Update(pk, func(_ object[Obj], found bool) (object[Obj], bool) { return no, !found }); dup {
+		clear(tt.newKeys)
 		return fmt.Errorf("table %q: primary key %q twice: %w", t.meta.name, t.indexes[0].keyString(pk), ErrRestoreInput)
 	}
 	tt.restored = append(tt.restored, no)
+	defer clear(tt.newKeys)
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
-		tt.objKeys = ix.fromObject(obj)
-		keys := &tt.objKeys
+		keys := &tt.newKeys[i]
 		if keys.Len() > 1 {
 			tt.multiKey |= 1 << ix.pos
 		}
@@ -93,7 +96,6 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 			}
 		}
 	}
-	tt.objKeys = index.KeySet{}
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: rev})
 	}

@@ -55,9 +55,9 @@ type TableMeta interface {
 	// stateStats returns the figures of a state of the table, for metrics:
 	// its objects, and the deletes logged before it for change feeds.
 	stateStats(*stateHeader) (objects int, logDeletes uint64)
-	// collectGraveyard drops the change log if the table has no feeds and
+	// dropUnobservedLog drops the change log if the table has no feeds and
 	// is not locked.
-	collectGraveyard()
+	dropUnobservedLog()
 }
 
 // Table is a table of objects of type Obj, for reading. Obj values are

@@ -18,7 +18,11 @@ type tableTxn[Obj any] struct {
 	base     *tableState[Obj] // the state the transaction started from
 	revision Revision         // the last revision handed out
 	multiKey uint64
-	dirty    bool // something was written
+	// dirty: the table's state changed, so the transaction publishes a
+	// new one; written: its objects or revision changed, which the
+	// journal records (a change log started or dropped, an initializer
+	// registered or done, are not).
+	dirty, written bool
 	// observed: the table has change feeds, so its changes go to the
 	// change log, whose end is log (the zero logPos without one). Decided
 	// when the transaction begins (and set when a feed registers in it),
@@ -31,10 +35,12 @@ type tableTxn[Obj any] struct {
 	logHead *logSegment[Obj]
 	// segments is the number of segments the transaction added to the log.
 	segments int
-	// pin is the oldest log position a feed may read, as the transaction
-	// first read it (feedsPin, pinRead). Pins only move forward, and a
-	// feed registered since pins the end of the log, so an older reading
-	// is a safe one.
+	// reuseBelow is the committed end of the log (its seq) when the
+	// transaction began to write it: the writer reuses no segment at or
+	// after it (changelog_writer.go).
+	reuseBelow uint64
+	// pin is the lowest pin of the feeds, as the transaction first read it
+	// (feedsPin, pinRead).
 	pin     uint64
 	pinRead bool
 	// lastDelete is the revision of the newest delete the table logged
@@ -47,9 +53,9 @@ type tableTxn[Obj any] struct {
 
 	init *initState // the pending initializers if changed, else nil
 
-	// registered lists the feeds registered in the transaction; they are
+	// newFeeds lists the feeds registered in the transaction; they are
 	// closed if it aborts.
-	registered []*feedHold
+	newFeeds []*feedEntry
 
 	// journal, when the table is attached to a Journal, receives the
 	// transaction's changes at commit; ops records the writes it needs
@@ -70,7 +76,7 @@ type tableTxn[Obj any] struct {
 	// than in locals, so that At's results, which may point into them,
 	// never make a local escape.
 	newKeys []index.KeySet // per secondary index: the new object's keys
-	objKeys index.KeySet   // the keys of an object replaced, deleted or restored
+	oldKeys []index.KeySet // per secondary index: the keys of the object replaced or deleted
 	keyBuf  []byte
 	pkBuf   []byte // the primary key of the object being written
 	// opKeys holds the primary keys of ops, which live until the commit.
@@ -85,6 +91,9 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 		return nil, ErrTransactionClosed
 	}
 	w := h.w
+	if t.meta.db != w.db {
+		panicOtherDB(&t.meta)
+	}
 	lt, err := w.writer(&t.meta)
 	if err != nil {
 		return nil, err
@@ -97,8 +106,8 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 }
 
 func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
-	tt.base, tt.revision, tt.multiKey, tt.dirty = base, base.revision, base.multiKey, false
-	tt.observed, tt.log, tt.init, tt.segments, tt.pinRead = tt.t.meta.feeds.live() > 0, base.log, nil, 0, false
+	tt.base, tt.revision, tt.multiKey, tt.dirty, tt.written = base, base.revision, base.multiKey, false, false
+	tt.observed, tt.init = tt.t.meta.feeds.live() > 0, nil
 	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
 	clear(tt.ops)
 	tt.ops, tt.opKeys = tt.ops[:0], tt.opKeys[:0]
@@ -106,20 +115,14 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
 	if tt.secondary == nil {
 		tt.secondary = make([]part.Txn[object[Obj]], len(base.secondary))
 		tt.newKeys = make([]index.KeySet, len(base.secondary))
+		tt.oldKeys = make([]index.KeySet, len(base.secondary))
 	}
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
-	clear(tt.registered)
-	tt.registered = tt.registered[:0]
-	switch {
-	case tt.observed && tt.log.seg == nil:
-		// A feed registered in a transaction that aborted.
-		tt.startLog()
-	case !tt.observed && tt.log.seg != nil:
-		// The last feed closed: drop the log.
-		tt.log, tt.logHead, tt.dirty = logPos[Obj]{}, nil, true
-	}
+	clear(tt.newFeeds)
+	tt.newFeeds = tt.newFeeds[:0]
+	tt.beginLog(base)
 }
 
 func (tt *tableTxn[Obj]) initState() *initState {
@@ -206,33 +209,55 @@ func (tt *tableTxn[Obj]) notify() {
 	for i := range tt.secondary {
 		tt.secondary[i].Notify()
 	}
-	if tt.init != nil && len(tt.init.pending) == 0 && len(tt.base.init.pending) > 0 {
-		close(tt.init.done)
+	if tt.init != nil {
+		tt.init.committed()
 	}
-	if len(tt.registered) > 0 {
-		tt.t.meta.feeds.registrationDone(tt.registered, false)
+	if len(tt.newFeeds) > 0 {
+		tt.t.meta.feeds.registrationDone(tt.newFeeds, false)
 	}
 	if tt.attach != nil {
-		tt.t.journal, tt.attach = tt.attach, nil
+		tt.t.attachCommitted(tt.attach)
+		tt.attach = nil
 	}
 	tt.base, tt.init = nil, nil
+	if invariants {
+		tt.checkLog()
+	}
 }
 
 func (tt *tableTxn[Obj]) abort() {
-	// Drop the written nodes now rather than at the next transaction.
+	// Drop the written nodes now rather than at the next transaction, and
+	// close the channels readers took on them: what they watched was never
+	// committed.
 	base := tt.base
-	tt.primary.Reset(base.primary)
+	tt.primary.Discard(base.primary)
 	for i := range tt.secondary {
-		tt.secondary[i].Reset(base.secondary[i])
+		tt.secondary[i].Discard(base.secondary[i])
 	}
-	if base.log.seg != nil && tt.log.seg != nil && base.log.seg.chain == tt.log.seg.chain {
+	sameLog := base.log.seg != nil && tt.log.seg != nil && base.log.seg.chain == tt.log.seg.chain
+	if sameLog {
 		base.log.discard(tt.log)
+	} else {
+		// The transaction started or dropped a log: the writer's head
+		// is not in the committed one (beginLog finds it again).
+		tt.logHead = nil
+	}
+	if tt.init != nil {
+		tt.init.aborted(base.init)
+	}
+	if len(tt.newFeeds) > 0 {
+		// Feeds registered in an aborted transaction are closed.
+		tt.t.meta.feeds.registrationDone(tt.newFeeds, true)
+	}
+	if tt.attach != nil {
+		tt.t.attachAborted()
+		tt.attach = nil
+	}
+	if invariants && sameLog {
+		tt.log = base.log
+		tt.checkLog()
 	}
 	tt.log = logPos[Obj]{}
-	if len(tt.registered) > 0 {
-		// Feeds registered in an aborted transaction are closed.
-		tt.t.meta.feeds.registrationDone(tt.registered, true)
-	}
 	tt.base, tt.init = nil, nil
 }
 
@@ -284,6 +309,7 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	})
 	if !stored {
 		clear(tt.newKeys)
+		clear(tt.oldKeys)
 		if errors.Is(err, ErrRevisionNotEqual) {
 			return old.obj, true, err
 		}
@@ -314,20 +340,20 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 			tt.multiKey |= 1 << ix.pos
 		}
 		if hadOld {
-			tt.objKeys = ix.fromObject(old.obj)
-			for j := range tt.objKeys.Len() {
-				if k := tt.objKeys.At(j); !keys.Contains(k) {
+			oldKeys := &tt.oldKeys[i]
+			for j := range oldKeys.Len() {
+				if k := oldKeys.At(j); !keys.Contains(k) {
 					tt.secondary[i].Delete(tt.treeKey(ix, k, pk))
 				}
 			}
-			tt.objKeys = index.KeySet{}
+			*oldKeys = index.KeySet{}
 		}
 		for j := range keys.Len() {
 			tt.secondary[i].Insert(tt.treeKey(ix, keys.At(j), pk), no)
 		}
 		*keys = index.KeySet{}
 	}
-	tt.dirty = true
+	tt.dirty, tt.written = true, true
 	return old.obj, hadOld, nil
 }
 
@@ -339,8 +365,11 @@ func (tt *tableTxn[Obj]) keepKey(pk []byte) []byte {
 }
 
 // check makes the checks of writing obj over the stored object old (if
-// hadOld) and returns the object to store: obj, or for Modify the merge. The
-// new object's keys in the secondary indexes are left in tt.newKeys.
+// hadOld) and returns the object to store: obj, or for Modify the merge.
+// It computes every key the write needs before the first change, so that
+// an index function that panics leaves the table as it was: the new
+// object's keys in the secondary indexes are left in tt.newKeys, the old
+// object's in tt.oldKeys.
 func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool, mode writeMode, casRev Revision, merge func(old, new Obj) Obj) (Obj, error) {
 	t := tt.t
 	switch mode {
@@ -368,6 +397,9 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
+		if hadOld {
+			tt.oldKeys[i] = ix.fromObject(old.obj)
+		}
 		tt.newKeys[i] = ix.fromObject(obj)
 		keys := &tt.newKeys[i]
 		for j := range keys.Len() {
@@ -388,7 +420,9 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 }
 
 // remove deletes the object with obj's primary key, checking its revision
-// if cas is set.
+// if cas is set. The old object's secondary keys are computed before the
+// object leaves the primary index, so that an index function that panics
+// leaves the table as it was.
 func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj, hadOld bool, err error) {
 	t := tt.t
 	pk, err := t.primaryKey(tt.pkBuf, obj)
@@ -396,18 +430,24 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 		return oldObj, false, err
 	}
 	tt.pkBuf = pk
-	if cas {
-		old, found := tt.primary.Get(pk)
-		if !found {
-			return oldObj, false, fmt.Errorf("table %q: %w", t.meta.name, ErrObjectNotFound)
+	// One descent of the primary index, as in upsert (BenchmarkDB_Delete).
+	old, found, deleted := tt.primary.DeleteIf(pk, func(o object[Obj]) bool {
+		if cas && o.rev != casRev {
+			err = fmt.Errorf("table %q: object at revision %d, not %d: %w", t.meta.name, o.rev, casRev, ErrRevisionNotEqual)
+			return false
 		}
-		if old.rev != casRev {
-			return old.obj, true, fmt.Errorf("table %q: object at revision %d, not %d: %w", t.meta.name, old.rev, casRev, ErrRevisionNotEqual)
+		for i := range tt.secondary {
+			tt.oldKeys[i] = t.indexes[i+1].fromObject(o.obj)
 		}
-	}
-	old, found := tt.primary.Delete(pk)
-	if !found {
+		return true
+	})
+	switch {
+	case !found && cas:
+		return oldObj, false, fmt.Errorf("table %q: %w", t.meta.name, ErrObjectNotFound)
+	case !found:
 		return oldObj, false, nil
+	case !deleted:
+		return old.obj, true, err
 	}
 	tt.revision++
 	if tt.log.seg != nil {
@@ -416,16 +456,16 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 	}
 	for i := range tt.secondary {
 		ix := &t.indexes[i+1]
-		tt.objKeys = ix.fromObject(old.obj)
-		for j := range tt.objKeys.Len() {
-			tt.secondary[i].Delete(tt.treeKey(ix, tt.objKeys.At(j), pk))
+		keys := &tt.oldKeys[i]
+		for j := range keys.Len() {
+			tt.secondary[i].Delete(tt.treeKey(ix, keys.At(j), pk))
 		}
+		*keys = index.KeySet{}
 	}
-	tt.objKeys = index.KeySet{}
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: tt.revision, deleted: true})
 	}
-	tt.dirty = true
+	tt.dirty, tt.written = true, true
 	return old.obj, true, nil
 }
 
@@ -450,7 +490,7 @@ func (tt *tableTxn[Obj]) removeAll() {
 	for i := range tt.secondary {
 		tt.secondary[i].DeletePrefix(nil)
 	}
-	tt.dirty = true
+	tt.dirty, tt.written = true, true
 }
 
 func (t *table[Obj]) Insert(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool, err error) {

@@ -130,12 +130,18 @@ type stateHeader struct {
 // registered after the snapshot was taken.
 func (r *dbRoot) state(m *tableMeta) *stateHeader {
 	if m.db != r.db {
-		panic(fmt.Sprintf("strata: table %q used with a transaction of another DB", m.name))
+		panicOtherDB(m)
 	}
 	if m.pos < r.n {
 		return r.tables()[m.pos]
 	}
 	return nil
+}
+
+// panicOtherDB panics for a table used with a transaction of another
+// database: a programming error (doc.go).
+func panicOtherDB(m *tableMeta) {
+	panic(fmt.Sprintf("strata: table %q used with a transaction of another DB", m.name))
 }
 
 // tableWriter is the write state of one table inside a write transaction.
@@ -568,9 +574,9 @@ func (w *writeTxn) release() {
 			lt.objects, lt.logDeletes = lt.meta.table.stateStats(lt.state)
 		}
 		lt.meta.lock.unlock()
-		if lt.meta.feeds.collect.Load() && lt.meta.feeds.collect.CompareAndSwap(true, false) {
-			// A feed closed while the table was locked.
-			lt.meta.table.collectGraveyard()
+		if lt.meta.feeds.dropLog.Load() && lt.meta.feeds.dropLog.CompareAndSwap(true, false) {
+			// The last feed closed while the table was locked.
+			lt.meta.table.dropUnobservedLog()
 		}
 	}
 }

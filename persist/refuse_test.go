@@ -424,7 +424,7 @@ func TestRefusedBeforeLoading(t *testing.T) {
 	other := strata.New()
 	conflicted, _ := strata.NewTable(other, "conflicted", itemByID)
 	txn := other.WriteTxn(conflicted)
-	if err := strata.SetJournal(txn, conflicted, otherJournal{}, strata.TableJournal[*item](nil)); err != nil {
+	if err := strata.SetJournal(txn, conflicted, otherJournal{}, strata.TableJournal[*item](otherTableJournal{})); err != nil {
 		t.Fatal(err)
 	}
 	mustCommit(t, txn)
@@ -445,10 +445,20 @@ func TestRefusedBeforeLoading(t *testing.T) {
 	}
 }
 
-// otherJournal is a journal that is not the store.
+// otherJournal is a journal that is not the store; otherTableJournal
+// attaches a table to it.
 type otherJournal struct{}
 
 func (otherJournal) Begin() strata.JournalBatch { return nil }
+
+type otherTableJournal struct{}
+
+func (otherTableJournal) Upsert(strata.JournalBatch, []byte, *item, strata.Revision) error {
+	return nil
+}
+func (otherTableJournal) Delete(strata.JournalBatch, []byte) error               { return nil }
+func (otherTableJournal) DeleteAll(strata.JournalBatch) error                    { return nil }
+func (otherTableJournal) SetRevision(strata.JournalBatch, strata.Revision) error { return nil }
 
 // TestRegisterForeignDatabase: Register given a database the table does not
 // belong to fails with ErrForeignTable (it panicked, about WriteTxn).

@@ -1,0 +1,644 @@
+package strata
+
+// Regression tests of the failures an adversarial trial of the public API
+// found in change feeds and write transactions. Each names the case it
+// covers; each failed before its fix.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/index"
+)
+
+// must fails the test if err is not nil.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustInsert inserts objects, failing the test on an error.
+func mustInsert(t testing.TB, tbl RWTable[*testObject], txn WriteTxn, objs ...*testObject) {
+	t.Helper()
+	for _, o := range objs {
+		if _, _, err := tbl.Insert(txn, o); err != nil {
+			t.Fatalf("Insert(%d): %v", o.ID, err)
+		}
+	}
+}
+
+// catch runs f and returns what it panicked with, or nil.
+func catch(f func()) (p any) {
+	defer func() { p = recover() }()
+	f()
+	return nil
+}
+
+// lockFree reports whether tbl can be locked for writing within a second,
+// and unlocks it again.
+func lockFree(db *DB, tbl TableMeta) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	txn, err := db.WriteTxnContext(ctx, tbl)
+	if err != nil {
+		return false
+	}
+	txn.Abort()
+	return true
+}
+
+// feedAll runs one Next and returns its changes as records.
+func feedAll(it ChangeIterator[*testObject], txn ReadTxn) []changeRec {
+	seq, _ := it.Next(txn)
+	var out []changeRec
+	for c := range seq {
+		out = append(out, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+	}
+	return out
+}
+
+// awaitFeedsReleased runs the garbage collector until tbl counts n open
+// feeds and no feed cleanup is running.
+func awaitFeedsReleased(t *testing.T, tbl RWTable[*testObject], n int) {
+	t.Helper()
+	fr := &tbl.(*table[*testObject]).meta.feeds
+	deadline := time.Now().Add(10 * time.Second)
+	for fr.live() != n || mdlFeedCleanupRunning() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d open feeds 10s after dropping, want %d", fr.live(), n)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Case 1: a table has one feed; a write transaction on it starts; the
+// feed is closed (or dropped and collected) while the transaction is open;
+// the transaction writes more than two log segments of changes and
+// aborts, or its journal fails the commit. The abort must not panic, and
+// the table must be free for the next writer.
+func TestRegressAbortAfterLastFeedClosedInLongTxn(t *testing.T) {
+	for _, how := range []string{"Close/Abort", "drop/Abort", "Close/journal fails"} {
+		t.Run(how, func(t *testing.T) {
+			db := New()
+			tbl := newTestTable(t, db, "t")
+			txn := db.WriteTxn(tbl)
+			it, err := tbl.Changes(txn)
+			must(t, err)
+			mustInsert(t, tbl, txn, &testObject{ID: 1})
+			j := &memJournal{objects: map[string]int{}}
+			if strings.HasSuffix(how, "journal fails") {
+				must(t, SetJournal(txn, tbl, j, memTableJournal{}))
+			}
+			_, err = txn.Commit()
+			must(t, err)
+			j.fail = errors.New("disk full") // from now on
+
+			txn = db.WriteTxn(tbl)
+			mustInsert(t, tbl, txn, &testObject{ID: 99}) // begins the table's write state, with a feed
+			if strings.HasPrefix(how, "drop") {
+				it = nil
+				awaitFeedsReleased(t, tbl, 0)
+			} else {
+				it.Close()
+			}
+			for i := range 3*changeLogSegment + 5 {
+				mustInsert(t, tbl, txn, &testObject{ID: uint64(100 + i)})
+			}
+			if strings.HasSuffix(how, "journal fails") {
+				if p := catch(func() { _, err = txn.Commit() }); p != nil {
+					t.Fatalf("Commit with a failing journal panicked: %v", p)
+				}
+				if err == nil {
+					t.Fatal("Commit with a failing journal succeeded")
+				}
+			} else if p := catch(txn.Abort); p != nil {
+				t.Fatalf("Abort panicked: %v", p)
+			}
+			if !lockFree(db, tbl) {
+				t.Fatal("the table stayed locked after the transaction ended")
+			}
+			txn = db.WriteTxn(tbl)
+			mustInsert(t, tbl, txn, &testObject{ID: 2})
+			rtxn, err := txn.Commit()
+			if strings.HasSuffix(how, "journal fails") {
+				// The journal still fails: nothing is published.
+				if err == nil {
+					t.Fatal("Commit with a failing journal succeeded")
+				}
+				return
+			}
+			must(t, err)
+			if got := ids(tbl.All(rtxn)); !slices.Equal(got, []uint64{1, 2}) {
+				t.Fatalf("table holds %v, want [1 2]", got)
+			}
+			runtime.KeepAlive(txn)
+		})
+	}
+}
+
+// Case 2: old feed closed; more than two segments of changes; a new feed
+// registered in the same transaction; as many changes again; commit. The
+// new feed's first Next must return the table as it is.
+func TestRegressFeedRegisteredLateInLongTxn(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t")
+	txn := db.WriteTxn(tbl)
+	old, err := tbl.Changes(txn)
+	must(t, err)
+	_, err = txn.Commit()
+	must(t, err)
+
+	txn = db.WriteTxn(tbl)
+	n := 2*changeLogSegment + 2
+	mustInsert(t, tbl, txn, &testObject{ID: uint64(n * 2)}) // begins the table's write state, with a feed
+	old.Close()
+	for i := range n {
+		mustInsert(t, tbl, txn, &testObject{ID: uint64(i)})
+	}
+	it, err := tbl.Changes(txn)
+	must(t, err)
+	for i := range n {
+		mustInsert(t, tbl, txn, &testObject{ID: uint64(n + i)})
+	}
+	rtxn, err := txn.Commit()
+	must(t, err)
+	var got []changeRec
+	if p := catch(func() { got = feedAll(it, rtxn) }); p != nil {
+		t.Fatalf("first Next panicked: %v", p)
+	}
+	if len(got) != 2*n+1 {
+		t.Fatalf("first Next returned %d changes, want %d", len(got), 2*n+1)
+	}
+	// And the feed goes on.
+	txn = db.WriteTxn(tbl)
+	for i := range 3 * changeLogSegment {
+		mustInsert(t, tbl, txn, &testObject{ID: uint64(i), Value: 1})
+	}
+	rtxn, err = txn.Commit()
+	must(t, err)
+	if got := feedAll(it, rtxn); len(got) != 3*changeLogSegment {
+		t.Fatalf("second Next returned %d changes, want %d", len(got), 3*changeLogSegment)
+	}
+	it.Close()
+}
+
+// Case 3: a feed at revision 1; one transaction updates an object ten
+// times, deletes it (or all objects), and restores another object at a
+// revision among those of the updates. Next must deliver the restored
+// object.
+func TestRegressRestoredObjectDelivered(t *testing.T) {
+	for _, del := range []string{"Delete", "DeleteAll"} {
+		t.Run(del, func(t *testing.T) {
+			db := New()
+			tbl := newTestTable(t, db, "t")
+			txn := db.WriteTxn(tbl)
+			it, err := tbl.Changes(txn)
+			must(t, err)
+			mustInsert(t, tbl, txn, &testObject{ID: 1})
+			rtxn, err := txn.Commit()
+			must(t, err)
+			if got := feedAll(it, rtxn); !slices.Equal(got, []changeRec{{1, 0, false}}) {
+				t.Fatalf("first Next = %v", got)
+			}
+
+			txn = db.WriteTxn(tbl)
+			for v := 1; v <= 10; v++ {
+				mustInsert(t, tbl, txn, &testObject{ID: 1, Value: v})
+			}
+			if del == "Delete" {
+				_, _, err = tbl.Delete(txn, &testObject{ID: 1})
+			} else {
+				err = tbl.DeleteAll(txn)
+			}
+			must(t, err)
+			must(t, Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+				yield(&testObject{ID: 7, Value: 7}, 5)
+			}, 0))
+			rtxn, err = txn.Commit()
+			must(t, err)
+			got := feedAll(it, rtxn)
+			want := []changeRec{{1, 10, true}, {7, 7, false}}
+			if !slices.Equal(got, want) {
+				t.Fatalf("Next = %v, want %v", got, want)
+			}
+			it.Close()
+		})
+	}
+}
+
+// Case 4: Initialized's channel must close when an initializer is
+// registered and done in one transaction, and the channel handed out while
+// an initializer was pending must not be abandoned when another is
+// registered in the transaction that marks the first done.
+func TestRegressInitializedChannel(t *testing.T) {
+	t.Run("registered and done in one txn", func(t *testing.T) {
+		db := New()
+		tbl := newTestTable(t, db, "t")
+		txn := db.WriteTxn(tbl)
+		done := tbl.RegisterInitializer(txn, "a")
+		_, ch := tbl.Initialized(txn)
+		done(txn)
+		rtxn, err := txn.Commit()
+		must(t, err)
+		ok, ch2 := tbl.Initialized(rtxn)
+		if !ok {
+			t.Fatal("not initialized")
+		}
+		for _, c := range []<-chan struct{}{ch, ch2} {
+			if !mdlClosed(c) {
+				t.Fatal("Initialized is true, but its channel is open")
+			}
+		}
+	})
+	t.Run("done(a) then register(b) in one txn", func(t *testing.T) {
+		db := New()
+		tbl := newTestTable(t, db, "t")
+		txn := db.WriteTxn(tbl)
+		doneA := tbl.RegisterInitializer(txn, "a")
+		rtxn, err := txn.Commit()
+		must(t, err)
+		_, waitA := tbl.Initialized(rtxn)
+
+		txn = db.WriteTxn(tbl)
+		doneA(txn)
+		doneB := tbl.RegisterInitializer(txn, "b")
+		_, err = txn.Commit()
+		must(t, err)
+		if mdlClosed(waitA) {
+			t.Fatal("the channel closed while b is pending")
+		}
+		txn = db.WriteTxn(tbl)
+		doneB(txn)
+		rtxn, err = txn.Commit()
+		must(t, err)
+		if ok, ch := tbl.Initialized(rtxn); !ok || !mdlClosed(ch) {
+			t.Fatalf("after done(b): initialized %v, channel closed %v", ok, mdlClosed(ch))
+		}
+		if !mdlClosed(waitA) {
+			t.Fatal("the channel handed out while a was pending never closed")
+		}
+	})
+	t.Run("registered in an aborted txn", func(t *testing.T) {
+		db := New()
+		tbl := newTestTable(t, db, "t")
+		txn := db.WriteTxn(tbl)
+		tbl.RegisterInitializer(txn, "a")
+		_, ch := tbl.Initialized(txn)
+		txn.Abort()
+		if ok, _ := tbl.Initialized(db.ReadTxn()); !ok || !mdlClosed(ch) {
+			t.Fatalf("after abort: initialized %v, channel read through the aborted txn closed %v", ok, mdlClosed(ch))
+		}
+	})
+}
+
+// Case 5: watch channels read through a write transaction that aborts
+// must close: what they watched was never committed. Through one that
+// commits, they close when a later commit changes what they watch.
+func TestRegressWatchThroughAbortedWriteTxn(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t", nameIndex)
+	txn := db.WriteTxn(tbl)
+	mustInsert(t, tbl, txn, &testObject{ID: 1, Name: "a"}, &testObject{ID: 2, Name: "b"})
+	_, err := txn.Commit()
+	must(t, err)
+
+	txn = db.WriteTxn(tbl)
+	mustInsert(t, tbl, txn, &testObject{ID: 1, Name: "a2"}, &testObject{ID: 3, Name: "c"})
+	var watches []<-chan struct{}
+	_, _, w, _ := tbl.GetWatch(txn, idIndex.Query(1))
+	watches = append(watches, w)
+	_, _, w, _ = tbl.GetWatch(txn, idIndex.Query(3))
+	watches = append(watches, w)
+	_, _, w, _ = tbl.GetWatch(txn, nameIndex.Query("c"))
+	watches = append(watches, w)
+	_, w = tbl.AllWatch(txn)
+	watches = append(watches, w)
+	_, w = tbl.PrefixWatch(txn, nameIndex.Query("a"))
+	watches = append(watches, w)
+	_, _, w, err = tbl.InsertWatch(txn, &testObject{ID: 4, Name: "d"})
+	must(t, err)
+	watches = append(watches, w)
+	// Object 2 is not written by the transaction: its channel is the
+	// committed one's, and stays open.
+	_, _, untouched, _ := tbl.GetWatch(txn, idIndex.Query(2))
+	txn.Abort()
+	for i, w := range watches {
+		if !mdlClosed(w) {
+			t.Errorf("watch %d taken through the aborted transaction is open", i)
+		}
+	}
+	if mdlClosed(untouched) {
+		t.Error("the watch of an object the aborted transaction did not write closed")
+	}
+}
+
+// Case 6: an aborted SetJournal must not bind the database to that
+// journal.
+func TestRegressAbortedSetJournalDoesNotBind(t *testing.T) {
+	db := New()
+	a := newTestTable(t, db, "a")
+	b := newTestTable(t, db, "b")
+	j1 := &memJournal{objects: map[string]int{}}
+	j2 := &memJournal{objects: map[string]int{}}
+	txn := db.WriteTxn(a)
+	must(t, SetJournal(txn, a, j1, memTableJournal{}))
+	txn.Abort()
+	txn = db.WriteTxn(b)
+	if err := SetJournal(txn, b, j2, memTableJournal{}); err != nil {
+		t.Fatalf("SetJournal with another journal after an aborted SetJournal: %v", err)
+	}
+	mustInsert(t, b, txn, &testObject{ID: 1})
+	_, err := txn.Commit()
+	must(t, err)
+	if j2.commits != 1 || j1.commits != 0 {
+		t.Fatalf("journal commits: first %d, second %d; want 0, 1", j1.commits, j2.commits)
+	}
+	// Now bound to j2: j1 conflicts, for any table.
+	txn = db.WriteTxn(a)
+	if err := SetJournal(txn, a, j1, memTableJournal{}); !errors.Is(err, ErrJournalConflict) {
+		t.Fatalf("SetJournal of another journal once one is attached: %v", err)
+	}
+	txn.Abort()
+}
+
+// Case 7: using a table with a transaction of another database is a
+// programming error: writes panic with the same message as reads.
+func TestRegressOtherDBWritePanics(t *testing.T) {
+	db1, db2 := New(), New()
+	t1 := newTestTable(t, db1, "t")
+	t2 := newTestTable(t, db2, "t")
+	txn := db2.WriteTxn(t2)
+	defer txn.Abort()
+	readMsg := fmt.Sprint(catch(func() { t1.Get(txn, idIndex.Query(1)) }))
+	if !strings.Contains(readMsg, "another DB") {
+		t.Fatalf("read with another DB's transaction: panic %q", readMsg)
+	}
+	writes := map[string]func(){
+		"Insert":    func() { t1.Insert(txn, &testObject{ID: 1}) },
+		"Delete":    func() { t1.Delete(txn, &testObject{ID: 1}) },
+		"DeleteAll": func() { t1.DeleteAll(txn) },
+		"Changes":   func() { t1.Changes(txn) },
+	}
+	for name, f := range writes {
+		if msg := fmt.Sprint(catch(f)); msg != readMsg {
+			t.Errorf("%s with another DB's transaction: panic %q, want %q", name, msg, readMsg)
+		}
+	}
+}
+
+// Case 8: an index function that panics must leave the table as it was,
+// so that a transaction recovered from the panic and committed publishes
+// consistent indexes: every key, the old object's too, is computed before
+// the first tree change. The index panics, once armed, for the stored
+// object (Value 5), which only the old object's keys ask for.
+func TestRegressPanickingIndexLeavesTableIntact(t *testing.T) {
+	armed := false
+	ix := Index[*testObject, int]{
+		Name: "flaky",
+		FromObject: func(o *testObject) index.KeySet {
+			if armed && o.Value == 5 {
+				panic("index function failed")
+			}
+			return index.NewKeySet(index.Int(o.Value))
+		},
+		FromKey: index.Int,
+	}
+	for _, op := range []string{"Delete", "Insert", "CompareAndDelete"} {
+		t.Run(op, func(t *testing.T) {
+			db := New()
+			tbl := newTestTable(t, db, "t", ix)
+			armed = false
+			txn := db.WriteTxn(tbl)
+			mustInsert(t, tbl, txn, &testObject{ID: 1, Value: 5}, &testObject{ID: 2, Value: 6})
+			_, err := txn.Commit()
+			must(t, err)
+
+			txn = db.WriteTxn(tbl)
+			armed = true
+			p := catch(func() {
+				switch op {
+				case "Delete":
+					tbl.Delete(txn, &testObject{ID: 1})
+				case "Insert":
+					tbl.Insert(txn, &testObject{ID: 1, Value: 9})
+				case "CompareAndDelete":
+					_, rev, _ := tbl.Get(txn, idIndex.Query(1))
+					tbl.CompareAndDelete(txn, rev, &testObject{ID: 1})
+				}
+			})
+			armed = false
+			if p == nil {
+				t.Fatal("the index function did not panic")
+			}
+			mustInsert(t, tbl, txn, &testObject{ID: 3, Value: 7}) // the transaction goes on
+			rtxn, err := txn.Commit()
+			must(t, err)
+			checkIndexesAgree(t, tbl, rtxn)
+			if got := ids(tbl.All(rtxn)); !slices.Equal(got, []uint64{1, 2, 3}) {
+				t.Fatalf("after the panic the table holds %v, want [1 2 3]", got)
+			}
+			if o, _, _ := tbl.Get(rtxn, idIndex.Query(1)); o.Value != 5 {
+				t.Fatalf("after the panic object 1 has value %d, want 5", o.Value)
+			}
+		})
+	}
+}
+
+// checkIndexesAgree checks that every secondary index holds exactly the
+// objects of the primary index.
+func checkIndexesAgree(t *testing.T, tbl RWTable[*testObject], txn ReadTxn) {
+	t.Helper()
+	impl := tbl.(*table[*testObject])
+	st := impl.read(txn)
+	want := map[uint64]Revision{}
+	for o, rev := range tbl.All(txn) {
+		want[o.ID] = rev
+	}
+	for i, sec := range st.secondary {
+		got := map[uint64]Revision{}
+		for _, o := range sec.All() {
+			got[o.obj.ID] = o.rev
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("secondary index %d holds %v, the primary %v", i, got, want)
+		}
+	}
+}
+
+// Case 9: a feed closed by the abort of the transaction that registered
+// it must say so, never make its consumer spin: Next returns no changes
+// and a nil channel, and the same after Close.
+func TestRegressClosedFeedDoesNotSpin(t *testing.T) {
+	for _, how := range []string{"aborted registration", "Close"} {
+		t.Run(how, func(t *testing.T) {
+			db := New()
+			tbl := newTestTable(t, db, "t")
+			txn := db.WriteTxn(tbl)
+			it, err := tbl.Changes(txn)
+			must(t, err)
+			if how == "Close" {
+				_, err = txn.Commit()
+				must(t, err)
+				it.Close()
+			} else {
+				txn.Abort()
+			}
+			seq, watch := it.Next(db.ReadTxn())
+			for c := range seq {
+				t.Fatalf("a closed feed delivered %v", c)
+			}
+			if watch != nil {
+				t.Fatalf("a closed feed's Next returned a non-nil channel (closed: %v)", mdlClosed(watch))
+			}
+		})
+	}
+}
+
+// Case 10: a sequence consumed in part leaves the rest for the next Next.
+func TestRegressPartialConsumption(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t")
+	txn := db.WriteTxn(tbl)
+	it, err := tbl.Changes(txn)
+	must(t, err)
+	for i := range 10 {
+		mustInsert(t, tbl, txn, &testObject{ID: uint64(i)})
+	}
+	rtxn, err := txn.Commit()
+	must(t, err)
+
+	take := func(txn ReadTxn, n int) ([]uint64, <-chan struct{}) {
+		seq, watch := it.Next(txn)
+		var got []uint64
+		for c := range seq {
+			got = append(got, c.Object.ID)
+			if len(got) == n {
+				break
+			}
+		}
+		return got, watch
+	}
+	var all []uint64
+	got, _ := take(rtxn, 3) // the first Next, in part
+	all = append(all, got...)
+	got, w := take(rtxn, 3)
+	all = append(all, got...)
+	if !mdlClosed(w) {
+		t.Fatal("Next with changes left returned an open channel")
+	}
+	got, _ = take(rtxn, 100)
+	all = append(all, got...)
+	if want := []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}; !slices.Equal(all, want) {
+		t.Fatalf("changes delivered over three partial Nexts: %v, want %v", all, want)
+	}
+
+	// Later batches too, with a delete among them.
+	txn = db.WriteTxn(tbl)
+	for i := range 5 {
+		mustInsert(t, tbl, txn, &testObject{ID: uint64(i), Value: 1})
+	}
+	_, _, err = tbl.Delete(txn, &testObject{ID: 9})
+	must(t, err)
+	rtxn, err = txn.Commit()
+	must(t, err)
+	var recs []changeRec
+	for range 10 {
+		seq, _ := it.Next(rtxn)
+		for c := range seq {
+			recs = append(recs, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+			break
+		}
+	}
+	want := []changeRec{{0, 1, false}, {1, 1, false}, {2, 1, false}, {3, 1, false}, {4, 1, false}, {9, 0, true}}
+	if !slices.Equal(recs, want) {
+		t.Fatalf("one change per Next: %v, want %v", recs, want)
+	}
+	if got := feedAll(it, rtxn); len(got) != 0 {
+		t.Fatalf("after every change was consumed: %v", got)
+	}
+	it.Close()
+}
+
+// TestInitializerSequences: random sequences of RegisterInitializer and
+// done calls, several in one transaction, committed or aborted. A channel
+// Initialized returns (through the transaction, or not) is closed if it
+// said initialized; otherwise it closes exactly when the table, as
+// committed, is initialized. Initialized says what the model says.
+func TestInitializerSequences(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 500 {
+		db := New()
+		tbl := newTestTable(t, db, "t")
+		pending := map[string]func(WriteTxn){} // committed
+		var chans []<-chan struct{}
+		var closed []bool // what each channel must be
+		next := 0
+		for range 4 {
+			txn := db.WriteTxn(tbl)
+			mine := maps.Clone(pending)
+			var log []string
+			for range 1 + r.IntN(4) {
+				if len(mine) > 0 && r.IntN(2) == 0 {
+					names := slices.Sorted(maps.Keys(mine))
+					name := names[r.IntN(len(names))]
+					mine[name](txn)
+					delete(mine, name)
+					log = append(log, "done("+name+")")
+				} else {
+					next++
+					name := fmt.Sprint("i", next)
+					mine[name] = tbl.RegisterInitializer(txn, name)
+					log = append(log, "register("+name+")")
+				}
+				ok, ch := tbl.Initialized(txn)
+				if ok != (len(mine) == 0) {
+					t.Fatalf("round %d: %v: Initialized(txn) = %v with %d pending", round, log, ok, len(mine))
+				}
+				chans, closed = append(chans, ch), append(closed, ok)
+			}
+			if r.IntN(3) == 0 {
+				txn.Abort()
+				log = append(log, "Abort")
+			} else {
+				_, err := txn.Commit()
+				must(t, err)
+				pending = mine
+				log = append(log, "Commit")
+			}
+			ok, ch := tbl.Initialized(db.ReadTxn())
+			if ok != (len(pending) == 0) {
+				t.Fatalf("round %d: %v: Initialized = %v with %d pending", round, log, ok, len(pending))
+			}
+			chans, closed = append(chans, ch), append(closed, ok)
+			for i, c := range chans {
+				closed[i] = closed[i] || ok
+				if mdlClosed(c) != closed[i] {
+					t.Fatalf("round %d: %v: channel %d closed: %v, want %v", round, log, i, mdlClosed(c), closed[i])
+				}
+			}
+		}
+		// Done with all: every channel closes.
+		txn := db.WriteTxn(tbl)
+		for _, done := range pending {
+			done(txn)
+		}
+		_, err := txn.Commit()
+		must(t, err)
+		for i, c := range chans {
+			if !mdlClosed(c) {
+				t.Fatalf("round %d: every initializer done, channel %d open", round, i)
+			}
+		}
+	}
+}

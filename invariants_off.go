@@ -1,0 +1,5 @@
+//go:build !invariants
+
+package strata
+
+const invariants = false
