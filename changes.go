@@ -67,8 +67,10 @@ type Change[Obj any] struct {
 // segments long. The first Next sorts the table's objects by revision,
 // which costs O(n log n) once per feed.
 //
-// A closed feed (by Close, or by the abort of the transaction that
-// registered it, or a failed Commit of that transaction) delivers nothing,
+// Until the transaction that registered the feed commits, Next returns
+// nothing, and a channel that closes when that transaction ends. A closed
+// feed (by Close, or by the abort of the transaction that registered it,
+// or a failed Commit of that transaction) delivers nothing,
 // and its Next returns a nil channel, which tells the consumer to stop: a
 // nil channel never becomes ready, so a loop that waits on it together
 // with its context ends with the context, and never spins.
@@ -126,8 +128,11 @@ type changeIterator[Obj any] struct {
 	next    *tableState[Obj]
 	batch   batch[Obj]
 	inBatch bool
-	cleanup runtime.Cleanup
-	closed  bool
+	// delivering: a sequence is running (deliver), so Close leaves the
+	// release to it.
+	delivering bool
+	cleanup    runtime.Cleanup
+	closed     bool
 }
 
 func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revision], <-chan struct{}) {
@@ -135,6 +140,13 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 	it.next = nil
 	if it.closed || it.entry.closed.Load() {
 		return noChanges[Obj], nil
+	}
+	if it.entry.registering.Load() {
+		// Nothing to deliver until the registering transaction commits:
+		// wait for it to end.
+		if ch := it.t.meta.feeds.registrationEndChan(it.entry); ch != nil {
+			return noChanges[Obj], ch
+		}
 	}
 	if it.inBatch {
 		// The rest of a batch consumed in part; the channel is closed, so
@@ -149,13 +161,8 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 	sameLog := st.log.seg != nil && st.log.seg.chain == it.pos.seg.chain
 	if st.log.seg == nil || st.revision < it.rev || (sameLog && st.log.seq < it.pos.seq) {
 		// The snapshot is from before the feed's registration committed,
-		// or older than the state the feed delivered.
-		if ch := it.t.meta.feeds.registrationEndChan(it.entry); ch != nil {
-			// Wait for the registering transaction to end.
-			return noChanges[Obj], ch
-		}
-		// It committed since, changing the table: watch is closed, and a
-		// newer snapshot has the changes.
+		// which changed the table since: watch is closed, and a newer
+		// snapshot has the changes.
 		return noChanges[Obj], watch
 	}
 	if (!sameLog || st.log.seq == it.pos.seq) && it.started {
@@ -175,7 +182,9 @@ func noChanges[Obj any](func(Change[Obj], Revision) bool) {}
 func (it *changeIterator[Obj]) sequence() iter.Seq2[Change[Obj], Revision] {
 	gen := it.gen
 	return func(yield func(Change[Obj], Revision) bool) {
-		if it.gen == gen {
+		// A feed is released while its consumer may run only by the abort
+		// of its registration, before it can deliver; the check is cheap.
+		if it.gen == gen && !it.entry.closed.Load() {
 			it.deliver(yield)
 		}
 	}
@@ -185,6 +194,10 @@ func (it *changeIterator[Obj]) sequence() iter.Seq2[Change[Obj], Revision] {
 // the rest of its batch, or a new batch. Once a batch is delivered in
 // full, the feed moves to its end.
 func (it *changeIterator[Obj]) deliver(yield func(Change[Obj], Revision) bool) {
+	// A Close in the consumer's loop body releases the feed (and so its
+	// pin on the log) only once the delivery is over.
+	it.delivering = true
+	defer it.delivered()
 	b := &it.batch
 	if !it.inBatch {
 		st := it.next
@@ -210,13 +223,29 @@ func (it *changeIterator[Obj]) deliver(yield func(Change[Obj], Revision) bool) {
 	b.release()
 }
 
+// delivered ends a delivery, and a Close made during it.
+func (it *changeIterator[Obj]) delivered() {
+	it.delivering = false
+	if it.closed {
+		it.release()
+	}
+}
+
 func (it *changeIterator[Obj]) Close() {
 	if it.closed {
 		return
 	}
 	it.closed = true
 	it.gen++
-	it.next, it.inBatch = nil, false
+	it.next = nil
+	if !it.delivering {
+		it.release()
+	}
+}
+
+// release lets go of the feed's batch and of its entry in the registry.
+func (it *changeIterator[Obj]) release() {
+	it.inBatch = false
 	it.batch.release()
 	it.pos = logPos[Obj]{}
 	it.cleanup.Stop()
@@ -247,12 +276,19 @@ type batch[Obj any] struct {
 	i      int
 }
 
-// release drops what the batch refers to, keeping its buffers.
+// release drops what the batch refers to, keeping its buffers if small: a
+// feed's first batch is as long as its table.
 func (b *batch[Obj]) release() {
+	if cap(b.list) > maxKeptList {
+		b.list = nil
+	}
 	clear(b.list)
 	b.list = b.list[:0]
 	b.to, b.at = logPos[Obj]{}, logPos[Obj]{}
 }
+
+// maxKeptList is the longest list a batch keeps for the next one.
+const maxKeptList = 1024
 
 // startBatch begins the batch from the feed's position up to st.
 func (it *changeIterator[Obj]) startBatch(st *tableState[Obj]) {

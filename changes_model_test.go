@@ -22,12 +22,12 @@ package strata
 //   - A table keeps its change log only while it has feeds: started by
 //     the registering transaction, dropped by the first write after the
 //     last feed closed (or at once by the release of the last feed).
-//   - Next on a snapshot without the change log, or older than the feed
+//   - While the registering transaction is open, Next returns nothing,
+//     and a channel that closes when that transaction ends. After that,
+//     Next on a snapshot without the change log, or older than the feed
 //     (its revision below rev, or in the same log before pos), returns
-//     nothing. Its watch channel is, while the registering transaction is
-//     open, one that closes when that transaction ends; after that, a
-//     closed one (the snapshot's primary index channel: the table changed
-//     since).
+//     nothing and a closed channel (the snapshot's primary index channel:
+//     the table changed since).
 //   - Otherwise Next on a snapshot S returns a batch, unless the feed
 //     started and S is at pos (nothing new). The first batch is every
 //     object of S and the objects deleted since pos that S does not have,
@@ -294,18 +294,17 @@ func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
 	case f.batch != nil:
 		closedNow = true
 		m.stats["FeedNext.rest"]++
+	case f.inTxn:
+		// Nothing until the registration commits.
+		regWatch = true
+		m.stats["FeedNext.registering"]++
 	case !st.indexed || R < f.rev || (sameLog && st.logLen < f.pos):
-		// A snapshot from before the feed.
+		// A snapshot from before the feed's registration committed.
 		if !st.indexed && st.pub >= f.regCommit {
 			m.fatalf("%s: model: snapshot from after the registration committed has no change log", fdesc)
 		}
-		if f.inTxn {
-			regWatch = true
-			m.stats["FeedNext.older(registering)"]++
-		} else {
-			closedNow = true
-			m.stats["FeedNext.older"]++
-		}
+		closedNow = true
+		m.stats["FeedNext.older"]++
 	case f.started && (!sameLog || st.logLen == f.pos):
 		m.stats["FeedNext.notNewer"]++
 	default:

@@ -642,3 +642,95 @@ func TestInitializerSequences(t *testing.T) {
 		}
 	}
 }
+
+// A feed delivers nothing until the transaction that registered it
+// commits, not even the state that transaction began from: if it aborts,
+// the feed is closed, and a batch begun before would read a log the feed
+// no longer pins. Found by the model test.
+func TestChangesNothingWhileRegistering(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		db := New()
+		tbl := newTestTable(t, db, "t")
+		txn := db.WriteTxn(tbl)
+		other, err := tbl.Changes(txn) // the table keeps a log
+		must(t, err)
+		mustInsert(t, tbl, txn, &testObject{ID: 1})
+		_, err = txn.Commit()
+		must(t, err)
+
+		txn = db.WriteTxn(tbl)
+		it, err := tbl.Changes(txn) // the first thing the transaction does
+		must(t, err)
+		var watches []<-chan struct{}
+		for _, rtxn := range []ReadTxn{txn, db.ReadTxn()} {
+			seq, watch := it.Next(rtxn)
+			for c := range seq {
+				t.Fatalf("a feed whose registration is open delivered %+v", c)
+			}
+			if watch == nil || mdlClosed(watch) {
+				t.Fatal("a feed whose registration is open returned no open channel")
+			}
+			watches = append(watches, watch)
+		}
+		if commit {
+			_, err = txn.Commit()
+			must(t, err)
+		} else {
+			txn.Abort()
+		}
+		for _, w := range watches {
+			if !mdlClosed(w) {
+				t.Fatalf("commit %v: the channel stayed open after the registration ended", commit)
+			}
+		}
+		got := feedAll(it, db.ReadTxn())
+		if want := map[bool]int{true: 1, false: 0}[commit]; len(got) != want {
+			t.Fatalf("commit %v: after the registration ended the feed delivered %v", commit, got)
+		}
+		it.Close()
+		other.Close()
+	}
+}
+
+// TestChangesCloseInsideSequence: a consumer may Close its feed in the
+// body of its loop over a sequence: the feed lets go of the log once the
+// sequence returns, not while it still reads it.
+func TestChangesCloseInsideSequence(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		db := New()
+		tbl := newTestTable(t, db, "t")
+		txn := db.WriteTxn(tbl)
+		it, err := tbl.Changes(txn)
+		must(t, err)
+		_, err = txn.Commit()
+		must(t, err)
+		if !first {
+			feedAll(it, db.ReadTxn())
+		}
+		txn = db.WriteTxn(tbl)
+		for i := range 3 * changeLogSegment {
+			mustInsert(t, tbl, txn, &testObject{ID: uint64(i)})
+		}
+		_, err = txn.Commit()
+		must(t, err)
+		seq, _ := it.Next(db.ReadTxn())
+		n := 0
+		for c := range seq {
+			if c.Object.ID != uint64(n) {
+				t.Fatalf("first %v: change %d is object %d", first, n, c.Object.ID)
+			}
+			if n++; n == 10 {
+				it.Close()
+			}
+		}
+		if n != 3*changeLogSegment {
+			t.Fatalf("first %v: the sequence delivered %d changes, want %d", first, n, 3*changeLogSegment)
+		}
+		if live := tbl.(*table[*testObject]).meta.feeds.live(); live != 0 {
+			t.Fatalf("first %v: %d feeds open after Close", first, live)
+		}
+		if tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).logged() {
+			t.Fatalf("first %v: the change log is kept after the only feed closed", first)
+		}
+	}
+}

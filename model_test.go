@@ -1264,6 +1264,7 @@ func (m *mdlRun) log(op string) {
 		m.last = m.last[1:]
 	}
 	m.last = append(m.last, fmt.Sprintf("%d: %s", m.step, op))
+
 }
 
 func (m *mdlRun) addWatch(w *mdlWatch) {
