@@ -422,6 +422,54 @@ func BenchmarkDB_Delete(b *testing.B) {
 	reportObjectsPerSec(b, n*numObjectsToInsert)
 }
 
+// BenchmarkDB_DeletePrefix: one DeletePrefix on the primary index removes
+// 1000 of 10,000 objects (those whose ID has 3 in its top 32 bits), in a
+// table with a secondary index; the _OneByOne variant deletes the same
+// objects with a Delete each, as a user without DeletePrefix would,
+// reading them with Prefix first.
+func BenchmarkDB_DeletePrefix(b *testing.B)          { benchDeletePrefix(b, false) }
+func BenchmarkDB_DeletePrefix_OneByOne(b *testing.B) { benchDeletePrefix(b, true) }
+
+func benchDeletePrefix(b *testing.B, oneByOne bool) {
+	db := New()
+	tbl := newTestTable(b, db, "test", valueIndex)
+	const total, count = 10_000, 1000
+	q := idIndex.QueryKey(index.Uint64(3 << 32)[:4])
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		fillTable(b, db, tbl, total, func(i int) *testObject {
+			return &testObject{ID: uint64(i/count)<<32 | uint64(i%count), Value: i % 100}
+		})
+		b.StartTimer()
+
+		txn := db.WriteTxn(tbl)
+		if oneByOne {
+			var objs []*testObject
+			for o := range tbl.Prefix(txn, q) {
+				objs = append(objs, o)
+			}
+			for _, o := range objs {
+				if _, had, err := tbl.Delete(txn, o); err != nil || !had {
+					b.Fatalf("Delete(%d): %v, %v", o.ID, had, err)
+				}
+			}
+		} else if got, err := tbl.DeletePrefix(txn, q); err != nil || got != count {
+			b.Fatalf("DeletePrefix = %d, %v; want %d", got, err, count)
+		}
+		rtxn, err := txn.Commit()
+		if err != nil {
+			b.Fatalf("Commit: %s", err)
+		}
+		if got := tbl.NumObjects(rtxn); got != total-count {
+			b.Fatalf("NumObjects = %d after delete, want %d", got, total-count)
+		}
+		n++
+	}
+	reportObjectsPerSec(b, n*count)
+}
+
 // --- Reads ---
 
 // BenchmarkDB_NewReadTxn: db.ReadTxn(), which must not allocate.

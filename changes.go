@@ -34,7 +34,26 @@ type Change[Obj any] struct {
 	Object   Obj      `json:"obj"`
 	Revision Revision `json:"rev"`
 	Deleted  bool     `json:"deleted,omitempty"`
+	// Created, for a feed opened WithCreated, says that the object did
+	// not exist when the feed last delivered: an upsert made it (rather
+	// than replaced it), and a delete is of an object the feed never
+	// delivered (made and deleted since), which a consumer may skip. Every
+	// change of a feed's first batch is Created. Other feeds leave it
+	// false.
+	Created bool `json:"created,omitempty"`
 }
+
+// FeedOption configures a change feed (Table.Changes).
+type FeedOption func(*feedOptions)
+
+type feedOptions struct {
+	created bool
+}
+
+// WithCreated makes a feed set Change.Created. It costs the feed a pass
+// with a map over each batch, which it then collects in a list; feeds
+// without it pay nothing for it.
+func WithCreated() FeedOption { return func(o *feedOptions) { o.created = true } }
 
 // ChangeIterator is a change feed of one table, created by Table.Changes.
 //
@@ -85,10 +104,14 @@ type ChangeIterator[Obj any] interface {
 	Close()
 }
 
-func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
+func (t *table[Obj]) Changes(txn WriteTxn, opts ...FeedOption) (ChangeIterator[Obj], error) {
 	tt, err := t.writeState(txn)
 	if err != nil {
 		return nil, err
+	}
+	var o feedOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
 	// The feed starts after this transaction's writes so far: the objects
 	// they deleted were never the feed's to see. Changes from now on go to
@@ -99,7 +122,7 @@ func (t *table[Obj]) Changes(txn WriteTxn) (ChangeIterator[Obj], error) {
 	}
 	e := t.meta.feeds.register(tt.log.seq, tt.revision, tt.log.deletes())
 	tt.newFeeds = append(tt.newFeeds, e)
-	it := &changeIterator[Obj]{t: t, entry: e, pos: tt.log, rev: tt.revision}
+	it := &changeIterator[Obj]{t: t, entry: e, pos: tt.log, rev: tt.revision, created: o.created}
 	it.cleanup = runtime.AddCleanup(it, func(e *feedEntry) {
 		t.meta.feeds.release(e)
 		t.dropUnobservedLog()
@@ -119,6 +142,8 @@ type changeIterator[Obj any] struct {
 	rev Revision
 	// started: the first batch was delivered in full.
 	started bool
+	// created: the feed sets Change.Created (WithCreated).
+	created bool
 	// gen numbers the calls of Next and Close; only the sequence of the
 	// latest Next delivers (invariant 3).
 	gen uint64
@@ -302,12 +327,13 @@ func (it *changeIterator[Obj]) startBatch(st *tableState[Obj]) {
 		// the feed's began: the registration's state (see Next). The feed
 		// stays where it is.
 		b.to, b.toRev = it.pos, it.rev
-		b.isList, b.list = true, it.t.firstChanges(st, st.log, b.list)
+		b.isList, b.list = true, it.t.firstChanges(st, st.log, b.list, it.created)
 	case !it.started:
-		b.isList, b.list = true, it.t.firstChanges(st, it.pos, b.list)
-	case !it.t.findSuperseded(b, it.pos, it.rev):
-		// Restored objects: the batch is not in revision order.
-		b.isList, b.list = true, it.t.newestChanges(it.pos, st.log, b.list)
+		b.isList, b.list = true, it.t.firstChanges(st, it.pos, b.list, it.created)
+	case it.created || !it.t.findSuperseded(b, it.pos, it.rev):
+		// Created flags, or restored objects (the batch is not in
+		// revision order): collected by key.
+		b.isList, b.list = true, it.t.newestChanges(it.pos, st.log, b.list, it.created)
 	}
 }
 
@@ -464,20 +490,36 @@ func (t *table[Obj]) reinserted(changes iter.Seq[*logChange[Obj]], fromRev Revis
 // newestChanges appends to list, in log order, the newest change of each
 // object among those logged from from up to to. It tells changes apart by
 // their place in the log, not by revision: restored objects keep the
-// revisions they had, which other changes of the batch may have too.
-func (t *table[Obj]) newestChanges(from, to logPos[Obj], list []Change[Obj]) []Change[Obj] {
-	newest := map[string]int{} // primary key -> place of its newest change
+// revisions they had, which other changes of the batch may have too. It
+// sets Change.Created where the object's first change of the batch made
+// it (an insert under a new key, or a restore), if created is set: the
+// object did not exist at from.
+func (t *table[Obj]) newestChanges(from, to logPos[Obj], list []Change[Obj], created bool) []Change[Obj] {
+	type keyChanges struct {
+		newest  int  // the place of the object's newest change
+		created bool // its first change made it
+	}
+	keys := map[string]keyChanges{}
 	n := 0
 	for c := range from.changes(to) {
 		if pk, ok := t.changeKey(c); ok {
-			newest[string(pk)] = n
+			k, seen := keys[string(pk)]
+			if !seen {
+				k.created = c.kind == entryInsert || c.kind == entryRestore
+			}
+			k.newest = n
+			keys[string(pk)] = k
 		}
 		n++
 	}
 	n = 0
 	for c := range from.changes(to) {
-		if pk, ok := t.changeKey(c); ok && newest[string(pk)] == n {
-			list = append(list, c.change())
+		if pk, ok := t.changeKey(c); ok {
+			if k := keys[string(pk)]; k.newest == n {
+				ch := c.change()
+				ch.Created = created && k.created
+				list = append(list, ch)
+			}
 		}
 		n++
 	}
@@ -486,11 +528,12 @@ func (t *table[Obj]) newestChanges(from, to logPos[Obj], list []Change[Obj]) []C
 
 // firstChanges appends to list the changes of a feed's first batch: every
 // object of st, and the objects deleted since the feed's registration at
-// from that st does not have, in revision order.
-func (t *table[Obj]) firstChanges(st *tableState[Obj], from logPos[Obj], list []Change[Obj]) []Change[Obj] {
+// from that st does not have, in revision order; all Created if created is
+// set.
+func (t *table[Obj]) firstChanges(st *tableState[Obj], from logPos[Obj], list []Change[Obj], created bool) []Change[Obj] {
 	list = slices.Grow(list, st.primary.Len())
 	for _, o := range st.primary.All() {
-		list = append(list, Change[Obj]{Object: o.obj, Revision: o.rev})
+		list = append(list, Change[Obj]{Object: o.obj, Revision: o.rev, Created: created})
 	}
 	newest := map[string]int{} // primary key -> place of its last delete
 	n := 0
@@ -509,7 +552,9 @@ func (t *table[Obj]) firstChanges(st *tableState[Obj], from logPos[Obj], list []
 		if c.kind == entryDelete {
 			if pk, ok := t.changeKey(c); ok {
 				if i, found := newest[string(pk)]; found && i == n {
-					list = append(list, c.change())
+					ch := c.change()
+					ch.Created = created // never delivered to the feed
+					list = append(list, ch)
 				}
 			}
 		}

@@ -107,6 +107,8 @@ type mdlFeed[Obj comparable, PK cmp.Ordered] struct {
 	// batch is the batch being delivered, once a sequence began it, until
 	// it is delivered in full.
 	batch *mdlBatch[Obj, PK]
+	// withCreated: opened WithCreated, the feed sets Change.Created.
+	withCreated bool
 }
 
 // mdlBatch is what a feed delivers for one state: the changes it has not
@@ -137,6 +139,7 @@ type mdlChange[Obj any] struct {
 	obj     Obj
 	rev     Revision
 	deleted bool
+	created bool // for feeds opened WithCreated
 }
 
 func (mt *mdlTable[Obj, PK]) fmtChanges(cs []mdlChange[Obj]) string {
@@ -148,6 +151,9 @@ func (mt *mdlTable[Obj, PK]) fmtChanges(cs []mdlChange[Obj]) string {
 		}
 		if c.deleted {
 			b.WriteString("-")
+		}
+		if c.created {
+			b.WriteString("+")
 		}
 		fmt.Fprintf(&b, "%s@%d", mt.fmtObj(c.obj), c.rev)
 	}
@@ -210,7 +216,12 @@ func (mt *mdlTable[Obj, PK]) feedRegister(m *mdlRun, i int) {
 		m.log(name + ": Changes(not locked)")
 		return
 	}
-	it, err := mt.tbl.Changes(m.txn)
+	var opts []FeedOption
+	withCreated := m.r.IntN(2) == 0
+	if withCreated {
+		opts = append(opts, WithCreated())
+	}
+	it, err := mt.tbl.Changes(m.txn, opts...)
 	if err != nil {
 		m.fatalf("%s: Changes: %v", name, err)
 	}
@@ -226,7 +237,7 @@ func (mt *mdlTable[Obj, PK]) feedRegister(m *mdlRun, i int) {
 		chain: mt.view().chain, pos: len(mt.hist), rev: rev,
 		start: rev, base: mt.committed.rev, seen: rev,
 		inTxn: true, regCommit: math.MaxInt,
-		view: map[PK]mdlEnt[Obj]{},
+		view: map[PK]mdlEnt[Obj]{}, withCreated: withCreated,
 	}
 	mt.feeds = append(mt.feeds, f)
 	mt.checkFeedCount(m)
@@ -378,12 +389,16 @@ func (mt *mdlTable[Obj, PK]) feedBatch(m *mdlRun, f *mdlFeed[Obj, PK], st *mdlSt
 	}
 	if !b.first {
 		newest := map[PK]int{}
+		created := map[PK]bool{} // the object's first change of the batch made it
 		for i, e := range hist {
 			newest[e.pk] = i
+			if _, seen := created[e.pk]; !seen {
+				created[e.pk] = e.created
+			}
 		}
 		for i, e := range hist {
 			if newest[e.pk] == i {
-				b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, e.deleted})
+				b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, e.deleted, f.withCreated && created[e.pk]})
 			}
 		}
 		m.stats["FeedNext.batch"]++
@@ -391,7 +406,7 @@ func (mt *mdlTable[Obj, PK]) feedBatch(m *mdlRun, f *mdlFeed[Obj, PK], st *mdlSt
 	}
 	m.stats["FeedNext.first"]++
 	for _, e := range mt.all(st) {
-		b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, false})
+		b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, false, f.withCreated})
 	}
 	lastDel := map[PK]int{}
 	for i, e := range hist {
@@ -401,7 +416,7 @@ func (mt *mdlTable[Obj, PK]) feedBatch(m *mdlRun, f *mdlFeed[Obj, PK], st *mdlSt
 	}
 	for i, e := range hist {
 		if j, ok := lastDel[e.pk]; ok && j == i {
-			b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, true})
+			b.rest = append(b.rest, mdlChange[Obj]{e.obj, e.rev, true, f.withCreated})
 		}
 	}
 	slices.SortStableFunc(b.rest, func(a, b mdlChange[Obj]) int { return cmp.Compare(a.rev, b.rev) })
@@ -428,7 +443,7 @@ func (mt *mdlTable[Obj, PK]) consume(m *mdlRun, f *mdlFeed[Obj, PK], s *mdlFeedS
 		if rev != c.Revision {
 			return fmt.Errorf("yielded revision %d with a change at %d", rev, c.Revision)
 		}
-		got = append(got, mdlChange[Obj]{c.Object, c.Revision, c.Deleted})
+		got = append(got, mdlChange[Obj]{c.Object, c.Revision, c.Deleted, c.Created})
 		if len(got) == limit {
 			break
 		}
@@ -492,7 +507,7 @@ func (mt *mdlTable[Obj, PK]) feedClose(m *mdlRun, f *mdlFeed[Obj, PK]) {
 		m.fatalf("%s: Next on a closed feed returned a channel", name)
 	}
 	for c := range seq {
-		m.fatalf("%s: Next on a closed feed returned %s", name, mt.fmtChanges([]mdlChange[Obj]{{c.Object, c.Revision, c.Deleted}}))
+		m.fatalf("%s: Next on a closed feed returned %s", name, mt.fmtChanges([]mdlChange[Obj]{{c.Object, c.Revision, c.Deleted, c.Created}}))
 	}
 	mt.checkFeedCount(m)
 	m.dropWatches(f)

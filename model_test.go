@@ -87,6 +87,8 @@ type mdlQuery[Obj comparable, PK cmp.Ordered] struct {
 	want  func(st *mdlState[Obj, PK]) []mdlEnt[Obj]
 	run   func(txn ReadTxn, dst []mdlEnt[Obj]) []mdlEnt[Obj] // appends to dst[:0]
 	watch func(txn ReadTxn) ([]mdlEnt[Obj], <-chan struct{})
+	// del, for List, Prefix and Range, deletes what the query returns.
+	del func(txn WriteTxn) (int, error)
 }
 
 // mdlIndex is the model of one index of a table.
@@ -301,6 +303,7 @@ func (x *mdlIdx[Obj, PK, K]) queries(r *rand.Rand, st *mdlState[Obj, PK], yield 
 				seq, w := tbl.ListWatch(txn, q)
 				return mdlSeq(seq), w
 			},
+			del: func(txn WriteTxn) (int, error) { return tbl.DeleteMatches(txn, q) },
 		})
 	}
 
@@ -326,6 +329,7 @@ func (x *mdlIdx[Obj, PK, K]) queries(r *rand.Rand, st *mdlState[Obj, PK], yield 
 				seq, w := tbl.PrefixWatch(txn, q)
 				return mdlSeq(seq), w
 			},
+			del: func(txn WriteTxn) (int, error) { return tbl.DeletePrefix(txn, q) },
 		})
 		yield(mdlQuery[Obj, PK]{
 			desc: func() string { return fmt.Sprintf("ReversePrefix(%s=%s)", name, desc()) },
@@ -421,6 +425,7 @@ func (x *mdlIdx[Obj, PK, K]) queries(r *rand.Rand, st *mdlState[Obj, PK], yield 
 			seq, w := tbl.RangeWatch(txn, qf, qt)
 			return mdlSeq(seq), w
 		},
+		del: func(txn WriteTxn) (int, error) { return tbl.DeleteRange(txn, qf, qt) },
 	})
 	yield(mdlQuery[Obj, PK]{
 		desc: func() string {
@@ -440,15 +445,16 @@ func (x *mdlIdx[Obj, PK, K]) queries(r *rand.Rand, st *mdlState[Obj, PK], yield 
 	})
 }
 
-// mdlInsertWatch is a channel from InsertWatch in the open transaction.
 // mdlLogEnt is a change in a table's history.
 type mdlLogEnt[Obj any, PK any] struct {
 	pk      PK
 	obj     Obj
 	rev     Revision
 	deleted bool
+	created bool // an insert under a new key, or a restore
 }
 
+// mdlInsertWatch is a channel from InsertWatch in the open transaction.
 type mdlInsertWatch[Obj any] struct {
 	ch  <-chan struct{}
 	ent mdlEnt[Obj]
@@ -596,8 +602,9 @@ func (mt *mdlTable[Obj, PK]) write() *mdlState[Obj, PK] {
 func (mt *mdlTable[Obj, PK]) put(pk PK, obj Obj) {
 	st := mt.write()
 	st.rev++
+	_, had := st.objs[pk]
 	st.objs[pk] = mdlEnt[Obj]{obj, st.rev}
-	mt.logChange(st, mdlLogEnt[Obj, PK]{pk, obj, st.rev, false})
+	mt.logChange(st, mdlLogEnt[Obj, PK]{pk, obj, st.rev, false, !had})
 }
 
 func (mt *mdlTable[Obj, PK]) del(pk PK) {
@@ -605,7 +612,7 @@ func (mt *mdlTable[Obj, PK]) del(pk PK) {
 	st.rev++
 	obj := st.objs[pk].obj
 	delete(st.objs, pk)
-	mt.logChange(st, mdlLogEnt[Obj, PK]{pk, obj, st.rev, true})
+	mt.logChange(st, mdlLogEnt[Obj, PK]{pk, obj, st.rev, true, false})
 	if mt.observed {
 		mt.gyPending = append(mt.graveyard(), st.rev)
 	}
@@ -972,6 +979,25 @@ func (mt *mdlTable[Obj, PK]) writeOp(m *mdlRun, txn WriteTxn) (op string) {
 	case n < 94: // Restore, into the table emptied first
 		return mt.restoreOp(m, txn)
 
+	case n < 97: // DeletePrefix, DeleteRange or DeleteMatches
+		x := mt.indexes[r.IntN(len(mt.indexes))]
+		var qs []mdlQuery[Obj, PK]
+		x.queries(r, st, func(q mdlQuery[Obj, PK]) {
+			if q.del != nil {
+				qs = append(qs, q)
+			}
+		})
+		q := qs[r.IntN(len(qs))]
+		want := q.want(st)
+		got, err := q.del(txn)
+		if err != nil || got != len(want) {
+			m.fatalf("%s: Delete of %s = (%d, %v), want %d (%s)", tbl.Name(), q.desc(), got, err, len(want), mt.fmtEnts(want))
+		}
+		for _, e := range want {
+			mt.del(mt.pkOf(e.obj))
+		}
+		return fmt.Sprintf("Delete of %s -> %d", q.desc(), got)
+
 	default: // reads through the transaction, checked below
 		return "nop"
 	}
@@ -1025,7 +1051,7 @@ func (mt *mdlTable[Obj, PK]) restoreOp(m *mdlRun, txn WriteTxn) string {
 	for _, e := range objs {
 		pk := mt.pkOf(e.obj)
 		st.objs[pk] = e
-		mt.logChange(st, mdlLogEnt[Obj, PK]{pk, e.obj, e.rev, false})
+		mt.logChange(st, mdlLogEnt[Obj, PK]{pk, e.obj, e.rev, false, true})
 		maxRev = max(maxRev, e.rev)
 	}
 	st.rev = max(st.rev, maxRev)

@@ -136,8 +136,9 @@ type Table[Obj any] interface {
 	// objects the table holds once the transaction commits. It needs a
 	// write transaction that locked the table, so that no delete can slip
 	// past the feed's registration; if that transaction aborts, the feed
-	// is closed.
-	Changes(WriteTxn) (ChangeIterator[Obj], error)
+	// is closed. WithCreated makes the feed tell created objects from
+	// replaced ones (Change.Created).
+	Changes(WriteTxn, ...FeedOption) (ChangeIterator[Obj], error)
 }
 
 // RWTable is a Table that can also be written, through a WriteTxn that
@@ -170,6 +171,16 @@ type RWTable[Obj any] interface {
 	CompareAndDelete(txn WriteTxn, rev Revision, obj Obj) (oldObj Obj, hadOld bool, err error)
 	// DeleteAll removes every object.
 	DeleteAll(WriteTxn) error
+	// DeletePrefix removes the objects Prefix(txn, q) returns, and
+	// returns how many. On the primary index it removes them in one cut
+	// of the tree.
+	DeletePrefix(txn WriteTxn, q Query[Obj]) (int, error)
+	// DeleteRange removes the objects Range(txn, from, to) returns, and
+	// returns how many.
+	DeleteRange(txn WriteTxn, from, to Query[Obj]) (int, error)
+	// DeleteMatches removes the objects List(txn, q) returns (every
+	// object with q's key in a non-unique index), and returns how many.
+	DeleteMatches(txn WriteTxn, q Query[Obj]) (int, error)
 
 	// RegisterInitializer records, in txn, that the table is not
 	// initialized until the returned function has been called with a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/strata-db/strata/index"
 	"github.com/strata-db/strata/part"
@@ -77,6 +78,10 @@ type tableTxn[Obj any] struct {
 	// never make a local escape.
 	newKeys []index.KeySet // per secondary index: the new object's keys
 	oldKeys []index.KeySet // per secondary index: the keys of the object replaced or deleted
+	// cut holds the objects a DeletePrefix on the primary index removes,
+	// and cutKeys their secondary keys, index after index.
+	cut     []cutObject[Obj]
+	cutKeys []index.KeySet
 	keyBuf  []byte
 	pkBuf   []byte // the primary key of the object being written
 	// opKeys holds the primary keys of ops, which live until the commit.
@@ -555,4 +560,101 @@ func (t *table[Obj]) DeleteAll(txn WriteTxn) error {
 	}
 	tt.removeAll()
 	return nil
+}
+
+func (t *table[Obj]) DeletePrefix(txn WriteTxn, q Query[Obj]) (int, error) {
+	tt, err := t.writeState(txn)
+	if err != nil {
+		return 0, err
+	}
+	if ix := t.index(q.index); ix.pos == 0 {
+		return tt.cutPrimaryPrefix(q.key), nil
+	}
+	return tt.removeEach(t.Prefix(txn, q))
+}
+
+func (t *table[Obj]) DeleteRange(txn WriteTxn, from, to Query[Obj]) (int, error) {
+	tt, err := t.writeState(txn)
+	if err != nil {
+		return 0, err
+	}
+	return tt.removeEach(t.Range(txn, from, to))
+}
+
+func (t *table[Obj]) DeleteMatches(txn WriteTxn, q Query[Obj]) (int, error) {
+	tt, err := t.writeState(txn)
+	if err != nil {
+		return 0, err
+	}
+	return tt.removeEach(t.List(txn, q))
+}
+
+// removeEach removes the objects objs yields, which it reads to the end
+// first: they come from a snapshot of the transaction.
+func (tt *tableTxn[Obj]) removeEach(objs iter.Seq2[Obj, Revision]) (int, error) {
+	var list []Obj
+	for o := range objs {
+		list = append(list, o)
+	}
+	n := 0
+	for _, o := range list {
+		_, had, err := tt.remove(o, false, 0)
+		if err != nil {
+			return n, err
+		}
+		if had {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// cutObject is an object a DeletePrefix on the primary index removes.
+type cutObject[Obj any] struct {
+	pk  []byte
+	old object[Obj]
+}
+
+// cutPrimaryPrefix removes the objects whose primary key starts with
+// prefix: from the primary index in one cut of the tree, from the
+// secondary indexes one key at a time. Every key is computed before the
+// first change, so that an index function that panics leaves the table as
+// it was (BenchmarkDB_DeletePrefix).
+func (tt *tableTxn[Obj]) cutPrimaryPrefix(prefix []byte) int {
+	t := tt.t
+	defer func() {
+		clear(tt.cut)
+		clear(tt.cutKeys)
+		tt.cut, tt.cutKeys = tt.cut[:0], tt.cutKeys[:0]
+	}()
+	for pk, o := range tt.primary.Prefix(prefix) {
+		tt.cut = append(tt.cut, cutObject[Obj]{pk, o})
+		for i := range tt.secondary {
+			tt.cutKeys = append(tt.cutKeys, t.indexes[i+1].fromObject(o.obj))
+		}
+	}
+	if len(tt.cut) == 0 {
+		return 0
+	}
+	tt.primary.DeletePrefix(prefix)
+	keys := tt.cutKeys
+	for _, c := range tt.cut {
+		tt.revision++
+		if tt.log.seg != nil {
+			tt.appendLog(logEntry[Obj]{obj: c.old.obj, rev: tt.revision, prev: c.old.rev, kind: entryDelete})
+			tt.lastDelete = tt.revision
+		}
+		for i := range tt.secondary {
+			ix := &t.indexes[i+1]
+			for j := range keys[i].Len() {
+				tt.secondary[i].Delete(tt.treeKey(ix, keys[i].At(j), c.pk))
+			}
+		}
+		keys = keys[len(tt.secondary):]
+		if tt.journal != nil {
+			tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(c.pk), rev: tt.revision, deleted: true})
+		}
+	}
+	tt.dirty, tt.written = true, true
+	return len(tt.cut)
 }
