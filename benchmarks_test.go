@@ -121,15 +121,15 @@ func BenchmarkDB_WriteTxn_1(b *testing.B) {
 // benchmarkWriteTxnBatch inserts b.N objects in transactions of batchSize
 // (IDs 0..batchSize-1, so every batch after the first replaces): ns/op is
 // per object.
-func benchmarkWriteTxnBatch(b *testing.B, batchSize int, secondary bool) {
+func benchmarkWriteTxnBatch(b *testing.B, batchSize int, secondary bool, more ...Indexer[*testObject]) {
 	db := New()
 	var tbl RWTable[*testObject]
 	var tags part.Set[string]
 	if secondary {
-		tbl = newTestTable(b, db, "test", tagsIndex)
+		tbl = newTestTable(b, db, "test", append([]Indexer[*testObject]{tagsIndex}, more...)...)
 		tags = part.NewSet("test")
 	} else {
-		tbl = newTestTable(b, db, "test")
+		tbl = newTestTable(b, db, "test", more...)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -160,6 +160,12 @@ func BenchmarkDB_WriteTxn_1000(b *testing.B) { benchmarkWriteTxnBatch(b, 1000, f
 // BenchmarkDB_WriteTxn_100_SecondaryIndex: batches of 100 into a table with
 // the tags index, every object tagged "test".
 func BenchmarkDB_WriteTxn_100_SecondaryIndex(b *testing.B) { benchmarkWriteTxnBatch(b, 100, true) }
+
+// BenchmarkDB_WriteTxn_100_ByRevision: as _SecondaryIndex, in a table that
+// keeps the revision index too (RevisionIndex): what it costs a write.
+func BenchmarkDB_WriteTxn_100_ByRevision(b *testing.B) {
+	benchmarkWriteTxnBatch(b, 100, true, RevisionIndex[*testObject]())
+}
 
 // benchmarkCommitOnly times WriteTxn(table).Commit() with nothing written,
 // with others tables registered before the table.

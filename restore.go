@@ -73,7 +73,7 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	}
 	// Every key is computed before the first change, so that an index
 	// function that panics leaves the table as it was.
-	for i := range tt.secondary {
+	for i := range t.nsec {
 		tt.newKeys[i] = t.indexes[i+1].fromObject(obj)
 	}
 	no := object[Obj]{obj: obj, rev: rev}
@@ -83,7 +83,10 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	}
 	tt.restored = append(tt.restored, no)
 	defer clear(tt.newKeys)
-	for i := range tt.secondary {
+	if t.byRevision {
+		tt.insertRevisionKey(no)
+	}
+	for i := range t.nsec {
 		ix := &t.indexes[i+1]
 		keys := &tt.newKeys[i]
 		if keys.Len() > 1 {

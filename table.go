@@ -263,6 +263,11 @@ type table[Obj any] struct {
 	// pointerObj: Obj is a pointer type, so reinserting the stored object
 	// itself can be detected (ErrObjectMutated).
 	pointerObj bool
+	// nsec is the number of secondary indexes keyed by FromObject: the
+	// first nsec of the secondary trees. byRevision: the table keeps the
+	// revision index (RevisionIndex) too, as its last secondary tree.
+	nsec       int
+	byRevision bool
 	// writer is the table's write state, reused by every transaction that
 	// locks the table. Guarded by meta.lock.
 	writer tableTxn[Obj]
@@ -320,9 +325,29 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 	}
 	t.meta.name = name
 	t.meta.table = t
-	for i, ix := range append([]Indexer[Obj]{primary}, secondary...) {
+	// The revision index, if asked for, comes after the others: the
+	// write path keys it by revision, and the other indexes by their
+	// FromObject (t.nsec of them).
+	all := []Indexer[Obj]{primary}
+	for _, ix := range secondary {
+		if _, ok := ix.(revisionIndex[Obj]); !ok {
+			all = append(all, ix)
+		}
+	}
+	t.nsec = len(all) - 1
+	switch len(secondary) - t.nsec {
+	case 0:
+	case 1:
+		t.byRevision = true
+		all = append(all, revisionIndex[Obj]{})
+	default:
+		return nil, fmt.Errorf("index %q: %w", RevisionIndexName, ErrDuplicateIndex)
+	}
+	for i, ix := range all {
 		n := ix.indexName()
 		switch {
+		case n == RevisionIndexName && t.byRevision && i == len(all)-1:
+			// Its name is reserved: no other index can take it.
 		case n == "":
 			return nil, ErrEmptyIndexName
 		case !nameRegexp.MatchString(n):
@@ -334,7 +359,7 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 			}
 		}
 		keys := ix.objectKeys()
-		if keys == nil {
+		if keys == nil && n != RevisionIndexName {
 			return nil, fmt.Errorf("index %q: %w", n, ErrNoFromObject)
 		}
 		t.meta.indexes = append(t.meta.indexes, n)

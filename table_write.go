@@ -338,7 +338,7 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 		tt.log.seq++
 		s.sum.maxPrev = max(s.sum.maxPrev, e.prev)
 	}
-	for i := range tt.secondary {
+	for i := range t.nsec {
 		ix := &t.indexes[i+1]
 		keys := &tt.newKeys[i]
 		if keys.Len() > 1 {
@@ -357,6 +357,12 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 			tt.secondary[i].Insert(tt.treeKey(ix, keys.At(j), pk), no)
 		}
 		*keys = index.KeySet{}
+	}
+	if t.byRevision {
+		if hadOld {
+			tt.deleteRevisionKey(old.rev)
+		}
+		tt.insertRevisionKey(no)
 	}
 	tt.dirty, tt.written = true, true
 	return old.obj, hadOld, nil
@@ -400,7 +406,7 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 	if hadOld && t.pointerObj && samePointer(&old.obj, &obj) {
 		return obj, fmt.Errorf("table %q: %w", t.meta.name, ErrObjectMutated)
 	}
-	for i := range tt.secondary {
+	for i := range t.nsec {
 		ix := &t.indexes[i+1]
 		if hadOld {
 			tt.oldKeys[i] = ix.fromObject(old.obj)
@@ -441,7 +447,7 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 			err = fmt.Errorf("table %q: object at revision %d, not %d: %w", t.meta.name, o.rev, casRev, ErrRevisionNotEqual)
 			return false
 		}
-		for i := range tt.secondary {
+		for i := range t.nsec {
 			tt.oldKeys[i] = t.indexes[i+1].fromObject(o.obj)
 		}
 		return true
@@ -459,13 +465,16 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 		tt.appendLog(logEntry[Obj]{obj: old.obj, rev: tt.revision, prev: old.rev, kind: entryDelete})
 		tt.lastDelete = tt.revision
 	}
-	for i := range tt.secondary {
+	for i := range t.nsec {
 		ix := &t.indexes[i+1]
 		keys := &tt.oldKeys[i]
 		for j := range keys.Len() {
 			tt.secondary[i].Delete(tt.treeKey(ix, keys.At(j), pk))
 		}
 		*keys = index.KeySet{}
+	}
+	if t.byRevision {
+		tt.deleteRevisionKey(old.rev)
 	}
 	if tt.journal != nil {
 		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: tt.revision, deleted: true})
@@ -629,7 +638,7 @@ func (tt *tableTxn[Obj]) cutPrimaryPrefix(prefix []byte) int {
 	}()
 	for pk, o := range tt.primary.Prefix(prefix) {
 		tt.cut = append(tt.cut, cutObject[Obj]{pk, o})
-		for i := range tt.secondary {
+		for i := range t.nsec {
 			tt.cutKeys = append(tt.cutKeys, t.indexes[i+1].fromObject(o.obj))
 		}
 	}
@@ -644,17 +653,33 @@ func (tt *tableTxn[Obj]) cutPrimaryPrefix(prefix []byte) int {
 			tt.appendLog(logEntry[Obj]{obj: c.old.obj, rev: tt.revision, prev: c.old.rev, kind: entryDelete})
 			tt.lastDelete = tt.revision
 		}
-		for i := range tt.secondary {
+		for i := range t.nsec {
 			ix := &t.indexes[i+1]
 			for j := range keys[i].Len() {
 				tt.secondary[i].Delete(tt.treeKey(ix, keys[i].At(j), c.pk))
 			}
 		}
-		keys = keys[len(tt.secondary):]
+		keys = keys[t.nsec:]
+		if t.byRevision {
+			tt.deleteRevisionKey(c.old.rev)
+		}
 		if tt.journal != nil {
 			tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(c.pk), rev: tt.revision, deleted: true})
 		}
 	}
 	tt.dirty, tt.written = true, true
 	return len(tt.cut)
+}
+
+// insertRevisionKey adds o to the revision index (RevisionIndex), which is
+// the last of the table's secondary trees.
+func (tt *tableTxn[Obj]) insertRevisionKey(o object[Obj]) {
+	var buf [8]byte
+	tt.secondary[tt.t.nsec].Insert(index.AppendUint64(buf[:0], o.rev), o)
+}
+
+// deleteRevisionKey removes the object at rev from the revision index.
+func (tt *tableTxn[Obj]) deleteRevisionKey(rev Revision) {
+	var buf [8]byte
+	tt.secondary[tt.t.nsec].Delete(index.AppendUint64(buf[:0], rev))
 }
