@@ -810,3 +810,85 @@ func BenchmarkReverse(b *testing.B) {
 		})
 	}
 }
+
+// 9. Insert n keys with one-operation writes on the tree itself
+// (part's Tree.Insert, iradix's Tree.Insert), each returning the new tree,
+// then delete them the same way. One op = the whole build and teardown.
+func BenchmarkTreeOneOp(b *testing.B) {
+	const n = 1000
+	for _, order := range orders {
+		b.Run(fmt.Sprintf("n=%d/order=%s/key=8B", n, order), func(b *testing.B) {
+			keys := genKeys(order, 8, n, seedKeys)
+			forImpls(b, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					t := part.New[int]()
+					for i, k := range keys {
+						_, _, t = t.Insert(k, i)
+					}
+					if t.Len() != n {
+						b.Fatalf("Len = %d, want %d", t.Len(), n)
+					}
+					for _, k := range keys {
+						_, _, t = t.Delete(k)
+					}
+					if t.Len() != 0 {
+						b.Fatalf("Len = %d after deleting all", t.Len())
+					}
+				}
+				reportKeysPerSec(b, n)
+			}, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					t := iradix.New[int]()
+					for i, k := range keys {
+						t, _, _ = t.Insert(k, i)
+					}
+					if t.Len() != n {
+						b.Fatalf("Len = %d, want %d", t.Len(), n)
+					}
+					for _, k := range keys {
+						t, _, _ = t.Delete(k)
+					}
+					if t.Len() != 0 {
+						b.Fatalf("Len = %d after deleting all", t.Len())
+					}
+				}
+				reportKeysPerSec(b, n)
+			})
+		})
+	}
+}
+
+// BenchmarkTxn_InsertWatch: inserting n keys and taking each one's watch
+// channel, with InsertWatch (one descent) and with Insert then GetWatch
+// (two). Both create the same channels.
+func BenchmarkTxn_InsertWatch(b *testing.B) {
+	const n = 1000
+	keys := genKeys("rand", 8, n, seedKeys)
+	for _, how := range []string{"InsertWatch", "Insert+GetWatch"} {
+		b.Run("how="+how, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				txn := part.New[int]().Txn()
+				open := 0
+				for i, k := range keys {
+					var w <-chan struct{}
+					if how == "InsertWatch" {
+						_, _, w = txn.InsertWatch(k, i)
+					} else {
+						txn.Insert(k, i)
+						_, w, _ = txn.GetWatch(k)
+					}
+					if w != nil {
+						open++
+					}
+				}
+				if t := txn.Commit(); t.Len() != n || open != n {
+					b.Fatalf("Len = %d, %d channels; want %d", t.Len(), open, n)
+				}
+			}
+			reportKeysPerSec(b, n)
+		})
+	}
+}

@@ -68,3 +68,38 @@ func ExampleSet() {
 	// ["db","fast"]
 	// true
 }
+
+// Prefix finds the string keys that start with a prefix.
+func ExampleMap_Prefix() {
+	regions := part.FromMap(map[string]int{"eu-north": 1, "eu-west": 2, "us-east": 3})
+	for k, v := range regions.Prefix("eu-") {
+		fmt.Println(k, v)
+	}
+	// Output:
+	// eu-north 1
+	// eu-west 2
+}
+
+// First is the smallest element.
+func ExampleSet_First() {
+	ports := part.NewSet[uint16](8080, 443, 80)
+	first, ok := ports.First()
+	fmt.Println(first, ok)
+	// Output:
+	// 80 true
+}
+
+// One-operation writes on a Tree return the new tree and leave the old
+// one as it was.
+func ExampleTree_Insert() {
+	t0 := part.New[int]()
+	_, _, t1 := t0.Insert([]byte("a"), 1)
+	old, hadOld, t2 := t1.Insert([]byte("a"), 2)
+	fmt.Println(old, hadOld, t0.Len(), t1.Len(), t2.Len())
+	v1, _ := t1.Get([]byte("a"))
+	v2, _ := t2.Get([]byte("a"))
+	fmt.Println(v1, v2)
+	// Output:
+	// 1 true 0 1 1
+	// 1 2
+}

@@ -135,7 +135,13 @@ func runDifferential(t testing.TB, c chooser) {
 		switch {
 		case op < 30: // insert
 			k, v := genKey(c), c.intn(1000)
-			o1, h1 := txn.Insert(k, v)
+			var o1 int
+			var h1 bool
+			if c.intn(4) == 0 {
+				o1, h1, _ = txn.InsertWatch(k, v)
+			} else {
+				o1, h1 = txn.Insert(k, v)
+			}
 			o2, h2 := mtxn.Insert(k, v)
 			if !h2 {
 				msize++
@@ -147,10 +153,17 @@ func runDifferential(t testing.TB, c chooser) {
 			k := genKey(c)
 			var seen int
 			var seenFound bool
-			o1, h1 := txn.Modify(k, func(old int, found bool) int {
+			fn := func(old int, found bool) int {
 				seen, seenFound = old, found
 				return old + 1
-			})
+			}
+			var o1 int
+			var h1 bool
+			if c.intn(4) == 0 {
+				o1, h1, _ = txn.ModifyWatch(k, fn)
+			} else {
+				o1, h1 = txn.Modify(k, fn)
+			}
 			o2, h2 := mtxn.Get(k)
 			mtxn.Insert(k, o2+1)
 			if !h2 {
@@ -182,6 +195,57 @@ func runDifferential(t testing.TB, c chooser) {
 			if n := txn.DeletePrefix(k); n != removed {
 				fail("DeletePrefix(%x) = %d; model removed %d", k, n, removed)
 			}
+		case op < 66: // one-operation writes on the committed tree
+			tree, model = txn.Commit(), mtxn.Commit()
+			// Full scans now and then: later reads compare the rest.
+			scan := c.intn(8) == 0
+			var before []kv
+			if scan {
+				before = collect(tree.All())
+			}
+			old, k := tree, genKey(c)
+			var o1, o2 int
+			var h1, h2 bool
+			switch c.intn(3) {
+			case 0:
+				v := c.intn(1000)
+				o1, h1, tree = tree.Insert(k, v)
+				model, o2, h2 = model.Insert(k, v)
+				if !h2 {
+					msize++
+				}
+			case 1:
+				o1, h1, tree = tree.Modify(k, func(old int, found bool) int { return old + 2 })
+				o2, h2 = model.Get(k)
+				model, _, _ = model.Insert(k, o2+2)
+				if !h2 {
+					msize++
+				}
+			default:
+				o1, h1, tree = tree.Delete(k)
+				model, o2, h2 = model.Delete(k)
+				if h2 {
+					msize--
+				}
+			}
+			if o1 != o2 || h1 != h2 {
+				fail("Tree write of %x = %d,%v; model %d,%v", k, o1, h1, o2, h2)
+			}
+			if tree.Len() != msize {
+				fail("Len = %d after a one-operation write; model %d", tree.Len(), msize)
+			}
+			if scan {
+				if got := collect(old.All()); !equalKVs(got, before) {
+					fail("a one-operation write changed the tree it started from")
+				}
+				if got, want := collect(tree.All()), collectIradix(model.Root().Iterator()); !equalKVs(got, want) {
+					fail("after a one-operation write: %v; model %v", got, want)
+				}
+				if err := tree.validate(); err != nil {
+					fail("invalid tree after a one-operation write: %v", err)
+				}
+			}
+			txn, mtxn = tree.Txn(), model.Txn()
 		case op < 70: // get
 			k := genKey(c)
 			v1, f1 := txn.Get(k)

@@ -148,6 +148,24 @@ func (m Map[K, V]) LowerBound(k K) iter.Seq2[K, V] {
 	}
 }
 
+// Prefix returns the keys and values of m whose keys start with prefix, in
+// ascending key order. It is meant for string keys: "eu-" finds "eu-west"
+// and "eu-north". An integer key is encoded at its type's full width, so
+// for integer keys it finds at most the entry of prefix itself.
+func (m Map[K, V]) Prefix(prefix K) iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		if m.codec == 0 {
+			return
+		}
+		var buf [8]byte
+		for _, e := range m.tree.Prefix(encodeKey(m.codec, prefix, &buf)) {
+			if !yield(e.key, e.value) {
+				return
+			}
+		}
+	}
+}
+
 // Equal reports whether m and o have the same keys and, under each key,
 // values for which eq returns true.
 func (m Map[K, V]) Equal(o Map[K, V], eq func(V, V) bool) bool {

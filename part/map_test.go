@@ -1,6 +1,7 @@
 package part
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -80,6 +81,37 @@ func checkLowerBound[K MapKey](t *testing.T, m Map[K, int], model map[K]int, k K
 	}
 }
 
+// checkPrefix compares m.Prefix(p) with the model's keys whose encodings
+// start with p's: for strings, the keys that start with p; for integers,
+// p itself if present.
+func checkPrefix[K MapKey](t *testing.T, m Map[K, int], model map[K]int, p K) {
+	t.Helper()
+	c := codecFor[K]()
+	var pb, kb [8]byte
+	var want []K
+	for _, mk := range slices.Sorted(maps.Keys(model)) {
+		if bytes.HasPrefix(encodeKey(c, mk, &kb), encodeKey(c, p, &pb)) {
+			want = append(want, mk)
+		}
+	}
+	if c&codecString == 0 && len(want) > 1 {
+		t.Fatalf("%d integer keys have the prefix %v", len(want), p)
+	}
+	var got []K
+	for gk, v := range m.Prefix(p) {
+		if v != model[gk] {
+			t.Fatalf("Prefix(%v) yields %v:%d, want %v:%d", p, gk, v, gk, model[gk])
+		}
+		got = append(got, gk)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Prefix(%v) = %v, want %v", p, got, want)
+	}
+	for range m.Prefix(p) {
+		break // stopping early must not panic
+	}
+}
+
 // testMapDifferential applies random operations to Maps and, alongside, to
 // Go maps, and checks after each that the two agree. Each operation starts
 // from a random earlier version, and every version is checked again at the
@@ -123,6 +155,7 @@ func testMapDifferential[K MapKey](t *testing.T, space []K) {
 		}
 		checkMap(t, next.m, next.model, space)
 		checkLowerBound(t, next.m, next.model, space[r.IntN(len(space))])
+		checkPrefix(t, next.m, next.model, space[r.IntN(len(space))])
 		if got, want := next.m.Equal(a.m, eqInt), maps.Equal(next.model, a.model); got != want {
 			t.Fatalf("Equal = %t, want %t", got, want)
 		}
@@ -162,6 +195,7 @@ func TestMapZero(t *testing.T) {
 	var m Map[string, int]
 	checkMap(t, m, map[string]int{}, []string{"", "a"})
 	checkLowerBound(t, m, map[string]int{}, "")
+	checkPrefix(t, m, map[string]int{}, "")
 	checkMap(t, m.Delete("a"), map[string]int{}, []string{"a"})
 	checkMap(t, m.Union(m), map[string]int{}, []string{"a"})
 	checkMap(t, m.Difference(m), map[string]int{}, []string{"a"})

@@ -111,6 +111,18 @@ func (s Set[T]) All() iter.Seq[T] {
 	}
 }
 
+// First returns the smallest element of s, and false if s is empty. It
+// descends the tree once and allocates nothing.
+func (s Set[T]) First() (x T, ok bool) {
+	if s.codec == 0 {
+		return x, false
+	}
+	if l := minLeaf(s.tree.root); l != nil {
+		return asLeaf[T](l).value, true
+	}
+	return x, false
+}
+
 // Equal reports whether s and o have the same elements.
 func (s Set[T]) Equal(o Set[T]) bool {
 	if s.Len() != o.Len() {

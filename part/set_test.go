@@ -30,6 +30,9 @@ func checkSet[T MapKey](t *testing.T, s Set[T], model map[T]bool, space []T) {
 	if got := s.ToSlice(); !slices.Equal(got, want) || got == nil {
 		t.Fatalf("ToSlice() = %#v, want %v", got, want)
 	}
+	if first, ok := s.First(); ok != (len(want) > 0) || (ok && first != want[0]) {
+		t.Fatalf("First() = %v, %t; want the smallest of %v", first, ok, want)
+	}
 	for range s.All() {
 		break // stopping early must not panic
 	}
@@ -104,6 +107,7 @@ func TestSetZero(t *testing.T) {
 	checkSet(t, s.Difference(s), none, nil)
 	checkSet(t, s.Intersect(s), none, nil)
 	checkSet(t, NewSet[string](), none, nil)
+	checkSet(t, NewSet("a", "b").Delete("a").Delete("b"), none, []string{"a"})
 	if !s.Equal(NewSet[string]()) || !s.Equal(NewSet("a").Delete("a")) {
 		t.Fatal("empty Sets are not Equal")
 	}
@@ -229,4 +233,15 @@ func BenchmarkSet_Has(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(benchKeys)), "ns/key")
+}
+
+func TestSetFirstAllocs(t *testing.T) {
+	s := NewSet[uint16](300, 7, 4000)
+	if n := testing.AllocsPerRun(100, func() {
+		if x, ok := s.First(); !ok || x != 7 {
+			t.Fatalf("First() = %d, %v; want 7", x, ok)
+		}
+	}); n != 0 {
+		t.Fatalf("First: %v allocations, want 0", n)
+	}
 }

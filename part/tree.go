@@ -262,3 +262,36 @@ func (t Tree[T]) Iterator() *Iterator[T] {
 	it.seekAll(t.root, false)
 	return it
 }
+
+// Insert returns a tree with value stored under key, and the value it
+// replaced: a transaction of one Insert, committed. Watch channels of the
+// nodes it replaced are closed. t itself is unchanged. Batches of writes
+// are cheaper in one Txn.
+func (t Tree[T]) Insert(key []byte, value T) (old T, hadOld bool, tree Tree[T]) {
+	var txn Txn[T]
+	txn.Reset(t)
+	old, hadOld = txn.Insert(key, value)
+	return old, hadOld, txn.Commit()
+}
+
+// Modify returns a tree with the value returned by fn stored under key,
+// fn being called with the current value and whether there is one, and
+// the value it replaced: a transaction of one Modify, committed.
+func (t Tree[T]) Modify(key []byte, fn func(old T, found bool) T) (old T, hadOld bool, tree Tree[T]) {
+	var txn Txn[T]
+	txn.Reset(t)
+	old, hadOld = txn.Modify(key, fn)
+	return old, hadOld, txn.Commit()
+}
+
+// Delete returns a tree without key, and the value key had: a
+// transaction of one Delete, committed. If key is absent, it returns t
+// itself.
+func (t Tree[T]) Delete(key []byte) (old T, hadOld bool, tree Tree[T]) {
+	var txn Txn[T]
+	txn.Reset(t)
+	if old, hadOld = txn.Delete(key); !hadOld {
+		return old, false, t
+	}
+	return old, true, txn.Commit()
+}

@@ -140,3 +140,26 @@ func walkTo[T any](n *header, key []byte, d0 int, yield func([]byte, T) bool) bo
 	}
 	return true
 }
+
+// minLeaf returns the leaf of the smallest key in the subtree of n, or nil
+// if it holds none. A node's own leaf, whose key is a prefix of all keys
+// below it, is its smallest.
+func minLeaf(n *header) *header {
+	for n.kind() != kindLeaf {
+		if l := n.inner().leaf; l != nil {
+			return l
+		}
+		var first *header
+		for _, c := range n.children() {
+			if c != nil {
+				first = c
+				break
+			}
+		}
+		if first == nil {
+			return nil
+		}
+		n = first
+	}
+	return n
+}

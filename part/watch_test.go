@@ -30,6 +30,13 @@ type watchRec struct {
 	// it was handed out for them (GetWatch's key, PrefixWatch's prefix).
 	mustKey    []byte
 	mustPrefix bool
+	// after is the step from which changes count: -1 for a channel taken
+	// from the committed tree, which every change of the pending
+	// transaction concerns; the step of InsertWatch for one taken from
+	// the transaction, which only later changes concern.
+	after int
+	// pending: taken from the transaction, so a Reset discards it.
+	pending bool
 }
 
 func (w *watchRec) covers(k []byte) bool {
@@ -54,19 +61,38 @@ func testWatchExact(t *testing.T, seed uint64) {
 	tree := New[int]()
 	txn := tree.Txn()
 	var watches []*watchRec
-	changed := map[string]bool{}
+	changed := map[string]int{} // the last step that changed each key
+	committed := false          // txn committed since its last Reset
 	model := map[string]int{}
 	for step := range 3000 {
 		switch op := c.intn(100); {
-		case op < 30:
+		case op < 24:
 			k := genKey(c)
 			txn.Insert(k, step)
 			model[string(k)] = step
-			changed[string(k)] = true
+			changed[string(k)] = step
+		case op < 30: // insert or modify, and watch the new value
+			k := genKey(c)
+			var ch <-chan struct{}
+			if op < 27 {
+				_, _, ch = txn.InsertWatch(k, step)
+			} else {
+				_, _, ch = txn.ModifyWatch(k, func(int, bool) int { return step })
+			}
+			model[string(k)] = step
+			changed[string(k)] = step
+			if isClosed(ch) {
+				t.Fatalf("step %d: InsertWatch(%x) returned a closed channel", step, k)
+			}
+			if _, got, _ := txn.GetWatch(k); got != ch {
+				t.Fatalf("step %d: InsertWatch(%x) returned another channel than the leaf's", step, k)
+			}
+			watches = append(watches, &watchRec{what: fmt.Sprintf("InsertWatch(%x)", k), ch: ch, isLeaf: true,
+				key: k, mustKey: k, after: step, pending: true})
 		case op < 45:
 			k := genKey(c)
 			if _, found := txn.Delete(k); found {
-				changed[string(k)] = true
+				changed[string(k)] = step
 				delete(model, string(k))
 			}
 		case op < 48:
@@ -76,7 +102,7 @@ func testWatchExact(t *testing.T, seed uint64) {
 			}
 			for k := range model {
 				if bytes.HasPrefix([]byte(k), p) {
-					changed[k] = true
+					changed[k] = step
 					delete(model, k)
 				}
 			}
@@ -84,7 +110,7 @@ func testWatchExact(t *testing.T, seed uint64) {
 		case op < 70: // watch a key
 			k := genKey(c)
 			_, ch, found := tree.GetWatch(k)
-			w := &watchRec{what: fmt.Sprintf("GetWatch(%x)", k), ch: ch, mustKey: k}
+			w := &watchRec{what: fmt.Sprintf("GetWatch(%x)", k), ch: ch, mustKey: k, after: -1}
 			if l := search(tree.root, k); l != nil {
 				w.isLeaf, w.key = true, l.leafKey()
 				if !found || l.watchChan() != ch {
@@ -105,11 +131,29 @@ func testWatchExact(t *testing.T, seed uint64) {
 			if n.watchChan() != ch {
 				t.Fatalf("PrefixWatch(%x): not the expected node's channel", p)
 			}
-			w := &watchRec{what: fmt.Sprintf("PrefixWatch(%x)", p), ch: ch, mustKey: p, mustPrefix: true}
+			w := &watchRec{what: fmt.Sprintf("PrefixWatch(%x)", p), ch: ch, mustKey: p, mustPrefix: true, after: -1}
 			w.key = n.inner().prefix()
 			watches = append(watches, w)
-		case op < 90: // abort: nothing closes
-			txn.Reset(tree)
+		case op < 90: // abort: Reset closes nothing, Discard the pending
+			// Discard only before the transaction published a tree: it
+			// would seal that tree's nodes.
+			discard := !committed && c.intn(2) == 0
+			committed = false
+			if discard {
+				txn.Discard(tree)
+			} else {
+				txn.Reset(tree)
+			}
+			kept := watches[:0]
+			for _, w := range watches {
+				if got, want := isClosed(w.ch), discard && w.pending; got != want {
+					t.Fatalf("step %d: %s closed %v by an abort (discard %v), want %v", step, w.what, got, discard, want)
+				}
+				if !w.pending { // a dropped value's channel is done with
+					kept = append(kept, w)
+				}
+			}
+			watches = kept
 			clear(changed)
 			clear(model)
 			for k, v := range tree.All() {
@@ -117,10 +161,15 @@ func testWatchExact(t *testing.T, seed uint64) {
 			}
 		default: // commit and check every outstanding watch
 			tree = txn.Commit()
+			committed = true
 			kept := watches[:0]
 			for _, w := range watches {
+				w.pending = false
 				want := false
-				for k := range changed {
+				for k, at := range changed {
+					if at <= w.after {
+						continue
+					}
 					if w.covers([]byte(k)) {
 						want = true
 					}
@@ -375,5 +424,69 @@ func TestTxnDeleteIf(t *testing.T) {
 	txn.Commit()
 	if !isClosed(watch) {
 		t.Fatal("the deleted key's channel is open after the commit")
+	}
+}
+
+// TestTreeOneOpWatch: a one-operation write on a Tree commits, so it closes
+// the channels of what it replaced and leaves the rest open.
+func TestTreeOneOpWatch(t *testing.T) {
+	tree := New[int]()
+	_, _, tree = tree.Insert([]byte("a"), 1)
+	_, _, tree = tree.Insert([]byte("b"), 1)
+	_, a, _ := tree.GetWatch([]byte("a"))
+	_, b, _ := tree.GetWatch([]byte("b"))
+	_, _, next := tree.Insert([]byte("a"), 2)
+	if !isClosed(a) || isClosed(b) {
+		t.Fatalf("Tree.Insert of a: a closed %v, b closed %v; want true, false", isClosed(a), isClosed(b))
+	}
+	if v, _ := tree.Get([]byte("a")); v != 1 {
+		t.Fatalf("the old tree reads a = %d, want 1", v)
+	}
+	_, b, _ = next.GetWatch([]byte("b"))
+	_, _, next = next.Modify([]byte("b"), func(old int, found bool) int { return old + 10 })
+	if v, _ := next.Get([]byte("b")); !isClosed(b) || v != 11 {
+		t.Fatalf("Tree.Modify of b: closed %v, b = %d; want true, 11", isClosed(b), v)
+	}
+	_, b, _ = next.GetWatch([]byte("b"))
+	if _, found, same := next.Delete([]byte("zz")); found || same.root != next.root {
+		t.Fatalf("Tree.Delete of a missing key: found %v, new tree %v", found, same.root != next.root)
+	}
+	if old, found, gone := next.Delete([]byte("b")); !found || old != 11 || gone.Len() != 1 || !isClosed(b) {
+		t.Fatalf("Tree.Delete(b) = %d, %v, Len %d, closed %v", old, found, gone.Len(), isClosed(b))
+	}
+}
+
+// TestInsertWatchRootOnly: in a RootOnlyWatch tree, InsertWatch returns the
+// root's channel, which a later transaction's change closes.
+func TestInsertWatchRootOnly(t *testing.T) {
+	txn := New[int](RootOnlyWatch()).Txn()
+	_, _, ch := txn.InsertWatch([]byte("a"), 1)
+	if ch != txn.root.watchChan() {
+		t.Fatal("InsertWatch in a RootOnlyWatch tree is not the root's channel")
+	}
+	tree := txn.Commit()
+	if isClosed(ch) || ch != tree.RootWatch() {
+		t.Fatalf("after commit: closed %v, root's channel %v", isClosed(ch), ch == tree.RootWatch())
+	}
+	_, _, tree = tree.Insert([]byte("b"), 2)
+	if !isClosed(ch) {
+		t.Fatal("root channel from InsertWatch open after a later change")
+	}
+}
+
+// TestInsertWatchDiscard: the channel of a value that a discarded
+// transaction wrote closes, as the value will never be committed.
+func TestInsertWatchDiscard(t *testing.T) {
+	tree := New[int]()
+	_, _, tree = tree.Insert([]byte("a"), 1)
+	txn := tree.Txn()
+	_, _, ins := txn.InsertWatch([]byte("b"), 2)
+	_, _, mod := txn.ModifyWatch([]byte("a"), func(old int, _ bool) int { return old + 1 })
+	txn.Discard(tree)
+	if !isClosed(ins) || !isClosed(mod) {
+		t.Fatalf("after Discard: InsertWatch's channel closed %v, ModifyWatch's %v", isClosed(ins), isClosed(mod))
+	}
+	if v, _ := tree.Get([]byte("a")); v != 1 {
+		t.Fatalf("Discard changed the tree: a = %d", v)
 	}
 }
