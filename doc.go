@@ -58,6 +58,15 @@
 // nothing otherwise. A controller typically reads with a Watch method, acts,
 // and waits for the channel before reading again.
 //
+// # Tables of unknown type
+//
+// Tools that serve any table (an HTTP API, a command line, debug dumps)
+// use AnyTable: DB.AnyTable finds a table by name, Indexes describes its
+// indexes, and Read returns the objects of a query on any index (all, one
+// key, a prefix, a lower bound, a range) as values of type any, with
+// cursors to resume a large result page by page. Keys go in as text,
+// through ParseKey and each index's FromString, or raw.
+//
 // # Errors
 //
 // Errors are values declared in errors.go, wrapped with the table and index

@@ -77,9 +77,24 @@ var (
 	ErrRestoreInput = errors.New("inconsistent objects to restore")
 )
 
-// errNoFromString: the index has no FromString function, and its key type
-// no default text form.
-var errNoFromString = errors.New("index does not parse string keys (no FromString)")
+// Errors from untyped table access (AnyTable), whose table, index and key
+// names come from people and tools. They are returned wrapped with the
+// table and index concerned.
+var (
+	// ErrTableNotFound: no table of that name is registered.
+	ErrTableNotFound = errors.New("table not found")
+	// ErrIndexNotFound: the table has no index of that name.
+	ErrIndexNotFound = errors.New("index not found")
+	// ErrNoFromString: the index takes no keys typed as text: it has no
+	// FromString, and its key type no default text form (see Index).
+	ErrNoFromString = errors.New("index does not parse keys from text (no FromString)")
+	// ErrInvalidQuery: an AnyQuery's op is unknown, or it sets To for an
+	// op other than QueryRange.
+	ErrInvalidQuery = errors.New("invalid query")
+	// ErrObjectType: an object given to AnyTable is not of the table's
+	// type.
+	ErrObjectType = errors.New("object of the wrong type")
+)
 
 // uniqueConflict returns the ErrUniqueConstraint error of key in the unique
 // index ix, which holder, another object, holds. Keys are rendered through

@@ -2,6 +2,7 @@ package strata
 
 import (
 	"bytes"
+	"reflect"
 
 	"github.com/strata-db/strata/index"
 )
@@ -22,6 +23,10 @@ type Indexer[Obj any] interface {
 	// or index.Key.String). The text may hold any byte: quote it (%q) in
 	// messages.
 	keyString(index.Key) string
+	// parsesText reports whether fromString can succeed at all.
+	parsesText() bool
+	// keyType is the type of the index's query keys.
+	keyType() reflect.Type
 }
 
 // Index defines an index of a table of Obj, queried with keys of type Key.
@@ -99,8 +104,14 @@ func (i Index[Obj, Key]) fromString(s string) (index.Key, error) {
 			return i.FromKey(k), nil
 		}
 	}
-	return nil, errNoFromString
+	return nil, ErrNoFromString
 }
+
+func (i Index[Obj, Key]) parsesText() bool {
+	return i.FromString != nil || (i.FromKey != nil && hasKeyText[Key]())
+}
+
+func (i Index[Obj, Key]) keyType() reflect.Type { return reflect.TypeFor[Key]() }
 
 func (i Index[Obj, Key]) keyString(k index.Key) string {
 	if i.ToString != nil {

@@ -86,6 +86,24 @@ func keyTextError[K any](err error) error {
 	return fmt.Errorf("%w as %v: %w", index.ErrParseKey, reflect.TypeFor[K](), err)
 }
 
+// hasKeyText reports whether K has a text form that parseKeyText reads,
+// without calling any of K's methods.
+func hasKeyText[K any]() bool {
+	t := reflect.TypeFor[K]()
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	case reflect.Slice:
+		return t.Elem().Kind() == reflect.Uint8
+	}
+	return false
+}
+
 // formatKeyText renders k in K's text form. ok is false if K has none or
 // k cannot be written in it.
 func formatKeyText[K any](k K) (string, bool) {

@@ -199,11 +199,11 @@ func TestIndexDefaultTextNeverLies(t *testing.T) {
 	if _, err := proto.fromString("icmp"); !errors.Is(err, index.ErrParseKey) {
 		t.Errorf("fromString(icmp): %v, want ErrParseKey", err)
 	}
-	if _, err := composite.fromString("a"); !errors.Is(err, errNoFromString) {
-		t.Errorf("composite fromString: %v, want errNoFromString", err)
+	if _, err := composite.fromString("a"); !errors.Is(err, ErrNoFromString) {
+		t.Errorf("composite fromString: %v, want ErrNoFromString", err)
 	}
-	if _, err := (Index[*testObject, uint64]{}).fromString("1"); !errors.Is(err, errNoFromString) {
-		t.Errorf("fromString without FromKey: %v, want errNoFromString", err)
+	if _, err := (Index[*testObject, uint64]{}).fromString("1"); !errors.Is(err, ErrNoFromString) {
+		t.Errorf("fromString without FromKey: %v, want ErrNoFromString", err)
 	}
 	if got := (Index[*testObject, uint64]{}).keyString(index.Uint64(1)); got != index.Uint64(1).String() {
 		t.Errorf("keyString without FromKey = %q", got)

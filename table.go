@@ -58,6 +58,8 @@ type TableMeta interface {
 	// dropUnobservedLog drops the change log if the table has no feeds and
 	// is not locked.
 	dropUnobservedLog()
+	// untyped returns the table's side of AnyTable.
+	untyped() untypedTable
 }
 
 // Table is a table of objects of type Obj, for reading. Obj values are
@@ -221,6 +223,9 @@ type indexDef[Obj any] struct {
 	// keyString renders a key of the index for error messages and tools
 	// (Indexer.keyString).
 	keyString func(index.Key) string
+	// text: fromString can parse keys (AnyTable's IndexInfo).
+	text    bool
+	keyType reflect.Type
 }
 
 // object is what the index trees store: the object and the revision it was
@@ -370,6 +375,8 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 			fromObject: keys,
 			fromString: ix.fromString,
 			keyString:  ix.keyString,
+			text:       ix.parsesText(),
+			keyType:    ix.keyType(),
 		})
 	}
 	t.empty = &tableState[Obj]{
