@@ -187,6 +187,8 @@ func ByRevision[Obj any](rev Revision) Query[Obj] {
 type revisionIndex[Obj any] struct{}
 
 func (revisionIndex[Obj]) indexName() string                  { return RevisionIndexName }
+func (revisionIndex[Obj]) keyType() reflect.Type              { return reflect.TypeFor[Revision]() }
+func (revisionIndex[Obj]) parsesText() bool                   { return true }
 func (revisionIndex[Obj]) isUnique() bool                     { return true }
 func (revisionIndex[Obj]) objectKeys() func(Obj) index.KeySet { return nil }
 
