@@ -646,3 +646,47 @@ func TestDropRename(t *testing.T) {
 		t.Fatalf("revision after rename: %d", rev)
 	}
 }
+
+// TestClaimRefusedRefusesWrites: a Register refused before the table
+// could be claimed (another table holds the name in the store, or the
+// store is closed) leaves the table refusing writes too, while the table
+// that holds the name goes on; registering that very table again changes
+// nothing.
+func TestClaimRefusedRefusesWrites(t *testing.T) {
+	s := openStore(t, t.TempDir(), Options{})
+	db := strata.New()
+	holder, _ := strata.NewTable(db, "items", itemByID)
+	if err := s.Register(Table(holder, Binary[item]())); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Register(Table(holder, Binary[item]())); !errors.Is(err, ErrAlreadyRegistered) {
+		t.Fatalf("Register of the same table again: %v", err)
+	}
+	writeItems(t, db, holder, &item{ID: 1}) // goes on
+
+	other := strata.New()
+	twin, _ := strata.NewTable(other, "items", itemByID)
+	if err := s.Register(Table(twin, Binary[item]())); !errors.Is(err, ErrAlreadyRegistered) {
+		t.Fatalf("Register of another table of the name: %v", err)
+	}
+	closeStore(t, s)
+	late, _ := strata.NewTable(db, "late", itemByID)
+	if err := s.Register(Table(late, Binary[item]())); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Register with the store closed: %v", err)
+	}
+	for _, tc := range []struct {
+		db  *strata.DB
+		tbl strata.RWTable[*item]
+	}{{other, twin}, {db, late}} {
+		txn := tc.db.WriteTxn(tc.tbl)
+		if _, _, err := tc.tbl.Insert(txn, &item{ID: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) {
+			t.Fatalf("%s: a write after a refused Register committed: %v", tc.tbl.Name(), err)
+		}
+		if n := tc.tbl.NumObjects(tc.db.ReadTxn()); n != 0 {
+			t.Fatalf("%s: a refused commit left %d objects", tc.tbl.Name(), n)
+		}
+	}
+}

@@ -36,8 +36,11 @@ const InitializerName = "persist"
 //     journal (strata.ErrJournalConflict), one stored with another codec
 //     or type (ErrSchemaMismatch, ErrUnknownVersion) and one that is not
 //     empty (strata.ErrTableNotEmpty: register tables before writing to
-//     them). The last two are left attached to s, refusing writes: every
-//     commit that writes them fails with ErrNotLoaded. Then, in a write
+//     them). All but the second are left attached to s, refusing writes:
+//     every commit that writes them fails with ErrNotLoaded (a table
+//     registered again goes on as it was, and so does the table that
+//     holds the name). So does a table a closed or failed store refuses
+//     (ErrClosed, ErrStoreFailed). Then, in a write
 //     transaction, it attaches the table to s, refusing writes while it
 //     loads, and registers an initializer, InitializerName, so that from
 //     then on the table reads as not initialized (Initialized is false,
@@ -89,8 +92,14 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 			err = wrapTableErr(name, err)
 		}
 	}()
-	reg, err := s.claimTable(name, b.sch)
+	reg, err := s.claimTable(name, b.tbl, b.sch)
 	if err != nil {
+		if !errors.Is(err, errSameTable) {
+			// Another table of that name, or a store that is closed or
+			// failed: the table refuses writes, as after any failed
+			// registration. (The table registered already goes on.)
+			b.refuseWrites(s, err)
+		}
 		return err
 	}
 	defer func() {
@@ -288,7 +297,7 @@ type registration struct {
 // claimTable marks name registered and returns its catalog entry, entering
 // a new table into the catalog, with its schema, durably, before any of its
 // objects can be written.
-func (s *Store) claimTable(name string, sch schema) (_ registration, err error) {
+func (s *Store) claimTable(name string, tbl strata.TableMeta, sch schema) (_ registration, err error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if err := s.usable(); err != nil {
@@ -297,7 +306,10 @@ func (s *Store) claimTable(name string, sch schema) (_ registration, err error) 
 	defer recoverFatal(&err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.registered[name] {
+	if t := s.registered[name]; t != nil {
+		if t == tbl {
+			return registration{}, fmt.Errorf("%w: %w", ErrAlreadyRegistered, errSameTable)
+		}
 		return registration{}, ErrAlreadyRegistered
 	}
 	e, ok := s.catalog[name]
@@ -321,7 +333,7 @@ func (s *Store) claimTable(name string, sch schema) (_ registration, err error) 
 		s.catalog[name] = e
 		s.nextID++
 	}
-	s.registered[name] = true
+	s.registered[name] = tbl
 	return registration{id: e.id, stored: e.schema}, nil
 }
 
@@ -413,4 +425,24 @@ func (s *Store) storedRevision(keys tableKeys) (strata.Revision, error) {
 		return 0, fmt.Errorf("table revision: %w", err)
 	}
 	return rev, nil
+}
+
+// errSameTable marks an ErrAlreadyRegistered for the very table that is
+// registered: it goes on working, and nothing about it changes.
+var errSameTable = errors.New("this very table")
+
+// refuseWrites attaches the table to s with a journal that fails every
+// commit that writes it with ErrNotLoaded wrapping err: a table whose
+// registration failed before it could be attached must not acknowledge
+// writes that no store keeps. If the table's database has another journal,
+// it is left as it is (the refusal was strata.ErrJournalConflict's).
+func (b *binding[Obj]) refuseWrites(s *Store, err error) {
+	tj := newTableJournal(b.codec, makeTableKeys(0), b.keyString)
+	tj.refuse(fmt.Errorf("%w: registration failed: %w", ErrNotLoaded, err))
+	txn := b.tbl.DB().WriteTxn(b.tbl)
+	if strata.SetJournal(txn, b.tbl, s, tj) != nil {
+		txn.Abort()
+		return
+	}
+	txn.Commit()
 }

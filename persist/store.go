@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/metrics"
 )
 
@@ -71,7 +72,7 @@ type Store struct {
 	nextID  uint32
 	// registered holds the tables registered since Open (or being
 	// registered).
-	registered map[string]bool
+	registered map[string]strata.TableMeta
 	// pending holds the initializers of registrations that have not
 	// succeeded (register.go).
 	pending map[string]pendingInit
@@ -103,7 +104,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		writeOpts:  pebble.Sync,
 		catalog:    map[string]catalogEntry{},
 		nextID:     1,
-		registered: map[string]bool{},
+		registered: map[string]strata.TableMeta{},
 		pending:    map[string]pendingInit{},
 		stop:       make(chan struct{}),
 	}
@@ -470,7 +471,7 @@ func (s *Store) Unregistered() []string {
 	defer s.mu.Unlock()
 	var names []string
 	for name := range s.catalog {
-		if !s.registered[name] {
+		if s.registered[name] == nil {
 			names = append(names, name)
 		}
 	}
@@ -545,7 +546,7 @@ func (s *Store) Rename(from, to string) (err error) {
 	if err != nil {
 		return err
 	}
-	if s.registered[to] {
+	if s.registered[to] != nil {
 		return ErrAlreadyRegistered
 	}
 	if _, taken := s.catalog[to]; taken {
@@ -570,7 +571,7 @@ func (s *Store) Rename(from, to string) (err error) {
 // unregisteredEntry returns the catalog entry of name, a table the store
 // holds that is not registered. The caller holds mu.
 func (s *Store) unregisteredEntry(name string) (catalogEntry, error) {
-	if s.registered[name] {
+	if s.registered[name] != nil {
 		return catalogEntry{}, ErrAlreadyRegistered
 	}
 	e, ok := s.catalog[name]
