@@ -484,3 +484,30 @@ func TestAnyTableWrites(t *testing.T) {
 		t.Errorf("DecodeJSON of a bad object = %v, %v", obj, err)
 	}
 }
+
+// TestAnyTableRevisionIndex: a table's revision index is read like any
+// other, its keys typed as revisions.
+func TestAnyTableRevisionIndex(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "byrev", RevisionIndex[*testObject]())
+	txn := mustInsertAll(t, db, tbl, &testObject{ID: 3}, &testObject{ID: 1}, &testObject{ID: 2})
+	at, err := db.AnyTable("byrev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := at.Indexes()
+	if last := infos[len(infos)-1]; last.Name != RevisionIndexName || !last.Text || last.KeyType != reflect.TypeFor[Revision]() {
+		t.Fatalf("revision index described as %+v", last)
+	}
+	seq, err := at.LowerBound(txn, RevisionIndexName, "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for o := range seq {
+		ids = append(ids, o.(*testObject).ID)
+	}
+	if !slices.Equal(ids, []uint64{1, 2}) {
+		t.Fatalf("objects from revision 2: %v, want [1 2]", ids)
+	}
+}
