@@ -3,6 +3,7 @@ package strata_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/strata-db/strata"
 )
@@ -63,4 +64,27 @@ func ExampleAnyTable() {
 	// true <nil> {"Name":"a2","Zone":"eu","Up":false}
 	// page 1 a1
 	// page 2 a2
+}
+
+// A debugging dump of some tables of a snapshot, streamed as JSON.
+func ExampleWriteJSON() {
+	db := strata.New()
+	hosts := strata.MustNewTable(db, "hosts", hostByName)
+	wtxn := db.WriteTxn(hosts)
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu", Up: true}); err != nil {
+		panic(err)
+	}
+	txn, err := wtxn.Commit()
+	if err != nil {
+		panic(err)
+	}
+	if err := strata.WriteJSON(os.Stdout, txn, "hosts"); err != nil {
+		panic(err)
+	}
+	// Output:
+	// {
+	//   "hosts": [
+	//     {"Name":"a1","Zone":"eu","Up":true}
+	//   ]
+	// }
 }
