@@ -16,9 +16,29 @@ import (
 // write (WriteTxn), change them as one unit, and publish the result with one
 // atomic store.
 //
+// A DB is a handle on the database: New returns its first, named "db", and
+// NewHandle more, named after the modules that use them. Every handle
+// reads and writes the same tables; what a handle adds is its name, which
+// the metrics of the write transactions it opens carry, and which a table
+// records as the last writer of the state it commits (LastWriter).
+//
 // A DB runs no goroutines of its own and needs no Start or Stop. It is safe
 // for concurrent use.
 type DB struct {
+	// handle is the handle's name: "db" for the one New returns.
+	handle string
+	// handleMetrics receives the handle's write transactions' figures;
+	// nil without metrics.
+	handleMetrics metrics.Handle
+	*dbState
+}
+
+// dbState is the database every handle shares.
+type dbState struct {
+	// first is the handle New returned: the table's database (TableMeta.DB)
+	// and the one snapshots name.
+	first *DB
+
 	// root is the published snapshot of every table. It is replaced, never
 	// changed, by a commit or a table registration, both under mu.
 	root atomic.Pointer[dbRoot]
@@ -40,6 +60,9 @@ type DB struct {
 	opts dbOptions
 }
 
+// DefaultHandle is the name of the handle New returns.
+const DefaultHandle = "db"
+
 type dbOptions struct {
 	metrics metrics.Metrics
 	// metricsOn is false for NopMetrics: the database then makes no
@@ -56,16 +79,41 @@ func WithMetrics(m metrics.Metrics) Option {
 	return func(o *dbOptions) { o.metrics = m }
 }
 
-// New returns an empty database.
+// New returns an empty database, through its first handle (named
+// DefaultHandle).
 func New(opts ...Option) *DB {
-	db := &DB{}
+	st := &dbState{}
 	for _, opt := range opts {
-		opt(&db.opts)
+		opt(&st.opts)
 	}
-	db.opts.metricsOn = !metrics.Nop(db.opts.metrics)
-	db.root.Store(&dbRoot{db: db})
+	st.opts.metricsOn = !metrics.Nop(st.opts.metrics)
+	db := st.handleNamed(DefaultHandle)
+	st.first = db
+	st.root.Store(&dbRoot{db: db})
 	return db
 }
+
+// NewHandle returns a handle on the same database, named name: the
+// transactions it opens are reported under that name in the metrics
+// (metrics.Metrics.Handle), and the states they commit name it as their
+// last writer (TableMeta.LastWriter). Give each module of a program its
+// own.
+func (db *DB) NewHandle(name string) *DB { return db.handleNamed(name) }
+
+func (st *dbState) handleNamed(name string) *DB {
+	h := &DB{handle: name, dbState: st}
+	if st.opts.metricsOn {
+		h.handleMetrics = st.opts.metrics.Handle(name)
+	}
+	return h
+}
+
+// HandleName returns the handle's name.
+func (db *DB) HandleName() string { return db.handle }
+
+// SameDatabase reports whether db and other are handles on the same
+// database.
+func (db *DB) SameDatabase(other *DB) bool { return other != nil && db.dbState == other.dbState }
 
 // NamePattern is the pattern table and index names must match: a letter,
 // then up to 63 letters, digits, '_', '-' or '.'.
@@ -115,13 +163,13 @@ func (db *DB) registerTable(m *tableMeta, empty *stateHeader) error {
 			return fmt.Errorf("table %q: %w", m.name, ErrDuplicateTable)
 		}
 	}
-	m.db = db
+	m.db = db.first
 	m.pos = len(db.tables)
 	if db.opts.metricsOn {
 		m.metrics = db.opts.metrics.Table(m.name)
 	}
 	db.tables = append(db.tables, m)
-	root := newRoot(db, append(slices.Clip(db.root.Load().tables()), empty))
+	root := newRoot(db.first, append(slices.Clip(db.root.Load().tables()), empty))
 	db.root.Store(root)
 	return nil
 }

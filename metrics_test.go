@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,6 +152,32 @@ type countingMetrics struct {
 	tables                                  atomic.Int64
 	lockWaits, writeTxns, commits, feedCall atomic.Int64
 	committed, aborted                      atomic.Int64
+	handles                                 sync.Map // name -> *countingHandle
+}
+
+// countingHandle counts the write transactions of a handle.
+type countingHandle struct{ committed, aborted atomic.Int64 }
+
+func (h *countingHandle) WriteTxn(_ time.Duration, ok bool) {
+	if ok {
+		h.committed.Add(1)
+	} else {
+		h.aborted.Add(1)
+	}
+}
+
+func (c *countingMetrics) Handle(name string) metrics.Handle {
+	h, _ := c.handles.LoadOrStore(name, &countingHandle{})
+	return h.(*countingHandle)
+}
+
+// handle returns the counts of the handle name.
+func (c *countingMetrics) handle(name string) (committed, aborted int64) {
+	h, ok := c.handles.Load(name)
+	if !ok {
+		return -1, -1
+	}
+	return h.(*countingHandle).committed.Load(), h.(*countingHandle).aborted.Load()
 }
 
 func (c *countingMetrics) Table(string) metrics.Table { c.tables.Add(1); return c }
@@ -203,6 +230,30 @@ func TestMetrics_Calls(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(7, 7, 6, 1, 4, 5)
+
+	// Each transaction once to its handle: the sequence's five and the two
+	// above went through the first; a module's handle reports its own.
+	if committed, aborted := c.handle(DefaultHandle); committed != 5 || aborted != 1 {
+		t.Errorf("handle %q: %d committed, %d aborted; want 5, 1", DefaultHandle, committed, aborted)
+	}
+	mod := db.NewHandle("module")
+	txn = mod.WriteTxn(tbl)
+	if _, _, err := tbl.Insert(txn, &testObject{ID: 11}); err != nil {
+		t.Fatal(err)
+	}
+	rtxn, err := txn.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if committed, aborted := c.handle("module"); committed != 1 || aborted != 0 {
+		t.Errorf("handle module: %d committed, %d aborted; want 1, 0", committed, aborted)
+	}
+	if w := tbl.LastWriter(rtxn); w != "module" {
+		t.Errorf("LastWriter = %q, want module", w)
+	}
+	if w := other.LastWriter(rtxn); w != "" {
+		t.Errorf("LastWriter of a table never written = %q", w)
+	}
 }
 
 // nopWrapper is NopMetrics under another type: metrics.Nop does not see

@@ -43,6 +43,10 @@ type TableMeta interface {
 	NumObjects(ReadTxn) int
 	// Revision returns the table's revision: that of its latest change.
 	Revision(ReadTxn) Revision
+	// LastWriter returns the name of the database handle (DB.NewHandle)
+	// whose transaction last changed the table's objects, as of the
+	// snapshot; "" if none did.
+	LastWriter(ReadTxn) string
 	// Initialized reports whether every initializer registered with the
 	// table (RWTable.RegisterInitializer) is done, and returns a channel
 	// that is closed once they all are.

@@ -43,6 +43,15 @@ func (t *table[Obj]) NumObjects(txn ReadTxn) int {
 	return t.read(txn).primary.Len()
 }
 
+func (t *table[Obj]) LastWriter(txn ReadTxn) string {
+	if h, ok := txn.(*txnHandle); ok && h.w != nil {
+		if tt := t.pendingIn(h.w); tt != nil && tt.written {
+			return tt.handle
+		}
+	}
+	return t.read(txn).writer
+}
+
 func (t *table[Obj]) Revision(txn ReadTxn) Revision {
 	if h, ok := txn.(*txnHandle); ok && h.w != nil {
 		if tt := t.pendingIn(h.w); tt != nil {

@@ -19,6 +19,8 @@ type tableTxn[Obj any] struct {
 	base     *tableState[Obj] // the state the transaction started from
 	revision Revision         // the last revision handed out
 	multiKey uint64
+	// handle is the name of the handle whose transaction this is.
+	handle string
 	// dirty: the table's state changed, so the transaction publishes a
 	// new one; written: its objects or revision changed, which the
 	// journal records (a change log started or dropped, an initializer
@@ -96,7 +98,7 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 		return nil, ErrTransactionClosed
 	}
 	w := h.w
-	if t.meta.db != w.db {
+	if t.meta.db.dbState != w.db.dbState {
 		panicOtherDB(&t.meta)
 	}
 	lt, err := w.writer(&t.meta)
@@ -104,13 +106,14 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 		return nil, err
 	}
 	if lt.w == nil {
-		t.writer.begin(t.stateIn(w.root))
+		t.writer.begin(t.stateIn(w.root), w.db.handle)
 		lt.w = &t.writer
 	}
 	return &t.writer, nil
 }
 
-func (tt *tableTxn[Obj]) begin(base *tableState[Obj]) {
+func (tt *tableTxn[Obj]) begin(base *tableState[Obj], handle string) {
+	tt.handle = handle
 	tt.base, tt.revision, tt.multiKey, tt.dirty, tt.written = base, base.revision, base.multiKey, false, false
 	tt.observed, tt.init = tt.t.meta.feeds.live() > 0, nil
 	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
@@ -149,7 +152,10 @@ func (tt *tableTxn[Obj]) indexTxn(pos int) *part.Txn[object[Obj]] {
 // commit).
 func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[object[Obj]]) *tableState[Obj] {
 	st := newTableState[Obj](len(tt.secondary))
-	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.revision}
+	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.revision, writer: tt.base.writer}
+	if tt.written {
+		st.writer = tt.handle
+	}
 	st.primary = finish(&tt.primary)
 	st.log = tt.log
 	st.multiKey = tt.multiKey

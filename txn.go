@@ -124,13 +124,16 @@ func (r *dbRoot) pending() *writeTxn { return nil }
 type stateHeader struct {
 	meta     *tableMeta
 	revision Revision
+	// writer is the name of the handle whose transaction last changed
+	// the table's objects or revision ("" before any).
+	writer string
 }
 
 // state returns the header of m's state in this snapshot, or nil if m was
 // registered after the snapshot was taken.
 func (r *dbRoot) state(m *tableMeta) *stateHeader {
 	if m.db != r.db {
-		panicOtherDB(m)
+		panicOtherDB(m) // both are the first handles of their databases
 	}
 	if m.pos < r.n {
 		return r.tables()[m.pos]
@@ -335,7 +338,7 @@ func (db *DB) lockedWriteTxn(m *tableMeta) *txnHandle {
 // add inserts m into the lock list, keeping it sorted by table position and
 // free of duplicates.
 func (w *writeTxn) add(m *tableMeta) {
-	if m.db != w.db {
+	if m.db.dbState != w.db.dbState {
 		panic(fmt.Sprintf("strata: WriteTxn: table %q belongs to another DB", m.name))
 	}
 	if len(w.locked) == 0 {
@@ -452,7 +455,7 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 		return w.root, err
 	}
 	db.mu.Lock()
-	root := newRoot(db, db.root.Load().tables())
+	root := newRoot(db.first, db.root.Load().tables())
 	tables := root.tables()
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.state != nil {
@@ -529,11 +532,12 @@ func (w *writeTxn) writeRecord(first int) (err error) {
 	return nil
 }
 
-// report sends the transaction's figures to the tables' metrics: how long
-// each table was held, and the state of those the transaction changed. It
-// runs after the tables are unlocked.
+// report sends the transaction's figures to the tables' metrics and to its
+// handle's: how long each table was held, and the state of those the
+// transaction changed. It runs after the tables are unlocked.
 func (w *writeTxn) report(committed bool) {
 	held := monotonic() - w.acquired
+	w.db.handleMetrics.WriteTxn(held, committed)
 	for i := range w.locked {
 		lt := &w.locked[i]
 		m := lt.meta.metrics

@@ -28,15 +28,24 @@ import (
 //	                                   sum and maximum of their waits, in nanoseconds
 //	held_ns_total                      total time write transactions held the table locked, in nanoseconds
 //
+// Under the key "__handles__" (which no table name can be), a map holds,
+// per database handle (strata.DB.NewHandle), the write transactions it
+// opened: write_txns_committed, write_txns_aborted and held_ns_total.
+//
 // The values of a table are allocated once, by Table, and then updated in
 // place with atomic operations: reporting does not allocate, lock, or look
 // anything up by name. ExpVar is safe for concurrent use.
 type ExpVar struct {
-	m     expvar.Map
-	err   error
-	mu    sync.Mutex
-	table map[string]*expvarTable
+	m       expvar.Map
+	err     error
+	mu      sync.Mutex
+	table   map[string]*expvarTable
+	handles expvar.Map
+	handle  map[string]*expvarHandle
 }
+
+// HandlesKey is the key of the handles' figures in an ExpVar's map.
+const HandlesKey = "__handles__"
 
 // expvarMu makes the check for a published name and the publication one
 // step, for the ExpVars of this package.
@@ -53,8 +62,10 @@ var ErrPublished = errors.New("expvar name already published")
 // panic of expvar.Publish. With publish false, prefix is unused: read the
 // figures through String, Map or Values.
 func NewExpVar(prefix string, publish bool) *ExpVar {
-	e := &ExpVar{table: make(map[string]*expvarTable)}
+	e := &ExpVar{table: make(map[string]*expvarTable), handle: make(map[string]*expvarHandle)}
 	e.m.Init()
+	e.handles.Init()
+	e.m.Set(HandlesKey, &e.handles)
 	if publish {
 		e.err = publishOnce(prefix, &e.m)
 	}
@@ -122,6 +133,64 @@ func (e *ExpVar) Table(name string) Table {
 	e.table[name] = t
 	e.m.Set(name, &t.vars)
 	return t
+}
+
+// Handle returns what the handle name reports to, creating its figures on
+// the first call. Handles of the same name share their figures.
+func (e *ExpVar) Handle(name string) Handle {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.handle[name]; ok {
+		return h
+	}
+	h := &expvarHandle{}
+	h.vars.Init()
+	h.vars.Set("write_txns_committed", &h.committed)
+	h.vars.Set("write_txns_aborted", &h.aborted)
+	h.vars.Set("held_ns_total", &h.heldTotal)
+	e.handle[name] = h
+	e.handles.Set(name, &h.vars)
+	return h
+}
+
+// HandleValues is a snapshot of a handle's figures, read by
+// (*ExpVar).HandleValues.
+type HandleValues struct {
+	Committed uint64 // write transactions committed
+	Aborted   uint64 // write transactions aborted
+	HeldTotal time.Duration
+}
+
+// HandleValues returns the figures of the handle name, and false if Handle
+// was never called for it.
+func (e *ExpVar) HandleValues(name string) (HandleValues, bool) {
+	e.mu.Lock()
+	h, ok := e.handle[name]
+	e.mu.Unlock()
+	if !ok {
+		return HandleValues{}, false
+	}
+	return HandleValues{
+		Committed: h.committed.Load(),
+		Aborted:   h.aborted.Load(),
+		HeldTotal: time.Duration(h.heldTotal.Value()),
+	}, true
+}
+
+// expvarHandle is one handle's figures.
+type expvarHandle struct {
+	committed, aborted uintVar
+	heldTotal          expvar.Int
+	vars               expvar.Map
+}
+
+func (h *expvarHandle) WriteTxn(held time.Duration, committed bool) {
+	h.heldTotal.Add(int64(held))
+	if committed {
+		h.committed.Add(1)
+	} else {
+		h.aborted.Add(1)
+	}
 }
 
 // TableValues is a snapshot of a table's figures, read by (*ExpVar).Values.

@@ -63,7 +63,7 @@ func TestExpVar_Values(t *testing.T) {
 		"write_txns_committed": 2, "write_txns_aborted": 1, "lock_waits": 4,
 		"lock_wait_ns_total": 6000, "lock_wait_ns_max": 3000, "held_ns_total": 60000,
 	}
-	if len(all) != 1 || len(all["t"]) != len(wantJSON) {
+	if len(all) != 2 || len(all["t"]) != len(wantJSON) || all[metrics.HandlesKey] == nil {
 		t.Fatalf("String() = %s", e.String())
 	}
 	for k, v := range wantJSON {
@@ -172,5 +172,29 @@ func BenchmarkExpVar_Txn(b *testing.B) {
 		tbl.WriteTxn(time.Microsecond, true)
 		tbl.Committed(1, 2, 0)
 		tbl.ChangeFeeds(0, 0)
+	}
+}
+
+func TestExpVar_Handle(t *testing.T) {
+	e := metrics.NewExpVar("unused", false)
+	if _, ok := e.HandleValues("mod"); ok {
+		t.Fatal("values of a handle never made")
+	}
+	h := e.Handle("mod")
+	if e.Handle("mod") != h {
+		t.Fatal("two Handles of one name")
+	}
+	h.WriteTxn(10*time.Microsecond, true)
+	h.WriteTxn(5*time.Microsecond, false)
+	got, ok := e.HandleValues("mod")
+	if want := (metrics.HandleValues{Committed: 1, Aborted: 1, HeldTotal: 15 * time.Microsecond}); !ok || got != want {
+		t.Fatalf("HandleValues = %+v, %v; want %+v", got, ok, want)
+	}
+	var all map[string]map[string]map[string]uint64
+	if err := json.Unmarshal([]byte(e.String()), &all); err != nil {
+		t.Fatalf("String() = %s: %v", e.String(), err)
+	}
+	if got := all[metrics.HandlesKey]["mod"]; got["write_txns_committed"] != 1 || got["write_txns_aborted"] != 1 || got["held_ns_total"] != 15000 {
+		t.Fatalf("String() = %s", e.String())
 	}
 }

@@ -17,6 +17,20 @@ type Metrics interface {
 	// Table returns the handle through which measurements of one table are
 	// reported. It is called once per table, when the table is registered.
 	Table(name string) Table
+	// Handle returns what the write transactions of one database handle
+	// (strata.DB.NewHandle; "db" for the first) report to. It is called
+	// once per handle, when the handle is made.
+	Handle(name string) Handle
+}
+
+// Handle receives the measurements of the write transactions of one
+// database handle: which module wrote. Implementations must be safe for
+// concurrent use.
+type Handle interface {
+	// WriteTxn reports how long a write transaction of the handle held
+	// its tables locked, from acquiring the locks to its commit or abort,
+	// and whether it committed.
+	WriteTxn(held time.Duration, committed bool)
 }
 
 // Table receives the measurements of one table. Implementations must be
@@ -53,6 +67,9 @@ type NopMetrics struct{}
 
 // Table returns a Table that discards every measurement.
 func (NopMetrics) Table(string) Table { return nopTable{} }
+
+// Handle returns a Handle that discards every measurement.
+func (NopMetrics) Handle(string) Handle { return nopTable{} }
 
 type nopTable struct{}
 

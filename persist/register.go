@@ -78,7 +78,7 @@ func (s *Store) Register(tables ...TableBinding) error {
 // codec)), the older form of the call, which also names the table's
 // database: if db is not the table's, it fails with ErrForeignTable.
 func Register[Obj any](s *Store, db *strata.DB, table strata.RWTable[Obj], codec Codec[Obj]) error {
-	if db != table.DB() {
+	if !table.DB().SameDatabase(db) {
 		return fmt.Errorf("persist: table %q: %w", table.Name(), ErrForeignTable)
 	}
 	return s.Register(Table(table, codec))

@@ -33,8 +33,8 @@ var DurationBuckets = prom.ExponentialBucketsRange(1e-6, 1, 19)
 // itself a prometheus.Collector of all of them.
 type Metrics struct {
 	objects, revision, graveyard, feeds, feedLag *prom.GaugeVec
-	txns                                         *prom.CounterVec
-	lockWait, held                               *prom.HistogramVec
+	txns, handleTxns                             *prom.CounterVec
+	lockWait, held, handleHeld                   *prom.HistogramVec
 }
 
 // New returns Metrics whose metric names start with namespace (which may
@@ -66,6 +66,15 @@ func New(reg prom.Registerer, namespace string) (*Metrics, error) {
 		}, []string{"table", "outcome"}),
 		lockWait: histogram("lock_wait_seconds", "Time write transactions waited for the table's lock."),
 		held:     histogram("lock_held_seconds", "Time write transactions held the table locked, until commit or abort."),
+		handleTxns: prom.NewCounterVec(prom.CounterOpts{
+			Namespace: namespace, Name: "handle_write_txns_total",
+			Help: "Write transactions of each database handle (the module that wrote), by outcome.",
+		}, []string{"handle", "outcome"}),
+		handleHeld: prom.NewHistogramVec(prom.HistogramOpts{
+			Namespace: namespace, Subsystem: "write_txn", Name: "handle_lock_held_seconds",
+			Help:    "Time the write transactions of each database handle held their tables locked.",
+			Buckets: DurationBuckets,
+		}, []string{"handle"}),
 	}
 	if reg != nil {
 		if err := reg.Register(m); err != nil {
@@ -76,7 +85,7 @@ func New(reg prom.Registerer, namespace string) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prom.Collector {
-	return []prom.Collector{m.objects, m.revision, m.graveyard, m.feeds, m.feedLag, m.txns, m.lockWait, m.held}
+	return []prom.Collector{m.objects, m.revision, m.graveyard, m.feeds, m.feedLag, m.txns, m.lockWait, m.held, m.handleTxns, m.handleHeld}
 }
 
 // Describe implements prometheus.Collector.
@@ -107,6 +116,30 @@ func (m *Metrics) Table(name string) metrics.Table {
 		aborted:   m.txns.WithLabelValues(name, "aborted"),
 		lockWait:  m.lockWait.WithLabelValues(name),
 		held:      m.held.WithLabelValues(name),
+	}
+}
+
+// Handle returns what the database handle name reports to: its metrics
+// with the handle label set, looked up once here.
+func (m *Metrics) Handle(name string) metrics.Handle {
+	return &handle{
+		committed: m.handleTxns.WithLabelValues(name, "committed"),
+		aborted:   m.handleTxns.WithLabelValues(name, "aborted"),
+		held:      m.handleHeld.WithLabelValues(name),
+	}
+}
+
+type handle struct {
+	committed, aborted prom.Counter
+	held               prom.Observer
+}
+
+func (h *handle) WriteTxn(held time.Duration, committed bool) {
+	h.held.Observe(held.Seconds())
+	if committed {
+		h.committed.Inc()
+	} else {
+		h.aborted.Inc()
 	}
 }
 

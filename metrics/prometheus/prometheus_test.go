@@ -105,7 +105,7 @@ func TestMetrics(t *testing.T) {
 	must(tbl.Delete(txn, &object{ID: 1}))
 	must(tbl.Delete(txn, &object{ID: 2}))
 	commit(txn)
-	txn = db.WriteTxn(tbl)
+	txn = db.NewHandle("module").WriteTxn(tbl)
 	must(tbl.Insert(txn, &object{ID: 6}))
 	txn.Abort()
 
@@ -138,10 +138,17 @@ strata_write_txns_total{outcome="aborted",table="idle"} 0
 strata_write_txns_total{outcome="aborted",table="test"} 1
 strata_write_txns_total{outcome="committed",table="idle"} 0
 strata_write_txns_total{outcome="committed",table="test"} 3
+# HELP strata_handle_write_txns_total Write transactions of each database handle (the module that wrote), by outcome.
+# TYPE strata_handle_write_txns_total counter
+strata_handle_write_txns_total{handle="db",outcome="aborted"} 0
+strata_handle_write_txns_total{handle="db",outcome="committed"} 3
+strata_handle_write_txns_total{handle="module",outcome="aborted"} 1
+strata_handle_write_txns_total{handle="module",outcome="committed"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"strata_table_objects", "strata_table_revision", "strata_table_graveyard_objects",
 		"strata_table_change_feeds", "strata_table_change_feed_lag", "strata_write_txns_total",
+		"strata_handle_write_txns_total",
 	); err != nil {
 		t.Error(err)
 	}
@@ -163,10 +170,10 @@ strata_write_txns_total{outcome="committed",table="test"} 3
 		t.Errorf("idle table held count %d", c)
 	}
 
-	// 8 metric families: 5 gauges, 1 counter (2 series per table), 2
-	// histograms; 2 tables.
-	if n := testutil.CollectAndCount(m); n != 2*(5+2+2) {
-		t.Errorf("CollectAndCount = %d, want 18", n)
+	// Per table (2): 5 gauges, 1 counter (2 series), 2 histograms; per
+	// handle (2): 1 counter (2 series) and 1 histogram.
+	if n := testutil.CollectAndCount(m); n != 2*(5+2+2)+2*(2+1) {
+		t.Errorf("CollectAndCount = %d, want 24", n)
 	}
 }
 
