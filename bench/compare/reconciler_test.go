@@ -1,0 +1,382 @@
+package main
+
+// The reconciler benchmarks: Strata's reconciler beside cilium/statedb
+// v0.9.4's, on the same work, in the same run.
+//
+//	B1  statedb's own reconciler benchmark shape: N objects inserted in
+//	    write transactions of 1000, an Update that does nothing; the time
+//	    from the first insert until every status is Done.
+//	B2  latency-bound operations: 10,000 objects, Update sleeps 1 ms;
+//	    Strata with 1, 4, 16 and 64 workers, statedb with its one.
+//	B3  durable statuses: B1 with the table made durable with persist/ in
+//	    Sync mode (every commit fsynced), beside B1 in memory.
+//
+// Each op is one whole run (a new database and reconciler); objects/s is
+// N divided by the time from the first insert to the last Done status,
+// and allocs/object the run's allocations over N (the driver's inserts
+// and objects included, on both sides). Run them with
+//
+//	go test -run '^$' -bench 'Reconciler/B1' -benchtime 5x -count 6 | tee b1.txt
+//	benchstat -col /impl b1.txt
+//
+// and see README.md for the figures. -reconciler.smoke runs them once on
+// small data (CI).
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"iter"
+	"log/slog"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cilium/hive"
+	"github.com/cilium/hive/cell"
+	"github.com/cilium/hive/job"
+	"github.com/cilium/statedb"
+	sindex "github.com/cilium/statedb/index"
+	sreconciler "github.com/cilium/statedb/reconciler"
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/persist"
+	"github.com/strata-db/strata/reconciler"
+	"golang.org/x/time/rate"
+)
+
+var (
+	reconcilerN     = flag.Int("reconciler.n", 100_000, "objects of the B1 and B3 reconciler benchmarks")
+	reconcilerB2N   = flag.Int("reconciler.b2n", 10_000, "objects of the B2 reconciler benchmark")
+	reconcilerSmoke = flag.Bool("reconciler.smoke", false, "reconciler benchmarks on small data (CI)")
+)
+
+// reconcileRun describes one run.
+type reconcileRun struct {
+	n       int           // objects
+	delay   time.Duration // of each Update
+	workers int           // Strata only
+	durable bool          // Strata only: a persist store in Sync mode
+}
+
+// reconcileImpl runs one reconciliation and returns the time from the
+// first insert until every status was Done, or an error if the outcome is
+// wrong.
+type reconcileImpl func(b testing.TB, run reconcileRun) (time.Duration, error)
+
+// insertBatch is the size of the driver's write transactions.
+const insertBatch = 1000
+
+func BenchmarkReconciler(b *testing.B) {
+	n, b2n := *reconcilerN, *reconcilerB2N
+	if *reconcilerSmoke {
+		n, b2n = 2000, 200
+	}
+	b.Run("B1", func(b *testing.B) {
+		run := reconcileRun{n: n, workers: 1}
+		b.Run("impl=strata", func(b *testing.B) { benchReconcile(b, reconcileStrata, run) })
+		b.Run("impl=statedb", func(b *testing.B) { benchReconcile(b, reconcileStatedb, run) })
+	})
+	b.Run("B2", func(b *testing.B) {
+		run := reconcileRun{n: b2n, delay: time.Millisecond}
+		b.Run("impl=statedb", func(b *testing.B) { benchReconcile(b, reconcileStatedb, run) })
+		for _, w := range []int{1, 4, 16, 64} {
+			run.workers = w
+			b.Run(fmt.Sprintf("impl=strata/workers=%d", w), func(b *testing.B) { benchReconcile(b, reconcileStrata, run) })
+		}
+	})
+	b.Run("B3", func(b *testing.B) {
+		run := reconcileRun{n: n, workers: 1}
+		b.Run("impl=strata", func(b *testing.B) { benchReconcile(b, reconcileStrata, run) })
+		run.durable = true
+		b.Run("impl=strata-durable", func(b *testing.B) { benchReconcile(b, reconcileStrata, run) })
+	})
+}
+
+func benchReconcile(b *testing.B, impl reconcileImpl, run reconcileRun) {
+	var (
+		total time.Duration
+		ms0   runtime.MemStats
+		ms1   runtime.MemStats
+		runs  int
+	)
+	runtime.ReadMemStats(&ms0)
+	for b.Loop() {
+		d, err := impl(b, run)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += d
+		runs++
+	}
+	runtime.ReadMemStats(&ms1)
+	objects := float64(run.n) * float64(runs)
+	b.ReportMetric(objects/total.Seconds(), "objects/s")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/objects, "allocs/object")
+	b.ReportMetric(0, "ns/op")
+}
+
+// TestReconcilerSmoke runs every reconciler workload once, on small data,
+// and checks its outcome.
+func TestReconcilerSmoke(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		impl reconcileImpl
+		run  reconcileRun
+	}{
+		{"B1/strata", reconcileStrata, reconcileRun{n: 2000, workers: 1}},
+		{"B1/statedb", reconcileStatedb, reconcileRun{n: 2000}},
+		{"B2/strata/4", reconcileStrata, reconcileRun{n: 100, delay: time.Millisecond, workers: 4}},
+		{"B2/statedb", reconcileStatedb, reconcileRun{n: 100, delay: time.Millisecond}},
+		{"B3/strata-durable", reconcileStrata, reconcileRun{n: 2000, workers: 1, durable: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.impl(t, tc.run); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// ---- Strata -----------------------------------------------------------------
+
+type strataRObj struct {
+	ID     uint64
+	Status reconciler.Status
+}
+
+func (o *strataRObj) Clone() *strataRObj                        { c := *o; return &c }
+func (o *strataRObj) GetStatus() reconciler.Status              { return o.Status }
+func (o *strataRObj) SetStatus(s reconciler.Status) *strataRObj { o.Status = s; return o }
+
+func (o *strataRObj) AppendBinary(b []byte) ([]byte, error) {
+	return o.Status.AppendBinary(binary.AppendUvarint(b, o.ID))
+}
+
+func (o *strataRObj) UnmarshalBinary(b []byte) error {
+	id, n := binary.Uvarint(b)
+	if n <= 0 {
+		return errors.New("strataRObj: bad id")
+	}
+	o.ID = id
+	return o.Status.UnmarshalBinary(b[n:])
+}
+
+var strataRObjByID = strata.Index[*strataRObj, uint64]{
+	Name:       "id",
+	FromObject: func(o *strataRObj) index.KeySet { return index.KeySetOf(index.Uint64(o.ID)) },
+	FromKey:    index.Uint64,
+	Unique:     true,
+}
+
+type strataROps struct {
+	delay   time.Duration
+	updates atomic.Int64
+}
+
+func (o *strataROps) Update(context.Context, strata.ReadTxn, strata.Revision, *strataRObj) error {
+	if o.delay > 0 {
+		time.Sleep(o.delay)
+	}
+	o.updates.Add(1)
+	return nil
+}
+
+func (o *strataROps) Delete(context.Context, strata.ReadTxn, strata.Revision, *strataRObj) error {
+	return nil
+}
+
+func (o *strataROps) Prune(context.Context, strata.ReadTxn, iter.Seq2[*strataRObj, strata.Revision]) error {
+	return nil
+}
+
+func reconcileStrata(tb testing.TB, run reconcileRun) (time.Duration, error) {
+	db := strata.New()
+	tbl, err := strata.NewTable(db, "objects", strataRObjByID)
+	if err != nil {
+		return 0, err
+	}
+	if run.durable {
+		store, err := persist.Open(tb.TempDir(), persist.Options{Sync: persist.Sync{}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return 0, err
+		}
+		defer store.Close()
+		if err := persist.Register(store, db, tbl, persist.Binary[strataRObj]()); err != nil {
+			return 0, err
+		}
+	}
+	ops := &strataROps{delay: run.delay}
+	r, err := reconciler.New(db, reconciler.Config[*strataRObj]{
+		Table:           tbl,
+		CloneObject:     (*strataRObj).Clone,
+		GetObjectStatus: (*strataRObj).GetStatus,
+		SetObjectStatus: (*strataRObj).SetStatus,
+		Operations:      ops,
+	}, reconciler.WithWorkers(max(run.workers, 1)))
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, nil) }()
+
+	start := time.Now()
+	var rev strata.Revision
+	for i := 0; i < run.n; i += insertBatch {
+		wtxn := db.WriteTxn(tbl)
+		for id := i; id < min(i+insertBatch, run.n); id++ {
+			if _, _, err := tbl.Insert(wtxn, &strataRObj{ID: uint64(id), Status: reconciler.StatusPending()}); err != nil {
+				wtxn.Abort()
+				return 0, err
+			}
+		}
+		rev = tbl.Revision(wtxn)
+		if _, err := wtxn.Commit(); err != nil {
+			return 0, err
+		}
+	}
+	got, low, err := r.WaitUntilReconciled(ctx, rev)
+	elapsed := time.Since(start)
+	cancel()
+	if rerr := <-done; rerr != nil {
+		return 0, rerr
+	}
+	if err != nil || got < rev || low != 0 {
+		return 0, fmt.Errorf("strata: WaitUntilReconciled(%d) = %d, %d, %v", rev, got, low, err)
+	}
+	if u := ops.updates.Load(); u != int64(run.n) {
+		return 0, fmt.Errorf("strata: %d updates, want %d", u, run.n)
+	}
+	n := 0
+	for o := range tbl.All(db.ReadTxn()) {
+		if o.Status.Kind != reconciler.StatusKindDone {
+			return 0, fmt.Errorf("strata: object %d: %s", o.ID, o.Status)
+		}
+		n++
+	}
+	if n != run.n {
+		return 0, fmt.Errorf("strata: %d objects, want %d", n, run.n)
+	}
+	return elapsed, nil
+}
+
+// ---- statedb ----------------------------------------------------------------
+
+type statedbRObj struct {
+	ID     uint64
+	Status sreconciler.Status
+}
+
+func (o *statedbRObj) Clone() *statedbRObj                         { c := *o; return &c }
+func (o *statedbRObj) GetStatus() sreconciler.Status               { return o.Status }
+func (o *statedbRObj) SetStatus(s sreconciler.Status) *statedbRObj { o.Status = s; return o }
+
+// TableHeader and TableRow make statedbRObj a statedb.TableWritable, which
+// statedb.NewTable requires.
+func (o *statedbRObj) TableHeader() []string { return []string{"ID", "Status"} }
+func (o *statedbRObj) TableRow() []string {
+	return []string{fmt.Sprint(o.ID), o.Status.String()}
+}
+
+var statedbRObjByID = statedb.Index[*statedbRObj, uint64]{
+	Name:       "id",
+	FromObject: func(o *statedbRObj) sindex.KeySet { return sindex.NewKeySet(sindex.Uint64(o.ID)) },
+	FromKey:    sindex.Uint64,
+	Unique:     true,
+}
+
+type statedbROps struct {
+	delay   time.Duration
+	updates atomic.Int64
+}
+
+func (o *statedbROps) Update(context.Context, statedb.ReadTxn, statedb.Revision, *statedbRObj) error {
+	if o.delay > 0 {
+		time.Sleep(o.delay)
+	}
+	o.updates.Add(1)
+	return nil
+}
+
+func (o *statedbROps) Delete(context.Context, statedb.ReadTxn, statedb.Revision, *statedbRObj) error {
+	return nil
+}
+
+func (o *statedbROps) Prune(context.Context, statedb.ReadTxn, iter.Seq2[*statedbRObj, statedb.Revision]) error {
+	return nil
+}
+
+var quietLog = slog.New(slog.DiscardHandler)
+
+// reconcileStatedb runs statedb's reconciler in a hive, as its own
+// benchmark program does, with the round limits that program sets.
+func reconcileStatedb(tb testing.TB, run reconcileRun) (time.Duration, error) {
+	var (
+		db  *statedb.DB
+		tbl statedb.RWTable[*statedbRObj]
+		r   sreconciler.Reconciler[*statedbRObj]
+		ops = &statedbROps{delay: run.delay}
+	)
+	h := hive.New(
+		cell.SimpleHealthCell,
+		statedb.Cell,
+		job.Cell,
+		cell.Module("bench", "Reconciler benchmark",
+			cell.Invoke(func(d *statedb.DB) (err error) {
+				db = d
+				tbl, err = statedb.NewTable(db, "objects", statedbRObjByID)
+				return err
+			}),
+			cell.Provide(job.Registry.NewGroup),
+			cell.Invoke(func(params sreconciler.Params) (err error) {
+				r, err = sreconciler.Register(params, tbl,
+					(*statedbRObj).Clone, (*statedbRObj).SetStatus, (*statedbRObj).GetStatus,
+					ops, nil,
+					sreconciler.WithRoundLimits(1000, rate.NewLimiter(1000.0, 10)))
+				return err
+			}),
+		),
+	)
+	if err := h.Start(quietLog, context.Background()); err != nil {
+		return 0, err
+	}
+	defer h.Stop(quietLog, context.Background())
+
+	start := time.Now()
+	var rev statedb.Revision
+	for i := 0; i < run.n; i += insertBatch {
+		wtxn := db.WriteTxn(tbl)
+		for id := i; id < min(i+insertBatch, run.n); id++ {
+			if _, _, err := tbl.Insert(wtxn, &statedbRObj{ID: uint64(id), Status: sreconciler.StatusPending()}); err != nil {
+				wtxn.Abort()
+				return 0, err
+			}
+		}
+		rev = tbl.Revision(wtxn)
+		wtxn.Commit()
+	}
+	got, low, err := r.WaitUntilReconciled(context.Background(), rev)
+	elapsed := time.Since(start)
+	if err != nil || got < rev || low != 0 {
+		return 0, fmt.Errorf("statedb: WaitUntilReconciled(%d) = %d, %d, %v", rev, got, low, err)
+	}
+	if u := ops.updates.Load(); u != int64(run.n) {
+		return 0, fmt.Errorf("statedb: %d updates, want %d", u, run.n)
+	}
+	n := 0
+	for o := range tbl.All(db.ReadTxn()) {
+		if o.Status.Kind != sreconciler.StatusKindDone {
+			return 0, fmt.Errorf("statedb: object %d: %s", o.ID, o.Status)
+		}
+		n++
+	}
+	if n != run.n {
+		return 0, fmt.Errorf("statedb: %d objects, want %d", n, run.n)
+	}
+	return elapsed, nil
+}

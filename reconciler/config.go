@@ -1,0 +1,296 @@
+package reconciler
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/strata-db/strata"
+)
+
+// Config is what a reconciler needs to know about its table. Table,
+// CloneObject, GetObjectStatus, SetObjectStatus and Operations are
+// required. The fields keep cilium/statedb's names.
+type Config[Obj any] struct {
+	// Table is the table of desired objects.
+	Table strata.RWTable[Obj]
+	// CloneObject returns a shallow copy of an object. The reconciler
+	// gives Update a clone, and sets the status on it; it must return a
+	// new object, never its argument.
+	CloneObject func(Obj) Obj
+	// GetObjectStatus returns the reconciler's status in an object.
+	GetObjectStatus func(Obj) Status
+	// SetObjectStatus sets the reconciler's status in an object (always
+	// a clone the reconciler owns) and returns it.
+	SetObjectStatus func(Obj, Status) Obj
+	// Operations update, delete and prune the outside world.
+	Operations Operations[Obj]
+	// BatchOperations, optional, replace Operations' Update and Delete
+	// with calls that take several objects at once.
+	BatchOperations BatchOperations[Obj]
+	// OrderingKey, optional, groups objects whose operations must not run
+	// at the same time: at most one operation per ordering key is in
+	// flight, and the objects of one key are reconciled in the order of
+	// their revisions. Without it, only operations on the same object
+	// exclude each other.
+	OrderingKey func(Obj) string
+}
+
+// Lane is a queue of work, by kind. New changes go before retries, and
+// retries before refreshes, by weight (WithLaneWeights): no lane starves,
+// and work that waited longer than the aging limit (WithAging) is served
+// first.
+type Lane uint8
+
+// The lanes.
+const (
+	// LaneChanges holds objects that changed (Pending) and deletes.
+	LaneChanges Lane = iota
+	// LaneRetries holds failed objects whose backoff has passed, and
+	// objects an operation asked to requeue.
+	LaneRetries
+	// LaneBackground holds objects marked for refresh (Refreshing).
+	LaneBackground
+	numLanes
+)
+
+var laneNames = [numLanes]string{"changes", "retries", "background"}
+
+// String returns "changes", "retries" or "background".
+func (l Lane) String() string {
+	if l < numLanes {
+		return laneNames[l]
+	}
+	return fmt.Sprintf("Lane(%d)", l)
+}
+
+// Option changes a setting of New. Options with a value out of range make
+// New fail with ErrInvalidOption.
+type Option func(*options)
+
+type options struct {
+	err error
+
+	name        string
+	workers     int
+	roundSize   int
+	retryMin    time.Duration
+	retryMax    time.Duration
+	jitter      float64
+	rand        *rand.Rand
+	opTimeout   time.Duration
+	drain       time.Duration
+	weights     [numLanes]int
+	aging       time.Duration
+	pruneEvery  time.Duration
+	pruneGuard  func(strata.ReadTxn) error
+	pruneBudget float64
+
+	refreshEvery   time.Duration
+	refreshRate    float64
+	startupRefresh bool
+
+	metrics Metrics
+	logger  *slog.Logger
+}
+
+func defaultOptions() options {
+	return options{
+		workers:        1,
+		roundSize:      1000,
+		retryMin:       100 * time.Millisecond,
+		retryMax:       time.Minute,
+		jitter:         0.1,
+		opTimeout:      time.Minute,
+		drain:          30 * time.Second,
+		weights:        [numLanes]int{8, 2, 1},
+		aging:          2 * time.Second,
+		pruneEvery:     time.Hour,
+		refreshEvery:   30 * time.Minute,
+		refreshRate:    100,
+		startupRefresh: true,
+	}
+}
+
+func (o *options) invalid(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("reconciler: "+format+": %w", append(args, ErrInvalidOption)...)
+	}
+}
+
+// WithName names the reconciler in metrics, logs and health reports. The
+// default is the table's name.
+func WithName(name string) Option {
+	return func(o *options) { o.name = name }
+}
+
+// WithWorkers sets how many operations may run at once (default 1). At
+// most one runs per object (or per ordering key) whatever the number.
+func WithWorkers(n int) Option {
+	return func(o *options) {
+		if n <= 0 {
+			o.invalid("WithWorkers(%d): workers must be positive", n)
+		}
+		o.workers = n
+	}
+}
+
+// WithRoundSize sets the most objects given to a worker at once, and so
+// the largest BatchOperations batch (default 1000). Workers get smaller
+// rounds when operations are slow, so that the others get work too.
+func WithRoundSize(n int) Option {
+	return func(o *options) {
+		if n <= 0 {
+			o.invalid("WithRoundSize(%d): round size must be positive", n)
+		}
+		o.roundSize = n
+	}
+}
+
+// WithRetry sets the backoff of failed objects: min after the first
+// failure, doubling with each failure since the object last changed, up
+// to max (defaults 100ms and 1 minute), with jitter (WithJitter).
+func WithRetry(min, max time.Duration) Option {
+	return func(o *options) {
+		if min <= 0 || max < min {
+			o.invalid("WithRetry(%s, %s): need 0 < min <= max", min, max)
+		}
+		o.retryMin, o.retryMax = min, max
+	}
+}
+
+// WithJitter sets the jitter of backoffs and refresh ages: each is
+// multiplied by a random factor in [1-fraction, 1+fraction] (default 0.1).
+// r, if not nil, is the random source (for deterministic tests); it is
+// used by the reconciler's own goroutine only.
+func WithJitter(fraction float64, r *rand.Rand) Option {
+	return func(o *options) {
+		if fraction < 0 || fraction >= 1 {
+			o.invalid("WithJitter(%g): need 0 <= fraction < 1", fraction)
+		}
+		o.jitter, o.rand = fraction, r
+	}
+}
+
+// WithOpTimeout sets how long an operation (or a batch call, or a prune)
+// may run before its context is cancelled (default 1 minute). The attempt
+// then fails with ErrTimeout.
+func WithOpTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.invalid("WithOpTimeout(%s): timeout must be positive", d)
+		}
+		o.opTimeout = d
+	}
+}
+
+// WithDrainTimeout sets how long Run waits, once its context is done, for
+// the operations in flight to finish before it cancels them (default 30
+// seconds). Run then waits for them to return, writes the statuses of
+// those that finished, and returns.
+func WithDrainTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d < 0 {
+			o.invalid("WithDrainTimeout(%s): timeout must not be negative", d)
+		}
+		o.drain = d
+	}
+}
+
+// WithLaneWeights sets the shares of the lanes when all have work
+// (default 8, 2, 1).
+func WithLaneWeights(changes, retries, background int) Option {
+	return func(o *options) {
+		if changes <= 0 || retries <= 0 || background <= 0 {
+			o.invalid("WithLaneWeights(%d, %d, %d): weights must be positive", changes, retries, background)
+		}
+		o.weights = [numLanes]int{changes, retries, background}
+	}
+}
+
+// WithAging sets how long work may wait in a lane before it is served
+// ahead of the weights (default 2 seconds).
+func WithAging(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.invalid("WithAging(%s): must be positive", d)
+		}
+		o.aging = d
+	}
+}
+
+// WithPruning makes the reconciler prune every interval (default 1 hour),
+// once the table is initialized. Prune forces a prune at any time.
+func WithPruning(interval time.Duration) Option {
+	return func(o *options) {
+		if interval <= 0 {
+			o.invalid("WithPruning(%s): interval must be positive (WithoutPruning disables it)", interval)
+		}
+		o.pruneEvery = interval
+	}
+}
+
+// WithoutPruning turns periodic pruning off, including the prune when
+// the table becomes initialized. Prune still prunes.
+func WithoutPruning() Option {
+	return func(o *options) { o.pruneEvery = 0 }
+}
+
+// WithPruneGuard sets a check run before every prune, on the snapshot the
+// prune would get: a prune runs only if it returns nil, and is otherwise
+// tried again with backoff. Use it to hold pruning until the desired state
+// is complete in ways table initializers do not express.
+func WithPruneGuard(guard func(strata.ReadTxn) error) Option {
+	return func(o *options) { o.pruneGuard = guard }
+}
+
+// WithPruneBudget limits the periodic prunes to deleting at most fraction
+// (0 < fraction <= 1) of the outside world's objects: CheckPruneBudget,
+// which the Prune operation calls, refuses more. A prune forced with
+// Prune has no budget.
+func WithPruneBudget(fraction float64) Option {
+	return func(o *options) {
+		if fraction <= 0 || fraction > 1 {
+			o.invalid("WithPruneBudget(%g): need 0 < fraction <= 1", fraction)
+		}
+		o.pruneBudget = fraction
+	}
+}
+
+// WithRefresh makes the reconciler refresh Done objects whose status is
+// older than interval (with jitter), marking at most marksPerSecond of
+// them Refreshing per second, in batches, for the background lane.
+// The default is every 30 minutes at 100 per second.
+func WithRefresh(interval time.Duration, marksPerSecond float64) Option {
+	return func(o *options) {
+		if interval <= 0 || marksPerSecond <= 0 {
+			o.invalid("WithRefresh(%s, %g): interval and rate must be positive (WithoutRefresh disables it)", interval, marksPerSecond)
+		}
+		o.refreshEvery, o.refreshRate = interval, marksPerSecond
+	}
+}
+
+// WithoutRefresh turns refreshing off, the refresh after start included.
+func WithoutRefresh() Option {
+	return func(o *options) { o.refreshEvery, o.startupRefresh = 0, false }
+}
+
+// WithStartupRefresh sets whether the objects found Done when Run starts
+// are refreshed, at the refresh rate (default true). A Done status from
+// before the start, such as one loaded from a durable table, is a claim
+// about an outside world that may have changed since.
+func WithStartupRefresh(enabled bool) Option {
+	return func(o *options) { o.startupRefresh = enabled }
+}
+
+// WithMetrics sets where the reconciler reports its measurements (default
+// NopMetrics, which costs nothing).
+func WithMetrics(m Metrics) Option {
+	return func(o *options) { o.metrics = m }
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}

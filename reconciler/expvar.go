@@ -1,0 +1,211 @@
+package reconciler
+
+import (
+	"errors"
+	"expvar"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ExpVar reports reconcilers' measurements to package expvar: one
+// expvar.Map holding, per reconciler name, a map of its figures, which its
+// String method (and, if published, the /debug/vars page) shows as JSON.
+// The figures of a reconciler are:
+//
+//	update_ok, update_error, update_terminal, update_panic, update_timeout,
+//	update_requeue, delete_ok, delete_error, ...
+//	                                     counters of operations by outcome
+//	op_ns_total, op_ns_max               time operations ran
+//	queue_waits, queue_wait_ns_total     objects started, and their wait in a lane
+//	reconciled, reconciled_ns_total      objects that became Done, and their time from
+//	                                     change read to Done written
+//	status_commits, status_commit_errors write transactions of statuses
+//	statuses_written, status_conflicts   statuses written, and objects changed meanwhile
+//	prunes_ok, prunes_error, prunes_refused, prune_ns_total
+//	refresh_marked                       objects marked for refresh
+//	lag, queued_changes, queued_retries, queued_background, parked, delayed,
+//	in_flight, failing, oldest_pending_ns, longest_running_ns
+//	                                     gauges after the latest round (Stats)
+//
+// Each value is allocated once, by Reconciler, and updated in place
+// without allocating. ExpVar is safe for concurrent use.
+type ExpVar struct {
+	m    expvar.Map
+	err  error
+	mu   sync.Mutex
+	recs map[string]*expvarReconciler
+}
+
+// ErrPublished: NewExpVar was asked to publish under a name that is
+// taken.
+var ErrPublished = errors.New("expvar name already published")
+
+var expvarMu sync.Mutex
+
+// NewExpVar returns an ExpVar. If publish is true, it is published with
+// expvar.Publish under name; if that name is taken, it is not, and Err
+// says why (instead of expvar.Publish's panic).
+func NewExpVar(name string, publish bool) *ExpVar {
+	e := &ExpVar{recs: make(map[string]*expvarReconciler)}
+	e.m.Init()
+	if publish {
+		e.err = publish1(name, &e.m)
+	}
+	return e
+}
+
+func publish1(name string, v expvar.Var) (err error) {
+	expvarMu.Lock()
+	defer expvarMu.Unlock()
+	if expvar.Get(name) != nil {
+		return fmt.Errorf("reconciler: %q: %w", name, ErrPublished)
+	}
+	defer func() {
+		if recover() != nil {
+			err = fmt.Errorf("reconciler: %q: %w", name, ErrPublished)
+		}
+	}()
+	expvar.Publish(name, v)
+	return nil
+}
+
+// Err returns the error of publishing, or nil.
+func (e *ExpVar) Err() error { return e.err }
+
+// String returns the figures of every reconciler as JSON (expvar.Var).
+func (e *ExpVar) String() string { return e.m.String() }
+
+// Map returns the map of figures, by reconciler name; each value is an
+// *expvar.Map. Change nothing in it.
+func (e *ExpVar) Map() *expvar.Map { return &e.m }
+
+// Reconciler returns the handle of the reconciler name, creating its
+// figures on the first call. Reconcilers of the same name share them.
+func (e *ExpVar) Reconciler(name string) ReconcilerMetrics {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.recs[name]; ok {
+		return r
+	}
+	r := &expvarReconciler{}
+	r.vars.Init()
+	for op := range numOps {
+		for o := range numOutcomes {
+			r.vars.Set(op.String()+"_"+o.String(), &r.ops[op][o])
+		}
+	}
+	for o := range numOutcomes {
+		r.vars.Set("prunes_"+o.String(), &r.prunes[o])
+	}
+	for _, kv := range []struct {
+		key string
+		v   expvar.Var
+	}{
+		{"op_ns_total", &r.opTotal}, {"op_ns_max", &r.opMax},
+		{"queue_waits", &r.waits}, {"queue_wait_ns_total", &r.waitTotal},
+		{"reconciled", &r.reconciled}, {"reconciled_ns_total", &r.reconciledTotal},
+		{"status_commits", &r.commits}, {"status_commit_errors", &r.commitErrors},
+		{"statuses_written", &r.written}, {"status_conflicts", &r.conflicts},
+		{"prune_ns_total", &r.pruneTotal}, {"refresh_marked", &r.marked},
+		{"lag", &r.lag}, {"queued_changes", &r.queued[LaneChanges]},
+		{"queued_retries", &r.queued[LaneRetries]}, {"queued_background", &r.queued[LaneBackground]},
+		{"parked", &r.parked}, {"delayed", &r.delayed}, {"in_flight", &r.inFlight},
+		{"failing", &r.failing}, {"oldest_pending_ns", &r.oldest}, {"longest_running_ns", &r.longest},
+	} {
+		r.vars.Set(kv.key, kv.v)
+	}
+	e.recs[name] = r
+	e.m.Set(name, &r.vars)
+	return r
+}
+
+// expvarReconciler is one reconciler's figures, as fields that its
+// expvar.Map points at.
+type expvarReconciler struct {
+	ops                   [numOps][numOutcomes]expvar.Int
+	prunes                [numOutcomes]expvar.Int
+	opTotal, waits        expvar.Int
+	waitTotal             expvar.Int
+	opMax                 maxInt
+	reconciled            expvar.Int
+	reconciledTotal       expvar.Int
+	commits, commitErrors expvar.Int
+	written, conflicts    expvar.Int
+	pruneTotal, marked    expvar.Int
+	lag                   expvar.Int
+	queued                [numLanes]expvar.Int
+	parked, delayed       expvar.Int
+	inFlight, failing     expvar.Int
+	oldest, longest       expvar.Int
+	vars                  expvar.Map
+}
+
+// maxInt is an expvar.Var holding the largest value observed.
+type maxInt struct{ v atomic.Int64 }
+
+func (m *maxInt) observe(v int64) {
+	for {
+		cur := m.v.Load()
+		if v <= cur || m.v.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+func (m *maxInt) String() string { return fmt.Sprint(m.v.Load()) }
+
+func (r *expvarReconciler) Operation(op Op, outcome Outcome, d time.Duration) {
+	r.ops[op][outcome].Add(1)
+	r.opTotal.Add(int64(d))
+	r.opMax.observe(int64(d))
+}
+
+func (r *expvarReconciler) QueueWait(_ Lane, d time.Duration) {
+	r.waits.Add(1)
+	r.waitTotal.Add(int64(d))
+}
+
+func (r *expvarReconciler) Reconciled(d time.Duration) {
+	r.reconciled.Add(1)
+	r.reconciledTotal.Add(int64(d))
+}
+
+func (r *expvarReconciler) StatusCommit(written, conflicts int, _ time.Duration, err error) {
+	r.commits.Add(1)
+	if err != nil {
+		r.commitErrors.Add(1)
+		return
+	}
+	r.written.Add(int64(written))
+	r.conflicts.Add(int64(conflicts))
+}
+
+func (r *expvarReconciler) Progress(s Stats) {
+	setIfChanged(&r.lag, int64(s.Lag))
+	for l := range numLanes {
+		setIfChanged(&r.queued[l], int64(s.Queued[l]))
+	}
+	setIfChanged(&r.parked, int64(s.Parked))
+	setIfChanged(&r.delayed, int64(s.Delayed))
+	setIfChanged(&r.inFlight, int64(s.InFlight))
+	setIfChanged(&r.failing, int64(s.Failing))
+	setIfChanged(&r.oldest, int64(s.OldestPending))
+	setIfChanged(&r.longest, int64(s.LongestRunning))
+}
+
+// setIfChanged stores v unless v is stored: the gauges are set every
+// round, and most rounds change few.
+func setIfChanged(i *expvar.Int, v int64) {
+	if i.Value() != v {
+		i.Set(v)
+	}
+}
+
+func (r *expvarReconciler) Prune(outcome Outcome, d time.Duration) {
+	r.prunes[outcome].Add(1)
+	r.pruneTotal.Add(int64(d))
+}
+
+func (r *expvarReconciler) Refresh(marked int) { r.marked.Add(int64(marked)) }

@@ -1,0 +1,159 @@
+package reconciler
+
+import (
+	"iter"
+	"math"
+	"time"
+
+	"github.com/strata-db/strata"
+)
+
+// refreshState walks the table in primary key order, a batch at a time,
+// and marks the Done objects whose status is older than the refresh
+// interval (with jitter) Refreshing, at the refresh rate: the marks come
+// back through the change feed and are reconciled in the background lane.
+// The first pass after Run starts also marks every object found Done
+// with a status from before the start (WithStartupRefresh).
+type refreshState struct {
+	every     time.Duration // 0: no periodic refresh
+	batch     int
+	batchGap  int64 // between batches, for the rate
+	startupOn bool  // WithStartupRefresh
+
+	active bool
+	// doneAtStart counts the objects the first read of the change feed
+	// found Done: the startup pass runs only if there are any.
+	doneAtStart int
+	// startup: this pass also marks what was Done before runStart.
+	startup  bool
+	runStart time.Time
+	cursor   []byte // the key to continue from; empty: the start
+	nextAt   int64
+	// minDue is the earliest time an object seen in the pass, not due
+	// yet, becomes due.
+	minDue time.Time
+}
+
+// maxExamine bounds the objects one refresh tick reads, so that a large
+// table with little to refresh does not hold the loop.
+const maxExamine = 4096
+
+func (f *refreshState) init(o *options, runStart time.Time) {
+	f.every, f.startupOn, f.runStart = o.refreshEvery, o.startupRefresh, runStart
+	f.batch = max(1, int(o.refreshRate/10))
+	f.batchGap = int64(float64(f.batch) / o.refreshRate * float64(time.Second))
+	f.nextAt = math.MaxInt64
+}
+
+func (f *refreshState) next() int64 { return f.nextAt }
+
+// begin starts a pass over the table, if refreshing is on.
+func (f *refreshState) begin(now int64, startup bool) {
+	f.startup = startup && f.startupOn && f.doneAtStart > 0
+	if f.every == 0 && !f.startup {
+		f.nextAt = math.MaxInt64
+		return
+	}
+	f.active = true
+	f.cursor = f.cursor[:0]
+	f.minDue = time.Time{}
+	f.nextAt = now
+}
+
+// refreshTick marks the next batch, if due.
+func (l *loop[Obj]) refreshTick(now int64) {
+	f := &l.refresh
+	if now < f.nextAt {
+		return
+	}
+	if !f.active {
+		if f.begin(now, false); !f.active {
+			return
+		}
+	}
+	r := l.r
+	txn := r.db.ReadTxn()
+	var objs iter.Seq2[Obj, strata.Revision]
+	if len(f.cursor) == 0 {
+		objs = r.cfg.Table.All(txn)
+	} else {
+		objs = r.cfg.Table.LowerBound(txn, r.query(f.cursor))
+	}
+	wallNow := time.Now()
+	var marks []mark[Obj]
+	examined, ended := 0, true
+	for obj, rev := range objs {
+		if examined == maxExamine || len(marks) == f.batch {
+			f.cursor = append(f.cursor[:0], l.key(obj)...)
+			ended = false
+			break
+		}
+		examined++
+		st := r.cfg.GetObjectStatus(obj)
+		if st.Kind != StatusKindDone {
+			continue
+		}
+		due := f.startup && st.UpdatedAt.Before(f.runStart)
+		if !due && f.every > 0 {
+			dueAt := st.UpdatedAt.Add(l.jitter(f.every))
+			if due = !dueAt.After(wallNow); !due && (f.minDue.IsZero() || dueAt.Before(f.minDue)) {
+				f.minDue = dueAt
+			}
+		}
+		if due {
+			marks = append(marks, mark[Obj]{obj, rev})
+		}
+	}
+	if len(marks) > 0 {
+		l.markRefreshing(marks)
+	}
+	switch {
+	case !ended && len(marks) > 0:
+		f.nextAt = now + f.batchGap
+	case !ended:
+		f.nextAt = now
+	default:
+		l.endRefreshPass(now, wallNow)
+	}
+}
+
+type mark[Obj any] struct {
+	obj Obj
+	rev strata.Revision
+}
+
+func (l *loop[Obj]) endRefreshPass(now int64, wallNow time.Time) {
+	f := &l.refresh
+	f.active, f.startup = false, false
+	f.cursor = f.cursor[:0]
+	if f.every == 0 {
+		f.nextAt = math.MaxInt64
+		return
+	}
+	next := now + int64(f.every/2)
+	if !f.minDue.IsZero() {
+		next = min(next, now+int64(f.minDue.Sub(wallNow)))
+	}
+	f.nextAt = max(next, now+int64(f.every/16))
+}
+
+// markRefreshing sets the Refreshing status on objects that did not change
+// since they were read, in one write transaction.
+func (l *loop[Obj]) markRefreshing(marks []mark[Obj]) {
+	r := l.r
+	wtxn := r.db.WriteTxn(r.cfg.Table)
+	n := 0
+	for _, m := range marks {
+		obj := r.cfg.SetObjectStatus(r.cfg.CloneObject(m.obj), StatusRefreshing())
+		if _, _, err := r.cfg.Table.CompareAndSwap(wtxn, m.rev, obj); err == nil {
+			n++
+		}
+	}
+	if _, err := wtxn.Commit(); err != nil {
+		r.log.Warn("Marking objects for refresh failed", "error", err)
+		return
+	}
+	if r.metricsOn {
+		r.m.Refresh(n)
+	}
+}

@@ -1,0 +1,276 @@
+package reconciler
+
+import (
+	"slices"
+
+	"github.com/strata-db/strata"
+)
+
+// state is the reconciler's work: the items, the lanes they wait in, the
+// delayed and failing items, the ordering-key groups and the progress
+// ring. The loop goroutine changes it, holding Reconciler.mu; Inspect and
+// Stats read it under the same lock.
+//
+// An item is in exactly one phase, and the structures agree with it:
+//
+//	PhaseQueued    one live entry in lanes[it.lane]; counted in laneLen
+//	PhaseParked    in it.group.parked; counted in parked
+//	PhaseInFlight  in a batch a worker holds or whose outcome waits to be
+//	               committed; counted in inflight
+//	PhaseBackoff,
+//	PhaseRequeued  in delayed
+//	PhaseFailed    counted in terminal
+//
+// and, whatever its phase, in failing while its last attempt failed.
+// Queue and ring entries are not removed when an item leaves a queue;
+// they carry the item's gen (and qseq) and are skipped once stale.
+type state[Obj any] struct {
+	items keyMap[Obj]
+
+	lanes   [numLanes]deque[laneEntry]
+	laneLen [numLanes]int // live entries per lane
+	// cw are the current weights of the smooth weighted round robin
+	// that picks a lane.
+	cw [numLanes]int
+
+	delayed itemHeap[Obj] // by dueAt
+	failing itemHeap[Obj] // by errRev: the retry low watermark
+
+	groups      map[string]*group[Obj]
+	readyGroups deque[*group[Obj]]
+
+	// ring holds, in revision order, a changes' revision for each item
+	// with a change not yet attempted (progress.go).
+	ring     deque[ringEntry]
+	ringLast strata.Revision
+
+	inflight, parked, terminal int
+	// feedRev is the revision of the snapshot the change feed was last
+	// read up to.
+	feedRev strata.Revision
+}
+
+type laneEntry struct {
+	r         ref
+	gen, qseq uint32
+}
+
+type ringEntry struct {
+	r   ref
+	gen uint32
+	rev strata.Revision
+	at  int64
+}
+
+// group is the set of items of one ordering key: at most one is in flight
+// (busy), the others wait in parked, in revision order.
+type group[Obj any] struct {
+	key    string
+	busy   bool
+	queued bool // in readyGroups
+	refs   int  // items whose group this is
+	parked []ref
+}
+
+// init readies s where it is to stay (the heaps point into it).
+func (s *state[Obj]) init() {
+	s.items = newKeyMap[Obj]()
+	s.delayed = itemHeap[Obj]{
+		items: &s.items.items,
+		less:  func(a, b *item[Obj]) bool { return a.dueAt < b.dueAt },
+		pos:   func(it *item[Obj]) *int32 { return &it.delayIdx },
+	}
+	s.failing = itemHeap[Obj]{
+		items: &s.items.items,
+		less:  func(a, b *item[Obj]) bool { return a.errRev < b.errRev },
+		pos:   func(it *item[Obj]) *int32 { return &it.errIdx },
+	}
+	s.groups = make(map[string]*group[Obj])
+}
+
+// at returns the item r refers to.
+func (s *state[Obj]) at(r ref) *item[Obj] { return s.items.items.at(r) }
+
+// enqueue puts it at the end of lane. It must have left its previous
+// phase (leave).
+func (s *state[Obj]) enqueue(it *item[Obj], lane Lane, now int64) {
+	it.phase, it.lane, it.queuedAt = PhaseQueued, lane, now
+	it.qseq++
+	s.lanes[lane].push(laneEntry{it.self, it.gen, it.qseq})
+	s.laneLen[lane]++
+}
+
+// leave takes it out of the bookkeeping of its phase (not of failing),
+// leaving it in PhaseIdle. Items in flight cannot leave.
+func (s *state[Obj]) leave(it *item[Obj]) {
+	switch it.phase {
+	case PhaseQueued:
+		s.laneLen[it.lane]--
+	case PhaseParked:
+		g := it.group
+		if i := slices.Index(g.parked, it.self); i >= 0 {
+			g.parked = slices.Delete(g.parked, i, i+1)
+		}
+		s.parked--
+	case PhaseBackoff, PhaseRequeued:
+		s.delayed.remove(it)
+	case PhaseFailed:
+		s.terminal--
+	case PhaseInFlight:
+		panic("reconciler: internal error: an item in flight left its phase")
+	}
+	it.phase = PhaseIdle
+}
+
+// delay makes it wait until dueAt in phase p (PhaseBackoff or
+// PhaseRequeued).
+func (s *state[Obj]) delay(it *item[Obj], p Phase, dueAt int64) {
+	it.phase, it.dueAt = p, dueAt
+	s.delayed.fix(it)
+}
+
+// setFailing records that the attempt of it at rev failed with err.
+func (s *state[Obj]) setFailing(it *item[Obj], err error, rev strata.Revision) {
+	it.lastErr, it.errRev = err, rev
+	s.failing.fix(it)
+}
+
+// clearFailing forgets the failures of it: it succeeded, or changed.
+func (s *state[Obj]) clearFailing(it *item[Obj]) {
+	it.attempts, it.lastErr, it.errRev, it.retryKind = 0, nil, 0, StatusKindUnset
+	s.failing.remove(it)
+}
+
+// release forgets it: it has nothing left to do.
+func (s *state[Obj]) release(it *item[Obj]) {
+	if it.phase != PhaseInFlight {
+		s.leave(it)
+	}
+	s.failing.remove(it)
+	s.detach(it)
+	s.items.remove(it)
+}
+
+// detach takes it out of its group, dropping the group once unused.
+func (s *state[Obj]) detach(it *item[Obj]) {
+	g := it.group
+	if g == nil {
+		return
+	}
+	it.group = nil
+	g.refs--
+	if g.refs == 0 && !g.busy {
+		delete(s.groups, g.key)
+	}
+}
+
+// attach puts it in the group of key.
+func (s *state[Obj]) attach(it *item[Obj], key string) *group[Obj] {
+	if g := it.group; g != nil {
+		if g.key == key {
+			return g
+		}
+		s.detach(it)
+	}
+	g := s.groups[key]
+	if g == nil {
+		g = &group[Obj]{key: key}
+		s.groups[key] = g
+	}
+	g.refs++
+	it.group = g
+	return g
+}
+
+// park makes it wait for its group, in revision order.
+func (s *state[Obj]) park(it *item[Obj], now int64) {
+	g := it.group
+	it.phase, it.queuedAt = PhaseParked, now
+	it.parkRev = it.pendingRev
+	if it.parkRev == 0 {
+		it.parkRev = it.rev
+	}
+	i, _ := slices.BinarySearchFunc(g.parked, it.parkRev, func(p ref, rev strata.Revision) int {
+		switch pr := s.at(p).parkRev; {
+		case pr < rev:
+			return -1
+		case pr > rev:
+			return 1
+		}
+		return 0
+	})
+	g.parked = slices.Insert(g.parked, i, it.self)
+	s.parked++
+}
+
+// groupDone frees g after an operation of its ended.
+func (s *state[Obj]) groupDone(g *group[Obj]) {
+	g.busy = false
+	if len(g.parked) > 0 {
+		if !g.queued {
+			g.queued = true
+			s.readyGroups.push(g)
+		}
+	} else if g.refs == 0 {
+		delete(s.groups, g.key)
+	}
+}
+
+// head returns the live entry at the front of lane, dropping stale ones.
+func (s *state[Obj]) head(lane Lane) *item[Obj] {
+	q := &s.lanes[lane]
+	for q.len() > 0 {
+		e := q.front()
+		if it := s.at(e.r); it.gen == e.gen && it.qseq == e.qseq && it.phase == PhaseQueued && it.lane == lane {
+			return it
+		}
+		q.pop()
+	}
+	return nil
+}
+
+// ready returns the number of items waiting to be dispatched.
+func (s *state[Obj]) ready() int {
+	n := s.readyGroups.len()
+	for _, l := range s.laneLen {
+		n += l
+	}
+	return n
+}
+
+// pick takes the next item out of the lanes, or returns nil: the head of
+// a lower lane that waited longer than aging first, otherwise by smooth
+// weighted round robin over the lanes with work.
+func (s *state[Obj]) pick(now, aging int64, weights *[numLanes]int) *item[Obj] {
+	for l := numLanes - 1; l > 0; l-- {
+		if s.laneLen[l] > 0 {
+			if it := s.head(l); it != nil && now-it.queuedAt >= aging {
+				return s.take(l)
+			}
+		}
+	}
+	best, total := -1, 0
+	for l := range numLanes {
+		if s.laneLen[l] == 0 {
+			continue
+		}
+		s.cw[l] += weights[l]
+		total += weights[l]
+		if best < 0 || s.cw[l] > s.cw[best] {
+			best = int(l)
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	s.cw[best] -= total
+	return s.take(Lane(best))
+}
+
+func (s *state[Obj]) take(lane Lane) *item[Obj] {
+	it := s.head(lane)
+	s.lanes[lane].pop()
+	s.laneLen[lane]--
+	it.phase = PhaseIdle
+	return it
+}
