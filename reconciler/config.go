@@ -38,9 +38,8 @@ type Config[Obj any] struct {
 }
 
 // Lane is a queue of work, by kind. New changes go before retries, and
-// retries before refreshes, by weight (WithLaneWeights): no lane starves,
-// and work that waited longer than the aging limit (WithAging) is served
-// first.
+// retries before refreshes, by weight (WithLaneWeights), and a lane whose
+// work waits gains weight with the wait (WithAging): no lane starves.
 type Lane uint8
 
 // The lanes.
@@ -209,8 +208,8 @@ func WithLaneWeights(changes, retries, background int) Option {
 	}
 }
 
-// WithAging sets how long work may wait in a lane before it is served
-// ahead of the weights (default 2 seconds).
+// WithAging sets how fast a waiting lane gains weight: its weight grows by
+// its own for every d its oldest object has waited (default 2 seconds).
 func WithAging(d time.Duration) Option {
 	return func(o *options) {
 		if d <= 0 {

@@ -277,3 +277,84 @@ func (f *fixture) expectHealth(level, msgPrefix string) {
 }
 
 var errUpdate = errors.New("update fail")
+
+type (
+	strataReadTxn  = strata.ReadTxn
+	strataRevision = strata.Revision
+)
+
+// recordingMetrics is a reconciler.Metrics that records everything.
+type recordingMetrics struct {
+	mu         sync.Mutex
+	ops        map[string]int
+	durations  []time.Duration
+	waits      map[reconciler.Lane]int
+	reconciled []time.Duration
+	commits    int
+	written    int
+	conflicts  int
+	commitErrs int
+	progress   []reconciler.Stats
+	prunes     map[reconciler.Outcome]int
+	marked     int
+}
+
+func newRecordingMetrics() *recordingMetrics {
+	return &recordingMetrics{ops: map[string]int{}, waits: map[reconciler.Lane]int{}, prunes: map[reconciler.Outcome]int{}}
+}
+
+func (m *recordingMetrics) Reconciler(string) reconciler.ReconcilerMetrics { return m }
+
+func (m *recordingMetrics) Operation(op reconciler.Op, o reconciler.Outcome, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ops[op.String()+"/"+o.String()]++
+	m.durations = append(m.durations, d)
+}
+
+func (m *recordingMetrics) QueueWait(l reconciler.Lane, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.waits[l]++
+}
+
+func (m *recordingMetrics) Reconciled(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reconciled = append(m.reconciled, d)
+}
+
+func (m *recordingMetrics) StatusCommit(written, conflicts int, d time.Duration, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.commits++
+	if err != nil {
+		m.commitErrs++
+	}
+	m.written += written
+	m.conflicts += conflicts
+}
+
+func (m *recordingMetrics) Progress(s reconciler.Stats) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.progress = append(m.progress, s)
+}
+
+func (m *recordingMetrics) Prune(o reconciler.Outcome, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prunes[o]++
+}
+
+func (m *recordingMetrics) Refresh(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.marked += n
+}
+
+func (m *recordingMetrics) count(op, outcome string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ops[op+"/"+outcome]
+}

@@ -107,12 +107,17 @@ func (r *Reconciler[Obj]) Run(ctx context.Context, health Health) error {
 	var committerDone sync.WaitGroup
 	committerDone.Add(1)
 	go l.committer.run(&committerDone)
-	for range n {
+	running := make([]func() (int64, bool), n)
+	for i := range n {
 		w := &worker[Obj]{l: l}
 		l.workers = append(l.workers, w)
+		running[i] = w.running
 		l.wg.Add(1)
 		go w.run(&l.wg)
 	}
+	r.mu.Lock()
+	r.running = running
+	r.mu.Unlock()
 	defer func() {
 		close(l.work)
 		l.wg.Wait()
@@ -217,28 +222,23 @@ func (l *loop[Obj]) nextDeadline(now int64) int64 {
 	return next
 }
 
-// watchdog cancels the operations that ran past the operation timeout,
-// records the longest running, and returns when to look again.
+// watchdog cancels the operations that ran past the operation timeout, and
+// returns when to look again.
 func (l *loop[Obj]) watchdog(now int64) int64 {
 	timeout := int64(l.r.o.opTimeout)
 	next := now + timeout
-	var longest int64
 	for _, w := range l.workers {
 		c := w.cur.Load()
 		if c == nil {
 			continue
 		}
 		start := c.started()
-		longest = max(longest, now-start)
 		if now-start >= timeout {
 			c.cancel(start, errOpTimeout)
 			continue
 		}
 		next = min(next, start+timeout)
 	}
-	l.r.mu.Lock()
-	l.r.longestRunning = longest
-	l.r.mu.Unlock()
 	return next
 }
 

@@ -31,14 +31,14 @@ func (l *loop[Obj]) observe(changes []strata.Change[Obj], now int64, first bool)
 		if !c.Deleted {
 			st = r.cfg.GetObjectStatus(c.Object)
 			if !st.IsPendingOrRefreshing() {
+				if first && st.Kind == StatusKindDone {
+					l.refresh.doneAtStart++
+				}
 				// Done, Error or unset: work only if it concerns an
 				// item, or is an Error the reconciler did not know of.
 				// A Done it wrote itself is known already (decide): the
 				// common case, told by the tag without a lookup.
 				if st.Kind != StatusKindError && (s.items.n == 0 || st.ID&^idMask == r.tag) {
-					if first && st.Kind == StatusKindDone {
-						l.refresh.doneAtStart++
-					}
 					continue
 				}
 				l.observeSettled(c, st, now)

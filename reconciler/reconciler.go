@@ -55,8 +55,10 @@ type Reconciler[Obj any] struct {
 	mu sync.Mutex
 	s  state[Obj]
 	// figures the loop keeps for Stats and Inspect, under mu.
-	longestRunning int64
-	commitErr      error // of the last status write, nil once one works
+	commitErr error // of the last status write, nil once one works
+	// running tells, for each worker, when its current operation
+	// started; set by Run.
+	running []func() (int64, bool)
 	oldestAt       int64
 	hasOldest      bool
 }
@@ -277,7 +279,7 @@ func (r *Reconciler[Obj]) statsLocked(now int64) Stats {
 		Failing:           s.failing.len(),
 		Revision:          s.progressRevision(),
 		RetryLowWatermark: s.retryLowWatermark(),
-		LongestRunning:    time.Duration(r.longestRunning),
+		LongestRunning:    time.Duration(r.longestRunningLocked(now)),
 		Paused:            r.ctl.paused(),
 		CommitFailing:     r.commitErr != nil,
 	}
@@ -288,6 +290,16 @@ func (r *Reconciler[Obj]) statsLocked(now int64) Stats {
 		st.OldestPending = time.Duration(now - e.at)
 	}
 	return st
+}
+
+func (r *Reconciler[Obj]) longestRunningLocked(now int64) int64 {
+	var longest int64
+	for _, started := range r.running {
+		if start, ok := started(); ok {
+			longest = max(longest, now-start)
+		}
+	}
+	return longest
 }
 
 // Inspect returns what the reconciler knows about the object with the

@@ -238,24 +238,23 @@ func (s *state[Obj]) ready() int {
 	return n
 }
 
-// pick takes the next item out of the lanes, or returns nil: the head of
-// a lower lane that waited longer than aging first, otherwise by smooth
-// weighted round robin over the lanes with work.
+// pick takes the next item out of the lanes, or returns nil. Lanes are
+// picked by smooth weighted round robin over the lanes with work; a
+// lane's weight grows by its own for every aging its oldest item has
+// waited, so that a lane whose work waits gets a larger share until it
+// catches up, and none starves however busy the others are.
 func (s *state[Obj]) pick(now, aging int64, weights *[numLanes]int) *item[Obj] {
-	for l := numLanes - 1; l > 0; l-- {
-		if s.laneLen[l] > 0 {
-			if it := s.head(l); it != nil && now-it.queuedAt >= aging {
-				return s.take(l)
-			}
-		}
-	}
 	best, total := -1, 0
 	for l := range numLanes {
 		if s.laneLen[l] == 0 {
 			continue
 		}
-		s.cw[l] += weights[l]
-		total += weights[l]
+		w := weights[l] << 6 // finer steps for the growth
+		if it := s.head(l); it != nil && now > it.queuedAt {
+			w += int(int64(w) * (now - it.queuedAt) / aging)
+		}
+		s.cw[l] += w
+		total += w
 		if best < 0 || s.cw[l] > s.cw[best] {
 			best = int(l)
 		}

@@ -324,6 +324,15 @@ func (w *worker[Obj]) begin() *opCtx {
 
 func (w *worker[Obj]) end() { w.cur.Store(nil) }
 
+// running returns when the worker's current operation started, if one
+// runs.
+func (w *worker[Obj]) running() (int64, bool) {
+	if c := w.cur.Load(); c != nil {
+		return c.started(), true
+	}
+	return 0, false
+}
+
 // opCtx is an operation's context: cancelled when the operation timeout
 // passes (by the loop's watchdog: no timer per operation) or when a
 // shutdown gives up waiting. Its Done channel is made only if asked for.

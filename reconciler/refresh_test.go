@@ -1,0 +1,110 @@
+package reconciler_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/reconciler"
+)
+
+// TestRefreshRate: Done objects older than the refresh interval are marked
+// Refreshing at the rate limit, in batches (a tenth of a second's worth per
+// write transaction), reconciled in the background lane, and Done again.
+func TestRefreshRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		txns := &txnCounter{}
+		m := newRecordingMetrics()
+		f := newFixture(t, fixtureConfig{dbOpts: []strata.Option{strata.WithMetrics(txns)}},
+			reconciler.WithRefresh(time.Hour, 100), reconciler.WithMetrics(m))
+		f.start()
+		defer f.stop()
+		var objs []*testObj
+		for i := range 1000 {
+			objs = append(objs, pending(uint64(i), "v"))
+		}
+		f.upsert(objs...)
+		settle(time.Second)
+		f.world.TakeOps()
+		if m.waits[reconciler.LaneBackground] != 0 {
+			t.Fatal("background work before any refresh")
+		}
+		// An hour later every object is stale, and refreshed at 100 a
+		// second: five seconds refresh about 500.
+		settle(time.Hour)
+		f.world.TakeOps()
+		txns0 := txns.committed("objects")
+		settle(5 * time.Second)
+		ops := f.world.TakeOps()
+		if len(ops) < 400 || len(ops) > 600 {
+			t.Errorf("%d refreshes in 5s at 100/s", len(ops))
+		}
+		for _, op := range ops {
+			if op[:len("update-refresh")] != "update-refresh" {
+				t.Fatalf("op %q is not a refresh", op)
+			}
+		}
+		// Marks in batches of 10, and the refreshes' statuses in batches
+		// of their own: far fewer transactions than objects.
+		if n := txns.committed("objects") - txns0; n > int64(len(ops))/5+10 {
+			t.Errorf("%d write transactions for %d refreshes", n, len(ops))
+		}
+		m.mu.Lock()
+		bg := m.waits[reconciler.LaneBackground]
+		m.mu.Unlock()
+		if bg < len(ops) {
+			t.Errorf("%d objects came from the background lane, want %d", bg, len(ops))
+		}
+		settle(10 * time.Second)
+		if err := f.converged(); err != nil {
+			t.Error(err)
+		}
+		if up, _, _ := f.world.Counts(); up != 2000 {
+			t.Errorf("%d updates: want every object once, and refreshed once", up)
+		}
+	})
+}
+
+// TestStartupRefresh: objects found Done when Run starts (a durable
+// table's, after a restart) are refreshed; with WithStartupRefresh(false)
+// they are not.
+func TestStartupRefresh(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ops := newTimedOps(func(*testObj, int) error { return nil })
+				db := strata.New()
+				tbl := strata.MustNewTable(db, "objects", idIndex)
+				wtxn := db.WriteTxn(tbl)
+				for i := range 50 {
+					mustInsert(t, tbl, wtxn, &testObj{ID: uint64(i), Status: reconciler.StatusDone()})
+				}
+				mustCommit(t, wtxn)
+				time.Sleep(time.Second)
+				_, stop := startOn(t, db, tbl, ops, reconciler.WithRefresh(time.Hour, 10), reconciler.WithStartupRefresh(on))
+				defer stop()
+				// Added after the start: not refreshed.
+				insertOne(t, db, tbl, &testObj{ID: 1000, Status: reconciler.StatusDone()})
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				n := 0
+				for i := range 50 {
+					n += len(ops.at(uint64(i)))
+				}
+				want := 0
+				if on {
+					want = 50
+				}
+				if n != want {
+					t.Errorf("%d startup refreshes, want %d", n, want)
+				}
+				if n := len(ops.at(1000)); n != 0 {
+					t.Errorf("an object added Done after the start was refreshed %d times", n)
+				}
+			})
+		})
+	}
+	_ = context.Background
+}

@@ -1,0 +1,173 @@
+package reconciler_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/reconciler"
+)
+
+// TestChangesWhileInFlight: K changes to an object while its operation
+// runs cause exactly one more operation, on the newest version, with any
+// number of workers.
+func TestChangesWhileInFlight(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		for _, workers := range []int{1, 4, 16} {
+			t.Run(fmt.Sprintf("batch=%v/workers=%d", batch, workers), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					f := newFixture(t, fixtureConfig{batch: batch}, reconciler.WithWorkers(workers))
+					f.start()
+					defer f.stop()
+					release := f.world.Block("1")
+					f.upsert(pending(1, "v0"))
+					settle(0)
+					if f.world.Running() != 1 {
+						t.Fatalf("%d operations running, want 1", f.world.Running())
+					}
+					for k := 1; k <= 10; k++ {
+						f.upsert(pending(1, fmt.Sprintf("v%d", k)))
+						settle(time.Millisecond)
+					}
+					if f.world.Running() != 1 {
+						t.Fatalf("%d operations running while blocked, want 1", f.world.Running())
+					}
+					release()
+					settle(time.Second)
+					f.expectOps("update(1)", "update(1)")
+					if o, _ := f.world.Get("1"); o.Value != "v10" {
+						t.Errorf("world holds %q, want the newest version v10", o.Value)
+					}
+					if err := f.converged(); err != nil {
+						t.Error(err)
+					}
+					if c := f.world.MaxConcurrentPerKey(); c != 1 {
+						t.Errorf("%d operations at once on one key", c)
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestWorkersRunInParallel: slow operations on distinct objects run on
+// all workers at once; on one object never more than one.
+func TestWorkersRunInParallel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, fixtureConfig{}, reconciler.WithWorkers(16))
+		f.start()
+		defer f.stop()
+		var objs []*testObj
+		for i := range 64 {
+			f.world.Delay(fmt.Sprint(i), time.Second)
+			objs = append(objs, pending(uint64(i), "v"))
+		}
+		start := time.Now()
+		rev := f.upsert(objs...)
+		got, low, err := f.r.WaitUntilReconciled(context.Background(), rev)
+		took := time.Since(start)
+		if err != nil || got < rev || low != 0 {
+			t.Fatalf("WaitUntilReconciled = %d, %d, %v", got, low, err)
+		}
+		// 64 one-second operations on 16 workers: 4 seconds, not 64.
+		if took < 4*time.Second || took > 5*time.Second {
+			t.Errorf("took %s, want about 4s", took)
+		}
+		if c := f.world.MaxConcurrent(); c != 16 {
+			t.Errorf("at most %d operations at once, want 16", c)
+		}
+		if err := f.converged(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// groupOps records the operations per ordering key.
+type groupOps struct {
+	mu      sync.Mutex
+	running map[string]int
+	maxRun  int
+	order   map[string][]string
+	delay   time.Duration
+}
+
+func (g *groupOps) Update(ctx context.Context, _ strata.ReadTxn, _ strata.Revision, o *testObj) error {
+	g.mu.Lock()
+	g.running[o.Group]++
+	g.maxRun = max(g.maxRun, g.running[o.Group])
+	g.order[o.Group] = append(g.order[o.Group], o.Value)
+	g.mu.Unlock()
+	time.Sleep(g.delay)
+	g.mu.Lock()
+	g.running[o.Group]--
+	g.mu.Unlock()
+	return nil
+}
+
+func (g *groupOps) Delete(context.Context, strata.ReadTxn, strata.Revision, *testObj) error {
+	return nil
+}
+
+func (g *groupOps) Prune(context.Context, strata.ReadTxn, iter.Seq2[*testObj, strata.Revision]) error {
+	return nil
+}
+
+// TestOrderingKey: with an ordering key, at most one operation per key is
+// in flight, and the objects of a key are reconciled in revision order;
+// different keys run in parallel.
+func TestOrderingKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := strata.New()
+		tbl := strata.MustNewTable(db, "objects", idIndex)
+		ops := &groupOps{running: map[string]int{}, order: map[string][]string{}, delay: 10 * time.Millisecond}
+		r, err := reconciler.New(db, reconciler.Config[*testObj]{
+			Table: tbl, CloneObject: (*testObj).Clone, GetObjectStatus: (*testObj).GetStatus,
+			SetObjectStatus: (*testObj).SetStatus, Operations: ops,
+			OrderingKey: func(o *testObj) string { return o.Group },
+		}, reconciler.WithWorkers(8), reconciler.WithoutPruning(), reconciler.WithoutRefresh())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx, nil) }()
+		defer func() { cancel(); <-done }()
+
+		// Objects of four groups, written one per transaction, so that
+		// their revisions give the order; IDs descending, so that key
+		// order is not revision order.
+		var want = map[string][]string{}
+		var rev strata.Revision
+		for i := range 40 {
+			g := fmt.Sprintf("g%d", i%4)
+			v := fmt.Sprintf("%s-%02d", g, i)
+			want[g] = append(want[g], v)
+			wtxn := db.WriteTxn(tbl)
+			mustInsert(t, tbl, wtxn, &testObj{ID: uint64(100 - i), Group: g, Value: v, Status: reconciler.StatusPending()})
+			rev = tbl.Revision(wtxn)
+			mustCommit(t, wtxn)
+		}
+		start := time.Now()
+		if _, _, err := r.WaitUntilReconciled(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+		if ops.maxRun != 1 {
+			t.Errorf("%d operations of one ordering key at once", ops.maxRun)
+		}
+		for g, w := range want {
+			if !slices.Equal(ops.order[g], w) {
+				t.Errorf("group %s reconciled in order %v, want %v", g, ops.order[g], w)
+			}
+		}
+		// Four groups of ten 10ms operations run side by side: 100ms.
+		if took := time.Since(start); took > 150*time.Millisecond {
+			t.Errorf("took %s: the groups did not run in parallel", took)
+		}
+	})
+}
