@@ -37,7 +37,9 @@ func (o *timedOps) Update(_ context.Context, _ strata.ReadTxn, _ strata.Revision
 	return o.fn(obj, n)
 }
 
-func (o *timedOps) Delete(context.Context, strata.ReadTxn, strata.Revision, *testObj) error { return nil }
+func (o *timedOps) Delete(context.Context, strata.ReadTxn, strata.Revision, *testObj) error {
+	return nil
+}
 func (o *timedOps) Prune(context.Context, strata.ReadTxn, iter.Seq2[*testObj, strata.Revision]) error {
 	return nil
 }
