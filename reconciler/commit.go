@@ -234,6 +234,7 @@ func (l *loop[Obj]) decide(e *entry[Obj], now int64) {
 		if !e.deleted && r.metricsOn && it.flightSeenAt != 0 {
 			r.m.Reconciled(time.Duration(now - it.flightSeenAt))
 		}
+		it.seenAt = 0
 		switch {
 		case it.dirty:
 			l.again(it, now)

@@ -163,11 +163,12 @@ func primaryKeyFuncs[Obj any](tbl strata.Table[Obj]) (func(Obj) index.KeySet, fu
 	return nil, nil, fmt.Errorf("reconciler: table %q: %T: %w", tbl.Name(), ix, ErrUnsupportedIndex)
 }
 
-// mono returns the monotonic time since the reconciler's epoch.
-func (r *Reconciler[Obj]) mono() int64 { return int64(time.Since(r.epoch)) }
+// mono returns the monotonic time since the reconciler's epoch, plus one,
+// so that 0 can stand for "never".
+func (r *Reconciler[Obj]) mono() int64 { return int64(time.Since(r.epoch)) + 1 }
 
 // wall converts a mono time to a wall clock time.
-func (r *Reconciler[Obj]) wall(t int64) time.Time { return r.epoch.Add(time.Duration(t)) }
+func (r *Reconciler[Obj]) wall(t int64) time.Time { return r.epoch.Add(time.Duration(t - 1)) }
 
 func (r *Reconciler[Obj]) wake() {
 	select {

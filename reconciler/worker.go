@@ -378,7 +378,7 @@ func (c *opCtx) started() int64 {
 
 // Deadline returns when the operation timeout passes.
 func (c *opCtx) Deadline() (time.Time, bool) {
-	return c.epoch.Add(time.Duration(c.started()) + c.timeout), true
+	return c.epoch.Add(time.Duration(c.started()-1) + c.timeout), true
 }
 
 // Done returns a channel closed once the context is cancelled.

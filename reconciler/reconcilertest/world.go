@@ -67,6 +67,7 @@ type fault struct {
 	panicNext int
 	delay     time.Duration
 	block     chan struct{}
+	unblock   func() // closes block, once
 }
 
 // NewWorld returns an empty world whose objects are identified by key.
@@ -138,24 +139,29 @@ func (w *World[Obj]) Delay(key string, d time.Duration) {
 func (w *World[Obj]) Block(key string) (release func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	f := w.faultOf(key)
+	if f.unblock != nil {
+		f.unblock()
+	}
 	ch := make(chan struct{})
-	w.faultOf(key).block = ch
-	return sync.OnceFunc(func() {
+	unblock := sync.OnceFunc(func() { close(ch) })
+	f.block, f.unblock = ch, unblock
+	return func() {
 		w.mu.Lock()
 		if f := w.faults[key]; f != nil && f.block == ch {
-			f.block = nil
+			f.block, f.unblock = nil, nil
 		}
 		w.mu.Unlock()
-		close(ch)
-	})
+		unblock()
+	}
 }
 
 // Heal removes every fault injected for key.
 func (w *World[Obj]) Heal(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if f := w.faults[key]; f != nil && f.block != nil {
-		close(f.block)
+	if f := w.faults[key]; f != nil && f.unblock != nil {
+		f.unblock()
 	}
 	delete(w.faults, key)
 }

@@ -1,0 +1,114 @@
+package reconciler_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/reconciler"
+)
+
+// Route is a desired route; its Status says whether the outside world
+// has it.
+type Route struct {
+	Prefix  string
+	NextHop string
+	Status  reconciler.Status
+}
+
+func (r *Route) Clone() *Route                        { c := *r; return &c }
+func (r *Route) GetStatus() reconciler.Status         { return r.Status }
+func (r *Route) SetStatus(s reconciler.Status) *Route { r.Status = s; return r }
+
+var routeByPrefix = strata.Index[*Route, string]{
+	Name:       "prefix",
+	FromObject: func(r *Route) index.KeySet { return index.NewKeySet(index.String(r.Prefix)) },
+	FromKey:    index.String,
+	Unique:     true,
+}
+
+// kernel is the outside world: a routing table.
+type kernel struct {
+	mu     sync.Mutex
+	routes map[string]string
+}
+
+func (k *kernel) Update(ctx context.Context, txn strata.ReadTxn, rev strata.Revision, r *Route) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.routes[r.Prefix] = r.NextHop
+	return nil
+}
+
+func (k *kernel) Delete(ctx context.Context, txn strata.ReadTxn, rev strata.Revision, r *Route) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.routes, r.Prefix)
+	return nil
+}
+
+func (k *kernel) Prune(ctx context.Context, txn strata.ReadTxn, desired iter.Seq2[*Route, strata.Revision]) error {
+	want := map[string]bool{}
+	for r := range desired {
+		want[r.Prefix] = true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for prefix := range k.routes {
+		if !want[prefix] {
+			delete(k.routes, prefix)
+		}
+	}
+	return nil
+}
+
+// Example reconciles a table of routes into a routing table, and waits
+// until the routing table has them.
+func Example() {
+	db := strata.New()
+	routes := strata.MustNewTable(db, "routes", routeByPrefix)
+	world := &kernel{routes: map[string]string{}}
+
+	r, err := reconciler.New(db, reconciler.Config[*Route]{
+		Table:           routes,
+		CloneObject:     (*Route).Clone,
+		GetObjectStatus: (*Route).GetStatus,
+		SetObjectStatus: (*Route).SetStatus,
+		Operations:      world,
+	}, reconciler.WithWorkers(4))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx, nil) }()
+
+	wtxn := db.WriteTxn(routes)
+	routes.Insert(wtxn, &Route{Prefix: "10.0.0.0/8", NextHop: "eth0", Status: reconciler.StatusPending()})
+	routes.Insert(wtxn, &Route{Prefix: "10.1.0.0/16", NextHop: "eth1", Status: reconciler.StatusPending()})
+	rev := routes.Revision(wtxn)
+	wtxn.Commit()
+
+	r.WaitUntilReconciled(ctx, rev)
+	cancel()
+	<-done
+
+	world.mu.Lock()
+	for _, prefix := range slices.Sorted(maps.Keys(world.routes)) {
+		fmt.Println(prefix, "via", world.routes[prefix])
+	}
+	world.mu.Unlock()
+	for route := range routes.All(db.ReadTxn()) {
+		fmt.Println(route.Prefix, route.Status.Kind)
+	}
+	// Output:
+	// 10.0.0.0/8 via eth0
+	// 10.1.0.0/16 via eth1
+	// 10.0.0.0/8 Done
+	// 10.1.0.0/16 Done
+}
