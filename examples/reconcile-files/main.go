@@ -294,4 +294,3 @@ func waitConverged(ctx context.Context, r *reconciler.Reconciler[*File], world *
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
