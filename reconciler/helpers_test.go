@@ -358,3 +358,15 @@ func (m *recordingMetrics) count(op, outcome string) int {
 	defer m.mu.Unlock()
 	return m.ops[op+"/"+outcome]
 }
+
+func (m *recordingMetrics) waitsIn(l reconciler.Lane) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.waits[l]
+}
+
+func (m *recordingMetrics) prunesOf(o reconciler.Outcome) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.prunes[o]
+}

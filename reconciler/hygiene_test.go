@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -49,12 +50,14 @@ func TestOpTimeout(t *testing.T) {
 				if st.Kind != reconciler.StatusKindError || !strings.Contains(st.GetError(), reconciler.ErrTimeout.Error()) {
 					t.Fatalf("status after the timeout: %+v", st)
 				}
+				hang.mu.Lock()
 				if hang.cancelledAfter != tc.timeout {
 					t.Errorf("cancelled after %s, want %s", hang.cancelledAfter, tc.timeout)
 				}
 				if len(deadlines) == 0 || deadlines[0] != tc.timeout {
 					t.Errorf("deadline %v, want %s after the start", deadlines, tc.timeout)
 				}
+				hang.mu.Unlock()
 				time.Sleep(time.Second)
 				synctest.Wait()
 				if st := getOne(t, db, tbl, 1).Status; st.Kind != reconciler.StatusKindDone {
@@ -69,6 +72,7 @@ func TestOpTimeout(t *testing.T) {
 // ctxOps hangs its first hangs Updates until their context is done.
 type ctxOps struct {
 	*timedOps
+	mu             sync.Mutex
 	hangs          int
 	deadlines      *[]time.Duration
 	cancelledAfter time.Duration
@@ -76,13 +80,18 @@ type ctxOps struct {
 
 func (o *ctxOps) Update(ctx context.Context, txn strataReadTxn, rev strataRevision, obj *testObj) error {
 	start := time.Now()
+	o.mu.Lock()
 	if d, ok := ctx.Deadline(); ok {
 		*o.deadlines = append(*o.deadlines, d.Sub(start))
 	}
-	if o.hangs > 0 {
-		o.hangs--
+	hang := o.hangs > 0
+	o.hangs--
+	o.mu.Unlock()
+	if hang {
 		<-ctx.Done()
+		o.mu.Lock()
 		o.cancelledAfter = time.Since(start)
+		o.mu.Unlock()
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return errors.New("cancelled, but not by a deadline")
 		}

@@ -21,9 +21,15 @@ type loop[Obj any] struct {
 
 	feed      strata.ChangeIterator[Obj]
 	feedWatch <-chan struct{}
-	firstRead bool
-	chunk     []strata.Change[Obj]
-	keyBuf    []byte
+	// firstBatch is set until the feed's first batch (every object of the
+	// table) is read.
+	firstBatch bool
+	// partial: the last read stopped inside a batch (backlog), whose
+	// snapshot's revision is batchRev.
+	partial  bool
+	batchRev strata.Revision
+	chunk    []strata.Change[Obj]
+	keyBuf   []byte
 
 	initWatch   <-chan struct{}
 	initialized bool
@@ -86,18 +92,18 @@ func (r *Reconciler[Obj]) Run(ctx context.Context, health Health) error {
 
 	n := r.o.workers
 	l := &loop[Obj]{
-		r:         r,
-		health:    newHealth(r, health),
-		feed:      feed,
-		feedWatch: closedChan,
-		firstRead: true,
-		initWatch: initWatch,
-		work:      make(chan *batch[Obj], n),
-		freed:     make(chan struct{}, n),
-		done:      make(chan *batch[Obj], n),
-		idle:      n,
-		values:    context.WithoutCancel(ctx),
-		timer:     time.NewTimer(time.Hour),
+		r:          r,
+		health:     newHealth(r, health),
+		feed:       feed,
+		feedWatch:  closedChan,
+		firstBatch: true,
+		initWatch:  initWatch,
+		work:       make(chan *batch[Obj], n),
+		freed:      make(chan struct{}, n),
+		done:       make(chan *batch[Obj], n),
+		idle:       n,
+		values:     context.WithoutCancel(ctx),
+		timer:      time.NewTimer(time.Hour),
 	}
 	l.timer.Stop()
 	defer l.timer.Stop()
@@ -174,7 +180,12 @@ func (l *loop[Obj]) wait(ctx context.Context, now int64) {
 	}
 	var feed, initW <-chan struct{}
 	if !l.stopping {
-		feed, initW = l.feedWatch, l.initWatch
+		initW = l.initWatch
+		if l.backlog() > 0 {
+			// Over the backlog, the loop reads again once work is
+			// done (freed, results), not when the table changes.
+			feed = l.feedWatch
+		}
 	}
 	var results chan *batch[Obj]
 	var freed chan struct{}
@@ -295,8 +306,16 @@ func (l *loop[Obj]) finished(b *batch[Obj], now int64) {
 	l.putBatch(b)
 }
 
-// readFeed reads the changes committed since the last read, if any.
+// readFeed reads the changes committed since the last read, if any, as
+// many as the backlog allows (backlog): a batch of the feed (the changes
+// up to the snapshot Next was given) may take several reads. The progress
+// moves to a batch's snapshot once the whole batch is read: a change
+// read later may supersede one of the batch's revisions.
 func (l *loop[Obj]) readFeed(now int64) {
+	budget := l.backlog()
+	if budget <= 0 {
+		return
+	}
 	select {
 	case <-l.feedWatch:
 	default:
@@ -306,27 +325,63 @@ func (l *loop[Obj]) readFeed(now int64) {
 	txn := r.db.ReadTxn()
 	changes, watch := l.feed.Next(txn)
 	l.feedWatch = watch
-	first := l.firstRead
-	l.firstRead = false
+	if !l.partial {
+		// A new batch, up to txn's snapshot.
+		l.batchRev = r.cfg.Table.Revision(txn)
+	}
+	first := l.firstBatch
 	buf := l.chunk[:0]
+	read, complete := 0, true
 	for c := range changes {
 		buf = append(buf, c)
+		read++
 		if len(buf) == feedChunk {
 			l.observe(buf, now, first)
 			clear(buf)
 			buf = buf[:0]
 		}
+		if read == budget {
+			complete = false
+			break
+		}
 	}
 	l.observe(buf, now, first)
 	clear(buf)
 	l.chunk = buf[:0]
+	// Stopping exactly at the batch's end looks partial: the next read
+	// finds nothing left and completes it.
+	l.partial = !complete
+	if !complete {
+		// The rest of the batch is there to read, whatever the channel
+		// says about newer changes.
+		l.feedWatch = closedChan
+		return
+	}
 	r.mu.Lock()
-	r.s.feedRev = r.cfg.Table.Revision(txn)
+	r.s.feedRev = l.batchRev
 	r.mu.Unlock()
 	if first {
+		l.firstBatch = false
 		l.refresh.begin(now, true)
 	}
 }
+
+// backlog returns how many more changes the loop may read now: it keeps
+// the objects queued and in flight to a few rounds' worth for every
+// worker, and leaves the rest in the change feed, where they take a log
+// entry each (and newer changes to an object replace older ones) rather
+// than an item. This bounds the memory of a burst, or of a large table's
+// first read, and keeps the item index small enough to stay in cache.
+func (l *loop[Obj]) backlog() int {
+	s := &l.r.s
+	limit := min(4*l.r.o.roundSize*len(l.workers), maxBacklog)
+	return max(limit, minBacklog) - (s.ready() + s.parked + s.inflight)
+}
+
+const (
+	minBacklog = 4096
+	maxBacklog = 1 << 16
+)
 
 // feedChunk is how many changes the loop reads before it takes the lock
 // to record them.

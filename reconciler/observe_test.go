@@ -103,6 +103,8 @@ func TestStats(t *testing.T) {
 		if s.InFlight != 0 || s.Queued != [3]int{} || s.Failing != 1 || s.Lag != 0 || s.Revision < rev || s.OldestPending != 0 {
 			t.Errorf("stats after the work %+v", s)
 		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
 		if len(m.progress) == 0 {
 			t.Error("no Progress reported")
 		}

@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -86,10 +87,13 @@ func TestNoStarvation(t *testing.T) {
 // worker, by the lanes' weights (8:2:1), and the other lanes some.
 func TestChangesFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
 		var order []string
 		ops := newTimedOps(func(o *testObj, _ int) error {
 			time.Sleep(10 * time.Millisecond)
+			mu.Lock()
 			order = append(order, o.Value)
+			mu.Unlock()
 			return nil
 		})
 		db := strata.New()
@@ -131,6 +135,8 @@ func TestChangesFirst(t *testing.T) {
 		time.Sleep(550 * time.Millisecond)
 		synctest.Wait()
 		counts := map[string]int{}
+		mu.Lock()
+		defer mu.Unlock()
 		for _, v := range order[:55] {
 			counts[v]++
 		}

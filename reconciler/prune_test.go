@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -51,12 +52,12 @@ func TestPruneNeverOverlaps(t *testing.T) {
 // guard is asked again with backoff; once it agrees, the prune runs.
 func TestPruneGuard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var calls int
-		ready := false
+		var calls atomic.Int32
+		var ready atomic.Bool
 		f := newFixture(t, fixtureConfig{}, reconciler.WithPruning(time.Hour),
 			reconciler.WithPruneGuard(func(txn strata.ReadTxn) error {
-				calls++
-				if !ready {
+				calls.Add(1)
+				if !ready.Load() {
 					return errors.New("the desired state is not complete yet")
 				}
 				return nil
@@ -70,10 +71,10 @@ func TestPruneGuard(t *testing.T) {
 		if _, _, prunes := f.world.Counts(); prunes != 0 {
 			t.Fatalf("%d prunes while the guard objected", prunes)
 		}
-		if calls < 5 {
-			t.Errorf("the guard was asked %d times in 20s", calls)
+		if n := calls.Load(); n < 5 {
+			t.Errorf("the guard was asked %d times in 20s", n)
 		}
-		ready = true
+		ready.Store(true)
 		settle(time.Minute)
 		if _, _, prunes := f.world.Counts(); prunes != 1 {
 			t.Errorf("%d prunes once the guard agreed, want 1", prunes)
@@ -128,7 +129,7 @@ func TestPruneBudget(t *testing.T) {
 		if _, _, p := f.world.Counts(); p != prunes {
 			t.Errorf("a refused prune was retried %d times within the period", p-prunes)
 		}
-		if m.prunes[reconciler.OutcomeRefused] == 0 {
+		if m.prunesOf(reconciler.OutcomeRefused) == 0 {
 			t.Error("no refused prune counted")
 		}
 		f.r.Prune()

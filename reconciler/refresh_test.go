@@ -28,7 +28,7 @@ func TestRefreshRate(t *testing.T) {
 		f.upsert(objs...)
 		settle(time.Second)
 		f.world.TakeOps()
-		if m.waits[reconciler.LaneBackground] != 0 {
+		if m.waitsIn(reconciler.LaneBackground) != 0 {
 			t.Fatal("background work before any refresh")
 		}
 		// An hour later every object is stale, and refreshed at 100 a
@@ -51,9 +51,7 @@ func TestRefreshRate(t *testing.T) {
 		if n := txns.committed("objects") - txns0; n > int64(len(ops))/5+10 {
 			t.Errorf("%d write transactions for %d refreshes", n, len(ops))
 		}
-		m.mu.Lock()
-		bg := m.waits[reconciler.LaneBackground]
-		m.mu.Unlock()
+		bg := m.waitsIn(reconciler.LaneBackground)
 		if bg < len(ops) {
 			t.Errorf("%d objects came from the background lane, want %d", bg, len(ops))
 		}

@@ -268,9 +268,12 @@ func TestRetryAfter(t *testing.T) {
 // its delay, as a refresh.
 func TestRequeue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
 		var kinds []reconciler.StatusKind
 		ops := newTimedOps(func(o *testObj, attempt int) error {
+			mu.Lock()
 			kinds = append(kinds, o.Status.Kind)
+			mu.Unlock()
 			if attempt < 3 {
 				return reconciler.Requeue(30 * time.Second)
 			}
@@ -288,6 +291,8 @@ func TestRequeue(t *testing.T) {
 		if g := gaps(ops.at(1)); !slices.Equal(g, []time.Duration{30 * time.Second, 30 * time.Second}) {
 			t.Errorf("gaps %v, want [30s 30s]", g)
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		if !slices.Equal(kinds, []reconciler.StatusKind{reconciler.StatusKindPending, reconciler.StatusKindRefreshing, reconciler.StatusKindRefreshing}) {
 			t.Errorf("Update saw %v", kinds)
 		}

@@ -171,3 +171,42 @@ func TestOrderingKey(t *testing.T) {
 		}
 	})
 }
+
+// TestBacklogBounded: a burst larger than the backlog (a big first read,
+// a big transaction) is read from the change feed a part at a time, so
+// that the objects queued and in flight stay bounded, and still converges,
+// with WaitUntilReconciled waiting for the whole of it.
+func TestBacklogBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newRecordingMetrics()
+		f := newFixture(t, fixtureConfig{}, reconciler.WithRoundSize(100), reconciler.WithMetrics(m))
+		var objs []*testObj
+		for i := range 30000 {
+			objs = append(objs, pending(uint64(i), "v"))
+		}
+		f.upsert(objs[:10000]...) // before the start: the first read
+		f.start()
+		defer f.stop()
+		rev := f.upsert(objs[10000:]...)
+		got, low, err := f.r.WaitUntilReconciled(context.Background(), rev)
+		if err != nil || got < rev || low != 0 {
+			t.Fatalf("WaitUntilReconciled = %d, %d, %v", got, low, err)
+		}
+		if err := f.converged(); err != nil {
+			t.Fatal(err)
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		most := 0
+		for _, s := range m.progress {
+			n := s.Queued[0] + s.Queued[1] + s.Queued[2] + s.InFlight
+			most = max(most, n)
+		}
+		if most > 4096 {
+			t.Errorf("%d objects queued or in flight at once, want at most 4096", most)
+		}
+		if most < 1000 {
+			t.Errorf("at most %d objects queued or in flight: the backlog did not fill", most)
+		}
+	})
+}
