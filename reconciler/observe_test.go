@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"expvar"
+	"fmt"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -152,18 +154,20 @@ func TestMetrics(t *testing.T) {
 	})
 }
 
-// TestNopMetricsReadNoClock: with NopMetrics an operation's context is
-// reused (no allocation per operation) and no metric is computed; this
-// only checks that it works, BenchmarkReconciler measures it.
+// TestExpVarPublish: NewExpVar publishes once per name, refuses a name
+// taken with ErrPublished, and its figures read back as JSON.
+var expvarRuns atomic.Int32
+
 func TestExpVarPublish(t *testing.T) {
-	e := reconciler.NewExpVar("strata_reconciler_test", true)
+	name := fmt.Sprintf("strata_reconciler_test_%d", expvarRuns.Add(1)) // -count runs publish anew
+	e := reconciler.NewExpVar(name, true)
 	if e.Err() != nil {
 		t.Fatal(e.Err())
 	}
-	if expvar.Get("strata_reconciler_test") == nil {
+	if expvar.Get(name) == nil {
 		t.Fatal("not published")
 	}
-	dup := reconciler.NewExpVar("strata_reconciler_test", true)
+	dup := reconciler.NewExpVar(name, true)
 	if !errors.Is(dup.Err(), reconciler.ErrPublished) {
 		t.Errorf("second publication: %v", dup.Err())
 	}
