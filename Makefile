@@ -29,17 +29,21 @@ bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x . -strata.memobjects=10000
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./part -part.bench.max=1000
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./index/... ./metrics/...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./reconciler -reconciler.benchn=2000
 
 # The comparison with cilium/statedb and go-memdb (its own module): a
-# smoke run of every workload against every database.
+# smoke run of every workload against every database, and of the
+# reconciler benchmarks against statedb's reconciler.
 compare:
 	cd bench/compare && $(GO) test -count=1 ./...
+	cd bench/compare && $(GO) test -count=1 -run '^$$' -bench Reconciler -benchtime=1x . -reconciler.smoke
 
 # The persistence module (Pebble): its tests (100 crash cycles, power loss,
-# injected I/O errors, snapshot corruption), with and without the race
-# detector, and a smoke run of its benchmarks.
+# injected I/O errors, snapshot corruption, a reconciler killed and
+# restarted on a durable table), with and without the race detector, and
+# a smoke run of its benchmarks.
 persist:
 	cd persist && $(GO) test -count=1 ./...
 	cd persist && $(GO) test -count=1 -race -short ./...
-	cd persist && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./... \
+	cd persist && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x . \
 		-persist.recovery=10000 -snapshot.objects=10000

@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"flag"
 	"iter"
 	"testing"
 	"time"
@@ -24,11 +25,14 @@ func (nopOps) Prune(context.Context, strata.ReadTxn, iter.Seq2[*testObj, strata.
 	return nil
 }
 
+var benchN = flag.Int("reconciler.benchn", 100_000, "objects of BenchmarkReconcile")
+
 // BenchmarkReconcile is statedb's reconciler benchmark shape (B1 of
-// bench/compare): N objects inserted in transactions of 1000, an Update
-// that does nothing, from the first insert until every status is Done.
+// bench/compare, which runs it beside statedb's): N objects inserted in
+// transactions of 1000, an Update that does nothing, from the first insert
+// until every status is Done.
 func BenchmarkReconcile(b *testing.B) {
-	const n = 100_000
+	n := *benchN
 	b.ReportAllocs()
 	var total time.Duration
 	for b.Loop() {
@@ -48,7 +52,7 @@ func BenchmarkReconcile(b *testing.B) {
 		var rev strata.Revision
 		for i := 0; i < n; i += 1000 {
 			wtxn := db.WriteTxn(tbl)
-			for j := i; j < i+1000; j++ {
+			for j := i; j < min(i+1000, n); j++ {
 				tbl.Insert(wtxn, &testObj{ID: uint64(j), Status: reconciler.StatusPending()})
 			}
 			rev = tbl.Revision(wtxn)

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"iter"
 	"log"
 	"log/slog"
@@ -56,6 +57,7 @@ var fileByName = strata.Index[*File, string]{
 // directory is the outside world: the files of one directory.
 type directory struct {
 	dir string
+	out io.Writer
 
 	mu     sync.Mutex
 	prunes int // prunes run, refused ones included
@@ -64,7 +66,7 @@ type directory struct {
 func (d *directory) Update(ctx context.Context, txn strata.ReadTxn, rev strata.Revision, f *File) error {
 	path := filepath.Join(d.dir, f.Name)
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, []byte(f.Content)) {
-		fmt.Printf("  unchanged %s\n", f.Name)
+		fmt.Fprintf(d.out, "  unchanged %s\n", f.Name)
 		return nil
 	}
 	// Write a temporary file and rename it, so that the directory never
@@ -76,7 +78,7 @@ func (d *directory) Update(ctx context.Context, txn strata.ReadTxn, rev strata.R
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	fmt.Printf("  wrote     %s\n", f.Name)
+	fmt.Fprintf(d.out, "  wrote     %s\n", f.Name)
 	return nil
 }
 
@@ -86,7 +88,7 @@ func (d *directory) Delete(ctx context.Context, txn strata.ReadTxn, rev strata.R
 		return nil
 	}
 	if err == nil {
-		fmt.Printf("  deleted   %s\n", f.Name)
+		fmt.Fprintf(d.out, "  deleted   %s\n", f.Name)
 	}
 	return err
 }
@@ -113,14 +115,14 @@ func (d *directory) Prune(ctx context.Context, txn strata.ReadTxn, desired iter.
 	}
 	// Refuse to empty a directory by mistake (see WithPruneBudget).
 	if err := reconciler.CheckPruneBudget(ctx, len(strangers), len(entries)); err != nil {
-		fmt.Printf("  not pruning %d of %d files: over the budget (-force prunes anyway)\n", len(strangers), len(entries))
+		fmt.Fprintf(d.out, "  not pruning %d of %d files: over the budget (-force prunes anyway)\n", len(strangers), len(entries))
 		return err
 	}
 	for _, name := range strangers {
 		if err := os.RemoveAll(filepath.Join(d.dir, name)); err != nil {
 			return err
 		}
-		fmt.Printf("  pruned    %s\n", name)
+		fmt.Fprintf(d.out, "  pruned    %s\n", name)
 	}
 	return nil
 }
@@ -201,17 +203,29 @@ func load(db *strata.DB, files strata.RWTable[*File], manifest map[string]string
 }
 
 func main() {
-	dir := flag.String("dir", filepath.Join(os.TempDir(), "strata-files"), "the directory to keep in line")
-	manifestPath := flag.String("manifest", "", `file of "name: content" lines (default: a built-in one)`)
-	watch := flag.Bool("watch", false, "keep going, reading the manifest every second")
-	force := flag.Bool("force", false, "prune even if that deletes more than half of the directory")
-	flag.Parse()
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// run is the program, with its arguments and output.
+func run(ctx context.Context, args []string, out io.Writer) error {
+	flags := flag.NewFlagSet("reconcile-files", flag.ContinueOnError)
+	dir := flags.String("dir", filepath.Join(os.TempDir(), "strata-files"), "the directory to keep in line")
+	manifestPath := flags.String("manifest", "", `file of "name: content" lines (default: a built-in one)`)
+	watch := flags.Bool("watch", false, "keep going, reading the manifest every second")
+	force := flags.Bool("force", false, "prune even if that deletes more than half of the directory")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
 	}
 	manifest, err := readManifest(*manifestPath)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 
 	db := strata.New()
@@ -221,9 +235,9 @@ func main() {
 	wtxn := db.WriteTxn(files)
 	loaded := files.RegisterInitializer(wtxn, "manifest")
 	if _, err := wtxn.Commit(); err != nil {
-		log.Fatal(err)
+		return err
 	}
-	world := &directory{dir: *dir}
+	world := &directory{dir: *dir, out: out}
 	r, err := reconciler.New(db, reconciler.Config[*File]{
 		Table:           files,
 		CloneObject:     (*File).Clone,
@@ -233,18 +247,19 @@ func main() {
 	}, reconciler.WithWorkers(4), reconciler.WithPruneBudget(0.5), reconciler.WithRetry(100*time.Millisecond, 5*time.Second),
 		reconciler.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- r.Run(runCtx, nil) }()
 
-	fmt.Printf("reconciling %d files into %s\n", len(manifest), *dir)
+	fmt.Fprintf(out, "reconciling %d files into %s\n", len(manifest), *dir)
 	rev, err := load(db, files, manifest)
 	if err != nil {
-		log.Fatal(err)
+		cancel()
+		<-done
+		return err
 	}
 	if *force {
 		// A prune asked for ignores the budget; it waits for the table's
@@ -254,7 +269,9 @@ func main() {
 	wtxn = db.WriteTxn(files)
 	loaded(wtxn) // the table is initialized: the reconciler prunes
 	if _, err := wtxn.Commit(); err != nil {
-		log.Fatal(err)
+		cancel()
+		<-done
+		return err
 	}
 	waitConverged(ctx, r, world, rev, 1)
 	for *watch && ctx.Err() == nil {
@@ -263,24 +280,25 @@ func main() {
 		case <-time.After(time.Second):
 			m, err := readManifest(*manifestPath)
 			if err != nil {
-				log.Print(err)
+				fmt.Fprintln(out, err)
 				continue
 			}
 			if rev, err := load(db, files, m); err != nil {
-				log.Print(err)
+				fmt.Fprintln(out, err)
 			} else if rev != 0 {
-				fmt.Println("the manifest changed")
+				fmt.Fprintln(out, "the manifest changed")
 				waitConverged(ctx, r, world, rev, 0)
 			}
 		}
 	}
 	cancel()
 	if err := <-done; err != nil {
-		log.Fatal(err)
+		return err
 	}
 	for f := range files.All(db.ReadTxn()) {
-		fmt.Printf("%-12s %s\n", f.Name, f.Status)
+		fmt.Fprintf(out, "%-12s %s\n", f.Name, f.Status.Kind)
 	}
+	return nil
 }
 
 // waitConverged waits until every change up to rev is reconciled without
