@@ -66,7 +66,7 @@ type directory struct {
 func (d *directory) Update(ctx context.Context, txn strata.ReadTxn, rev strata.Revision, f *File) error {
 	path := filepath.Join(d.dir, f.Name)
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, []byte(f.Content)) {
-		fmt.Fprintf(d.out, "  unchanged %s\n", f.Name)
+		d.say("  unchanged %s\n", f.Name)
 		return nil
 	}
 	// Write a temporary file and rename it, so that the directory never
@@ -78,7 +78,7 @@ func (d *directory) Update(ctx context.Context, txn strata.ReadTxn, rev strata.R
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "  wrote     %s\n", f.Name)
+	d.say("  wrote     %s\n", f.Name)
 	return nil
 }
 
@@ -88,7 +88,7 @@ func (d *directory) Delete(ctx context.Context, txn strata.ReadTxn, rev strata.R
 		return nil
 	}
 	if err == nil {
-		fmt.Fprintf(d.out, "  deleted   %s\n", f.Name)
+		d.say("  deleted   %s\n", f.Name)
 	}
 	return err
 }
@@ -115,16 +115,23 @@ func (d *directory) Prune(ctx context.Context, txn strata.ReadTxn, desired iter.
 	}
 	// Refuse to empty a directory by mistake (see WithPruneBudget).
 	if err := reconciler.CheckPruneBudget(ctx, len(strangers), len(entries)); err != nil {
-		fmt.Fprintf(d.out, "  not pruning %d of %d files: over the budget (-force prunes anyway)\n", len(strangers), len(entries))
+		d.say("  not pruning %d of %d files: over the budget (-force prunes anyway)\n", len(strangers), len(entries))
 		return err
 	}
 	for _, name := range strangers {
 		if err := os.RemoveAll(filepath.Join(d.dir, name)); err != nil {
 			return err
 		}
-		fmt.Fprintf(d.out, "  pruned    %s\n", name)
+		d.say("  pruned    %s\n", name)
 	}
 	return nil
+}
+
+// say prints a line of what the directory saw; workers call it at once.
+func (d *directory) say(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, format, args...)
 }
 
 func (d *directory) pruneCount() int {
@@ -254,7 +261,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(runCtx, nil) }()
 
-	fmt.Fprintf(out, "reconciling %d files into %s\n", len(manifest), *dir)
+	world.say("reconciling %d files into %s\n", len(manifest), *dir)
 	rev, err := load(db, files, manifest)
 	if err != nil {
 		cancel()
@@ -280,13 +287,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		case <-time.After(time.Second):
 			m, err := readManifest(*manifestPath)
 			if err != nil {
-				fmt.Fprintln(out, err)
+				world.say("%v\n", err)
 				continue
 			}
 			if rev, err := load(db, files, m); err != nil {
-				fmt.Fprintln(out, err)
+				world.say("%v\n", err)
 			} else if rev != 0 {
-				fmt.Fprintln(out, "the manifest changed")
+				world.say("the manifest changed\n")
 				waitConverged(ctx, r, world, rev, 0)
 			}
 		}
