@@ -230,6 +230,16 @@ func (t Tree[T]) PrefixWatch(prefix []byte) (iter.Seq2[[]byte, T], <-chan struct
 	return seq, w.watchChan()
 }
 
+// WatchPrefix returns PrefixWatch's channel alone, for readers that scan
+// the keys some other way (an Iterator).
+func (t Tree[T]) WatchPrefix(prefix []byte) <-chan struct{} {
+	if t.opts.rootOnlyWatch {
+		return t.root.watchChan()
+	}
+	_, w := prefixNode(t.root, prefix)
+	return w.watchChan()
+}
+
 // ReversePrefix returns an iterator over the keys that start with prefix, in
 // descending order.
 func (t Tree[T]) ReversePrefix(prefix []byte) iter.Seq2[[]byte, T] {
@@ -259,7 +269,7 @@ func (t Tree[T]) ReverseLowerBound(key []byte) iter.Seq2[[]byte, T] {
 // Reuse it with its Seek methods to scan again without allocating.
 func (t Tree[T]) Iterator() *Iterator[T] {
 	it := &Iterator[T]{root: t.root}
-	it.seekAll(t.root, false)
+	it.First()
 	return it
 }
 
