@@ -221,7 +221,7 @@ func anyTypedQuery(tbl RWTable[*testObject], txn ReadTxn, q AnyQuery) []uint64 {
 
 // QueryKey makes a Query of an encoded key on a named index, for tests.
 func QueryKey[Obj any](indexName string, key index.Key) Query[Obj] {
-	return Query[Obj]{index: indexName, key: key}
+	return Query[Obj]{index: indexName, key: sliceKey(key)}
 }
 
 // TestAnyTableRead compares Read, on random tables and queries, with the

@@ -1,7 +1,6 @@
 package strata
 
 import (
-	"bytes"
 	"reflect"
 
 	"github.com/strata-db/strata/index"
@@ -131,8 +130,15 @@ func (i Index[Obj, Key]) KeyString(k index.Key) string { return i.keyString(k) }
 
 // Query returns a query for objects whose key in this index is key (or,
 // for Prefix and LowerBound, starts with or is at least key).
+//
+// With FromKey set to one of package index's fixed-width integer encoders
+// (index.Uint64, index.Int32, ...), the key is encoded into the query
+// itself, so that building a query allocates nothing.
 func (i Index[Obj, Key]) Query(key Key) Query[Obj] {
-	return Query[Obj]{index: i.Name, key: i.FromKey(key)}
+	if k, ok := fixedKey(codePointer(i.FromKey), &key); ok {
+		return Query[Obj]{index: i.Name, key: k}
+	}
+	return Query[Obj]{index: i.Name, key: sliceKey(i.FromKey(key))}
 }
 
 // QueryFromObject returns a query for the first key obj has in this index,
@@ -143,26 +149,33 @@ func (i Index[Obj, Key]) QueryFromObject(obj Obj) (Query[Obj], bool) {
 		return Query[Obj]{}, false
 	}
 	// A copy: the key may live in keys (index.KeySetOf).
-	return Query[Obj]{index: i.Name, key: bytes.Clone(keys.At(0))}, true
+	q := Query[Obj]{index: i.Name}
+	q.key.set(keys.At(0))
+	return q, true
 }
 
 // QueryKey returns a query for an already encoded key.
 func (i Index[Obj, Key]) QueryKey(key index.Key) Query[Obj] {
-	return Query[Obj]{index: i.Name, key: key}
+	return Query[Obj]{index: i.Name, key: sliceKey(key)}
 }
 
 // Query names an index of a table of Obj and a key in it. Create queries
 // with Index.Query.
 type Query[Obj any] struct {
 	index string
-	key   index.Key
+	key   queryKey
 }
 
 // IndexName returns the name of the index the query is for.
 func (q Query[Obj]) IndexName() string { return q.index }
 
 // Key returns the query's encoded key.
-func (q Query[Obj]) Key() index.Key { return q.key }
+func (q Query[Obj]) Key() index.Key {
+	if q.key.inlined() < 0 {
+		return q.key.bytes()
+	}
+	return append(index.Key(nil), q.key.bytes()...)
+}
 
 // RevisionIndexName is the name of the revision index (RevisionIndex).
 // Index names must begin with a letter, so no other index can take it.
@@ -179,7 +192,8 @@ func RevisionIndex[Obj any]() Indexer[Obj] { return revisionIndex[Obj]{} }
 
 // ByRevision returns a query of the revision index for revision rev.
 func ByRevision[Obj any](rev Revision) Query[Obj] {
-	return Query[Obj]{index: RevisionIndexName, key: index.Uint64(rev)}
+	k, _ := fixedKey(pcUint64, &rev)
+	return Query[Obj]{index: RevisionIndexName, key: k}
 }
 
 // revisionIndex is the revision index's Indexer. The table writes its keys

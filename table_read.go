@@ -1,7 +1,6 @@
 package strata
 
 import (
-	"bytes"
 	"iter"
 
 	"github.com/strata-db/strata/index"
@@ -61,65 +60,96 @@ func (t *table[Obj]) Revision(txn ReadTxn) Revision {
 	return t.read(txn).revision
 }
 
+// The reads below are the hot paths of Strata's read side. Each is guarded
+// by a benchmark of the root suite (benchmarks_test.go) and by bench/compare,
+// which runs them beside statedb and a bare go-immutable-radix/v2 tree:
+//
+//   - a query key of a fixed-width integer index lives in the Query
+//     (queryKey), so a Get or a scan from it allocates no key;
+//   - a scan is one closure, the iter.Seq2 itself, whose state (a
+//     part.Iterator) lives on the goroutine's stack while it runs: a scan
+//     allocates that closure and nothing else, and nothing per object;
+//   - the iterator hands each object and its revision straight to the
+//     caller's loop (part.YieldPairs): one call per object, no adapter
+//     between the tree and the loop;
+//   - a scan's upper bound is found once, as the leaf where the scan
+//     stops (part.Iterator.SetEnd), not compared with every key.
+
 func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, found bool) {
 	ix := t.index(q.index)
-	if ix.unique {
-		var o object[Obj]
-		if h, ok := txn.(*txnHandle); ok && h.w != nil {
+	key := q.key.bytes()
+	var tree part.Tree[object[Obj]]
+	if r, ok := txn.(*dbRoot); ok {
+		tree = t.stateIn(r).tree(ix.pos) // a read transaction: the common case
+	} else {
+		if h, ok := txn.(*txnHandle); ok && h.w != nil && ix.unique {
 			if tt := t.pendingIn(h.w); tt != nil {
-				o, found = tt.indexTxn(ix.pos).Get(q.key)
+				o, found := tt.indexTxn(ix.pos).Get(key)
 				return o.obj, o.rev, found
 			}
 		}
-		o, found = t.read(txn).tree(ix.pos).Get(q.key)
+		tree = t.read(txn).tree(ix.pos)
+	}
+	if ix.unique {
+		o, found := tree.Get(key) // BenchmarkDB_RandomLookup
 		return o.obj, o.rev, found
 	}
-	return t.getNonUnique(txn, ix, q.key)
+	var buf [escapedKeyBuf]byte
+	return firstWithPrefix(tree, index.AppendEscaped(buf[:0], key))
 }
 
-// getNonUnique returns the first object with key in the non-unique index ix.
-func (t *table[Obj]) getNonUnique(txn ReadTxn, ix *indexDef[Obj], key index.Key) (Obj, Revision, bool) {
-	for _, o := range t.read(txn).tree(ix.pos).Prefix(index.AppendEscaped(nil, key)) {
-		return o.obj, o.rev, true
-	}
-	var zero Obj
-	return zero, 0, false
+// escapedKeyBuf is the size of the stack buffers that query keys of
+// non-unique indexes are escaped into; longer keys are escaped into the
+// heap.
+const escapedKeyBuf = 64
+
+// firstWithPrefix returns the first object whose key in tree starts with
+// prefix.
+func firstWithPrefix[Obj any](tree part.Tree[object[Obj]], prefix []byte) (obj Obj, rev Revision, found bool) {
+	var it part.Iterator[object[Obj]]
+	it.Reset(tree)
+	it.SeekPrefix(prefix)
+	_, o, found := it.Next()
+	return o.obj, o.rev, found
 }
 
 func (t *table[Obj]) GetWatch(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, watch <-chan struct{}, found bool) {
 	ix := t.index(q.index)
 	tree := t.read(txn).tree(ix.pos)
+	key := q.key.bytes()
 	if ix.unique {
-		o, w, found := tree.GetWatch(q.key)
+		o, w, found := tree.GetWatch(key)
 		return o.obj, o.rev, w, found
 	}
-	seq, w := tree.PrefixWatch(index.AppendEscaped(nil, q.key))
-	for _, o := range seq {
-		return o.obj, o.rev, w, true
-	}
-	return obj, rev, w, false
+	var buf [escapedKeyBuf]byte
+	prefix := index.AppendEscaped(buf[:0], key)
+	obj, rev, found = firstWithPrefix(tree, prefix)
+	return obj, rev, tree.WatchPrefix(prefix), found
 }
 
 func (t *table[Obj]) List(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
-	ix := t.index(q.index)
-	tree := t.read(txn).tree(ix.pos)
-	if ix.unique {
-		o, found := tree.Get(q.key)
-		return func(yield func(Obj, Revision) bool) {
-			if found {
-				yield(o.obj, o.rev)
-			}
-		}
-	}
-	// Unlike ListWatch, no watch channel is made.
-	return objects(tree.Prefix(index.AppendEscaped(nil, q.key)))
+	seq, _ := t.list(txn, q, false)
+	return seq
 }
 
 func (t *table[Obj]) ListWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+	return t.list(txn, q, true)
+}
+
+// list implements List and ListWatch; the channel is made only if watch
+// is set.
+func (t *table[Obj]) list(txn ReadTxn, q Query[Obj], watch bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	ix := t.index(q.index)
 	tree := t.read(txn).tree(ix.pos)
 	if ix.unique {
-		o, w, found := tree.GetWatch(q.key)
+		var o object[Obj]
+		var w <-chan struct{}
+		var found bool
+		if watch {
+			o, w, found = tree.GetWatch(q.key.bytes())
+		} else {
+			o, found = tree.Get(q.key.bytes())
+		}
 		return func(yield func(Obj, Revision) bool) {
 			if found {
 				yield(o.obj, o.rev)
@@ -128,38 +158,50 @@ func (t *table[Obj]) ListWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revisi
 	}
 	// One entry per object: the key is the object's key and its primary
 	// key, so there is nothing to skip.
-	seq, w := tree.PrefixWatch(index.AppendEscaped(nil, q.key))
-	return objects(seq), w
+	s := scan{op: scanList, nonUnique: true, lower: q.key}
+	var w <-chan struct{}
+	if watch {
+		var buf [escapedKeyBuf]byte
+		w = tree.WatchPrefix(index.AppendEscaped(buf[:0], q.key.bytes()))
+	}
+	return scanObjects(tree, s), w
 }
 
 func (t *table[Obj]) Prefix(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
-	seq, _ := t.prefix(txn, q, false)
+	seq, _ := t.prefix(txn, q, false, false)
 	return seq
 }
 
 func (t *table[Obj]) PrefixWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	return t.prefix(txn, q, false)
+	return t.prefix(txn, q, false, true)
 }
 
 func (t *table[Obj]) ReversePrefix(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
-	seq, _ := t.prefix(txn, q, true)
+	seq, _ := t.prefix(txn, q, true, false)
 	return seq
 }
 
 func (t *table[Obj]) ReversePrefixWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	return t.prefix(txn, q, true)
+	return t.prefix(txn, q, true, true)
 }
 
-func (t *table[Obj]) prefix(txn ReadTxn, q Query[Obj], reverse bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+// prefix implements the Prefix reads; the channel is made only if watch is
+// set.
+func (t *table[Obj]) prefix(txn ReadTxn, q Query[Obj], reverse, watch bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	ix := t.index(q.index)
 	st := t.read(txn)
 	tree := st.tree(ix.pos)
-	key := q.key
-	if !ix.unique {
-		key = index.AppendEscapedPrefix(nil, key)
+	s := scan{op: scanPrefix, reverse: reverse, dedup: st.dedup(ix.pos), nonUnique: !ix.unique, lower: q.key}
+	var w <-chan struct{}
+	if watch {
+		key := q.key.bytes()
+		var buf [escapedKeyBuf]byte
+		if !ix.unique {
+			key = index.AppendEscapedPrefix(buf[:0], key)
+		}
+		w = tree.WatchPrefix(key)
 	}
-	_, w := tree.PrefixWatch(key)
-	return scan(tree, scanSpec{prefix: key, usePrefix: true, reverse: reverse, dedup: st.dedup(ix.pos)}), w
+	return scanObjects(tree, s), w
 }
 
 func (t *table[Obj]) LowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
@@ -168,7 +210,7 @@ func (t *table[Obj]) LowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revisi
 }
 
 func (t *table[Obj]) LowerBoundWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	return t.bounded(txn, q.index, bound{key: q.key, set: true}, bound{}, false)
+	return t.bounded(txn, q.index, scan{lowerSet: true, lower: q.key})
 }
 
 func (t *table[Obj]) ReverseLowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
@@ -177,7 +219,7 @@ func (t *table[Obj]) ReverseLowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj,
 }
 
 func (t *table[Obj]) ReverseLowerBoundWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	return t.bounded(txn, q.index, bound{}, bound{key: q.key, set: true, inclusive: true}, true)
+	return t.bounded(txn, q.index, scan{reverse: true, upperSet: true, upperInclusive: true, upper: q.key})
 }
 
 func (t *table[Obj]) Range(txn ReadTxn, from, to Query[Obj]) iter.Seq2[Obj, Revision] {
@@ -202,152 +244,156 @@ func (t *table[Obj]) ranged(txn ReadTxn, from, to Query[Obj], reverse bool) (ite
 	if from.index != to.index {
 		panic("strata: Range: from and to are queries on different indexes")
 	}
-	return t.bounded(txn, from.index, bound{key: from.key, set: true}, bound{key: to.key, set: true}, reverse)
+	return t.bounded(txn, from.index, scan{reverse: reverse, lowerSet: true, lower: from.key, upperSet: true, upper: to.key})
 }
 
-// bound is one end of a scan: a query key (nil is a valid, empty key), or
-// no bound when set is false. Lower bounds are inclusive; upper bounds are
-// exclusive unless inclusive is set.
-type bound struct {
-	key       []byte
-	set       bool
-	inclusive bool
-}
-
-// bounded scans the keys between lower and upper in the named index. The
+// bounded scans the keys of the named index between the bounds of s. The
 // watch channel is the index's root: any change to the index closes it.
-func (t *table[Obj]) bounded(txn ReadTxn, indexName string, lower, upper bound, reverse bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
+func (t *table[Obj]) bounded(txn ReadTxn, indexName string, s scan) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	ix := t.index(indexName)
 	st := t.read(txn)
 	tree := st.tree(ix.pos)
-	spec := scanSpec{reverse: reverse, dedup: st.dedup(ix.pos), lower: lower, upper: upper}
-	if !ix.unique {
-		// A non-unique index stores escape(key), the terminator 0x00 0x01,
-		// then the primary key. Escaped and terminated, the bounds order
-		// every entry of a smaller key below and every entry of a greater
-		// key above them; an inclusive upper bound becomes the exclusive
-		// escape(key) 0x00 0x02, just above all entries of the key itself.
-		if lower.set {
-			spec.lower.key = index.AppendEscaped(nil, lower.key)
-		}
-		if upper.set && upper.inclusive {
-			spec.upper = bound{key: append(index.AppendEscapedPrefix(nil, upper.key), 0x00, 0x02), set: true}
-		} else if upper.set {
-			spec.upper.key = index.AppendEscaped(nil, upper.key)
-		}
-	}
-	return scan(tree, spec), tree.RootWatch()
+	s.op, s.dedup, s.nonUnique = scanBounded, st.dedup(ix.pos), !ix.unique
+	return scanObjects(tree, s), tree.RootWatch()
 }
 
 func (t *table[Obj]) All(txn ReadTxn) iter.Seq2[Obj, Revision] {
-	return objects(t.read(txn).primary.All())
+	return scanObjects(t.read(txn).primary, scan{})
 }
 
 func (t *table[Obj]) AllWatch(txn ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	tree := t.read(txn).primary
-	return objects(tree.All()), tree.RootWatch()
+	return scanObjects(tree, scan{}), tree.RootWatch()
 }
 
 func (t *table[Obj]) ReverseAll(txn ReadTxn) iter.Seq2[Obj, Revision] {
-	return scan(t.read(txn).primary, scanSpec{reverse: true})
+	return scanObjects(t.read(txn).primary, scan{reverse: true})
 }
 
 func (t *table[Obj]) ReverseAllWatch(txn ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	tree := t.read(txn).primary
-	return scan(tree, scanSpec{reverse: true}), tree.RootWatch()
+	return scanObjects(tree, scan{reverse: true}), tree.RootWatch()
 }
 
 // dedup reports whether scans of index pos must skip objects they already
 // returned, because some object had several keys in it.
 func (s *tableState[Obj]) dedup(pos int) bool { return s.multiKey&(1<<pos) != 0 }
 
-// scanSpec describes a scan of one index tree: the keys with a prefix, or
-// the keys between two bounds, in either direction.
-type scanSpec struct {
-	prefix       []byte
-	usePrefix    bool
-	lower, upper bound
-	reverse      bool
+// scanOp is what a scan selects in its index.
+type scanOp uint8
+
+const (
+	scanAll     scanOp = iota // every key
+	scanList                  // the entries of the non-unique key lower
+	scanPrefix                // the keys that start with lower
+	scanBounded               // the keys from lower (if lowerSet) to upper (if upperSet)
+)
+
+// scan describes a scan of one index tree, with the query keys as the
+// caller gave them: in a non-unique index they are escaped when the scan
+// runs (seekScan), into buffers on the stack.
+type scan struct {
+	op        scanOp
+	reverse   bool
+	nonUnique bool
 	// dedup: skip objects already returned (some object has several keys
 	// in the index).
 	dedup bool
+	// Lower bounds are inclusive; upper bounds are exclusive unless
+	// upperInclusive is set.
+	lowerSet, upperSet, upperInclusive bool
+	lower, upper                       queryKey
 }
 
-// beyondUpper reports whether k is past the scan's upper bound.
-func (s *scanSpec) beyondUpper(k []byte) bool {
-	if !s.upper.set {
-		return false
-	}
-	c := bytes.Compare(k, s.upper.key)
-	return c > 0 || (c == 0 && !s.upper.inclusive)
-}
-
-// scan returns an iterator over the objects of tree selected by spec. It
-// walks the tree with part's own iterators (BenchmarkDB_FullIteration_All:
-// no allocation per scan beyond the closures, none per object).
-func scan[Obj any](tree part.Tree[object[Obj]], spec scanSpec) iter.Seq2[Obj, Revision] {
+// scanObjects returns the iterator of the objects of tree that s selects.
+// The iterator is the one allocation of a scan: its state lives on the
+// stack of the goroutine that runs it, and each object goes from the tree
+// to the caller's loop in one call (BenchmarkDB_FullIteration_All,
+// BenchmarkDB_LowerBound_Primary).
+func scanObjects[Obj any](tree part.Tree[object[Obj]], s scan) iter.Seq2[Obj, Revision] {
 	return func(yield func(Obj, Revision) bool) {
-		var seq iter.Seq2[[]byte, object[Obj]]
-		switch {
-		case spec.usePrefix && spec.reverse:
-			seq = tree.ReversePrefix(spec.prefix)
-		case spec.usePrefix:
-			seq = tree.Prefix(spec.prefix)
-		case spec.reverse && spec.upper.set:
-			seq = tree.ReverseLowerBound(spec.upper.key)
-		case spec.reverse:
-			seq = tree.ReverseAll()
-		case spec.lower.set:
-			seq = tree.LowerBound(spec.lower.key)
-		default:
-			seq = tree.All()
-		}
-		if !spec.upper.set && !spec.dedup && (!spec.reverse || !spec.lower.set) {
-			// No bound to check per key, nothing to skip: the loop of
-			// objects (BenchmarkDB_Prefix_SecondaryIndex).
-			for _, o := range seq {
-				if !yield(o.obj, o.rev) {
-					return
-				}
-			}
+		var it part.Iterator[part.Pair[Obj, Revision]]
+		it.Reset(pairTree(tree))
+		s := s // a copy on this stack: the closure keeps s by value
+		seekScan(&it, &s)
+		if !s.dedup {
+			part.YieldPairs(&it, yield)
 			return
 		}
 		var seen map[Revision]struct{}
-		for k, o := range seq {
-			if spec.reverse {
-				if spec.beyondUpper(k) {
-					continue // only the exclusive bound itself
-				}
-				if spec.lower.set && bytes.Compare(k, spec.lower.key) < 0 {
-					return
-				}
-			} else if spec.beyondUpper(k) {
-				return
+		part.YieldPairs(&it, func(o Obj, rev Revision) bool {
+			if _, dup := seen[rev]; dup {
+				return true
 			}
-			if spec.dedup {
-				if _, dup := seen[o.rev]; dup {
-					continue
-				}
-				if seen == nil {
-					seen = map[Revision]struct{}{}
-				}
-				seen[o.rev] = struct{}{}
+			if seen == nil {
+				seen = map[Revision]struct{}{}
 			}
-			if !yield(o.obj, o.rev) {
-				return
-			}
-		}
+			seen[rev] = struct{}{}
+			return yield(o, rev)
+		})
 	}
 }
 
-// objects adapts a tree iterator to objects and revisions, for scans that
-// need no bounds or deduplication (BenchmarkDB_FullIteration_All).
-func objects[Obj any](seq iter.Seq2[[]byte, object[Obj]]) iter.Seq2[Obj, Revision] {
-	return func(yield func(Obj, Revision) bool) {
-		for _, o := range seq {
-			if !yield(o.obj, o.rev) {
-				return
+// seekScan positions it, which reads the whole tree from its first key, for
+// the scan s.
+func seekScan[T any](it *part.Iterator[T], s *scan) {
+	var lb, ub [escapedKeyBuf]byte
+	switch s.op {
+	case scanAll:
+		if s.reverse {
+			it.Last()
+		}
+	case scanList, scanPrefix:
+		p := s.lower.bytes()
+		switch {
+		case s.nonUnique && s.op == scanList:
+			p = index.AppendEscaped(lb[:0], p)
+		case s.nonUnique:
+			p = index.AppendEscapedPrefix(lb[:0], p)
+		}
+		if s.reverse {
+			it.SeekReversePrefix(p)
+		} else {
+			it.SeekPrefix(p)
+		}
+	case scanBounded:
+		lower, upper, inclusive := s.lower.bytes(), s.upper.bytes(), s.upperInclusive
+		if s.nonUnique {
+			// A non-unique index stores escape(key), the terminator
+			// 0x00 0x01, then the primary key. Escaped and terminated,
+			// the bounds order every entry of a smaller key below and
+			// every entry of a greater key above them; an inclusive
+			// upper bound becomes the exclusive escape(key) 0x00 0x02,
+			// just above all entries of the key itself.
+			if s.lowerSet {
+				lower = index.AppendEscaped(lb[:0], lower)
 			}
+			if s.upperSet && inclusive {
+				upper = append(index.AppendEscapedPrefix(ub[:0], upper), 0x00, 0x02)
+				inclusive = false
+			} else if s.upperSet {
+				upper = index.AppendEscaped(ub[:0], upper)
+			}
+		}
+		if !s.reverse {
+			if s.lowerSet {
+				it.SeekLowerBound(lower)
+			}
+			if s.upperSet {
+				it.SetEnd(upper, inclusive)
+			}
+			return
+		}
+		if s.upperSet {
+			it.SeekReverseLowerBound(upper)
+			if !inclusive {
+				it.Skip(upper)
+			}
+		} else {
+			it.Last()
+		}
+		if s.lowerSet {
+			it.SetEnd(lower, true)
 		}
 	}
 }

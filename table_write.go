@@ -583,7 +583,7 @@ func (t *table[Obj]) DeletePrefix(txn WriteTxn, q Query[Obj]) (int, error) {
 		return 0, err
 	}
 	if ix := t.index(q.index); ix.pos == 0 {
-		return tt.cutPrimaryPrefix(q.key), nil
+		return tt.cutPrimaryPrefix(q.key.bytes()), nil
 	}
 	return tt.removeEach(t.Prefix(txn, q))
 }
