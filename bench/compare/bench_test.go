@@ -31,6 +31,12 @@ func BenchmarkCompare(b *testing.B) {
 					b.Run("impl="+f.Name, func(b *testing.B) { w.DB(b, f); checkFailures(b) })
 				}
 			})
+		case KindRead:
+			b.Run(w.Name, func(b *testing.B) {
+				for _, f := range readDBs {
+					b.Run("impl="+f.Name, func(b *testing.B) { w.Read(b, f); checkFailures(b) })
+				}
+			})
 		case KindRadix:
 			b.Run(w.Name, func(b *testing.B) {
 				for _, f := range radixTrees {

@@ -91,6 +91,12 @@ func implNames(k Kind) []string {
 		}
 		return names
 	}
+	if k == KindRead {
+		for _, f := range readDBs {
+			names = append(names, f.Name)
+		}
+		return names
+	}
 	for _, f := range databases {
 		names = append(names, f.Name)
 	}
@@ -219,6 +225,9 @@ func measure(w Workload, i int) (sample, []string) {
 	if w.Kind == KindRadix {
 		f := radixTrees[i]
 		res = testing.Benchmark(func(b *testing.B) { b.ReportAllocs(); w.Radix(b, f) })
+	} else if w.Kind == KindRead {
+		f := readDBs[i]
+		res = testing.Benchmark(func(b *testing.B) { b.ReportAllocs(); w.Read(b, f) })
 	} else {
 		f := databases[i]
 		res = testing.Benchmark(func(b *testing.B) { b.ReportAllocs(); w.DB(b, f) })
@@ -310,7 +319,7 @@ func printTables(out io.Writer, rows []*row, cfg config) {
 	fmt.Fprintf(out, "compare: medians of %d round(s), benchtime %s, %s %s/%s, GOMAXPROCS=%d\n",
 		cfg.count, cfg.benchtime, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 	fmt.Fprintln(out, "ratio = peer/strata: above 1x strata is faster (smaller). ±: largest deviation from the median.")
-	for _, kind := range []Kind{KindDB, KindRadix, KindMemory} {
+	for _, kind := range []Kind{KindDB, KindRead, KindRadix, KindMemory} {
 		var rs []*row
 		for _, r := range rows {
 			if r.w.Kind == kind {

@@ -14,6 +14,7 @@ const (
 	KindDB     Kind = iota // strata, statedb, memdb through DB
 	KindRadix              // part, statedb/part, iradix through Radix
 	KindMemory             // strata, statedb, memdb: heap bytes per object
+	KindRead               // strata, statedb, bare iradix through Reads (reads.go)
 )
 
 // Workload is one comparison, written once for every implementation.
@@ -27,6 +28,7 @@ type Workload struct {
 	// not run, shown as n/a.
 	NA    []string
 	Radix func(b *testing.B, f RadixFactory)
+	Read  func(b *testing.B, f ReadFactory)
 	// Memory builds the data set and returns the heap bytes per object.
 	Memory func(f Factory) (float64, error)
 }
@@ -582,7 +584,7 @@ func workloads() []Workload {
 		}
 		return fmt.Sprint(v)
 	}
-	return []Workload{
+	ws := []Workload{
 		{Name: "WriteTxn_1", Op: "txn: 1 insert (same ID) + commit", Group: "write", DB: writeTxn1},
 		{Name: "WriteTxn_10", Op: "1 object; txns of 10", Group: "write", DB: writeBatch(10, none, nil)},
 		{Name: "WriteTxn_100", Op: "1 object; txns of 100", Group: "write", DB: writeBatch(100, none, nil)},
@@ -633,6 +635,7 @@ func workloads() []Workload {
 		{Name: "MemoryPerObject", Op: fmt.Sprintf("heap B/object incl. object; %s objects, tags index", k(sizes.MemN)),
 			Group: "memory", Kind: KindMemory, Memory: memoryPerObject},
 	}
+	return append(ws, readWorkloads()...)
 }
 
 // clearCaches drops the shared data sets of a finished group.
