@@ -38,6 +38,7 @@ type untypedTable interface {
 	anyInsert(txn WriteTxn, obj any) (old any, hadOld bool, err error)
 	anyDelete(txn WriteTxn, obj any) (old any, hadOld bool, err error)
 	decodeJSON(data []byte) (any, error)
+	anyChanges(txn WriteTxn, opts []FeedOption) (AnyChangeIterator, error)
 }
 
 // AnyTable returns the table registered under name, for untyped access.
