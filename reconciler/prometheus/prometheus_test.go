@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -59,6 +60,12 @@ func metric(t *testing.T, g prom.Gatherer, name string, labels map[string]string
 // TestReconcilerMetrics runs a reconciler with Prometheus metrics and
 // reads them back.
 func TestReconcilerMetrics(t *testing.T) {
+	synctest.Test(t, testReconcilerMetrics)
+}
+
+// testReconcilerMetrics runs in a synctest bubble, so that the retry's
+// backoff and the polling of WaitUntilReconciled pass in fake time.
+func testReconcilerMetrics(t *testing.T) {
 	reg := prom.NewRegistry()
 	m, err := prometheus.New(reg, "strata")
 	if err != nil {
@@ -100,6 +107,8 @@ func TestReconcilerMetrics(t *testing.T) {
 		if got >= rev && low == 0 {
 			break
 		}
+		// The failed object waits for its retry, a millisecond of fake
+		// time away.
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
