@@ -7,7 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package's tests if a goroutine outlives them: the
+// program must stop every reconciler and worker it starts.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // TestRun runs the program three times on one directory: it writes the
 // files, then repairs a file that drifted and prunes a stranger, then

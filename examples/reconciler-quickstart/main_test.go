@@ -5,7 +5,15 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package's tests if a goroutine outlives them: the
+// program must stop every reconciler and worker it starts.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // TestREADME checks that the root README's Reconciler section shows this
 // program, byte for byte, so that what a newcomer copies compiles.
