@@ -231,10 +231,13 @@ func (l *loop[Obj]) decide(e *entry[Obj], now int64) {
 		l.again(it, now)
 	case e.succeeded():
 		s.clearFailing(it)
-		if !e.deleted && r.metricsOn && it.flightSeenAt != 0 {
-			r.m.Reconciled(time.Duration(now - it.flightSeenAt))
+		if !e.deleted && r.metricsOn && it.flightChangedAt != 0 && now >= it.flightChangedAt {
+			r.m.Reconciled(time.Duration(now - it.flightChangedAt))
 		}
-		it.seenAt = 0
+		if it.pendingRev == 0 {
+			// No newer change waits: a requeue's run is not a change.
+			it.changedAt = 0
+		}
 		switch {
 		case it.dirty:
 			l.again(it, now)

@@ -95,8 +95,8 @@
 // and the age of the oldest pending change. Metrics (NopMetrics, which
 // costs nothing, by default; NewExpVar; package reconciler/prometheus)
 // receive operations by outcome, their durations and queue waits, the
-// time from a change to its Done status, status writes and conflicts,
-// prunes and refreshes. Run reports health to a Health, which
+// time from a change (its Pending status's UpdatedAt) to the commit of its
+// Done status, status writes and conflicts, prunes and refreshes. Run reports health to a Health, which
 // cilium/hive's cell.Health satisfies, and logs with log/slog.
 //
 // This package imports neither hive nor Prometheus: adapters live

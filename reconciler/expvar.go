@@ -20,7 +20,8 @@ import (
 //	op_ns_total, op_ns_max               time operations ran
 //	queue_waits, queue_wait_ns_total     objects started, and their wait in a lane
 //	reconciled, reconciled_ns_total      objects that became Done, and their time from
-//	                                     change read to Done written
+//	                                     the change (its Pending status's UpdatedAt)
+//	                                     to the commit of the Done status
 //	status_commits, status_commit_errors write transactions of statuses
 //	statuses_written, status_conflicts   statuses written, and objects changed meanwhile
 //	prunes_ok, prunes_error, prunes_refused, prune_ns_total

@@ -51,10 +51,13 @@ type item[Obj any] struct {
 	dirty    bool
 
 	// Progress (progress.go): the revision of the first change not yet
-	// attempted, and the first change the in-flight attempt covers, with
-	// when the latter was read from the change feed.
-	pendingRev, flightRev strata.Revision
-	seenAt, flightSeenAt  int64
+	// attempted, and the first change the in-flight attempt covers, each
+	// with when the change was made (changedAt, flightChangedAt): the
+	// UpdatedAt of the Pending or Refreshing status it was written with,
+	// in mono time, for the change-to-Done metric; 0 if unknown or if
+	// metrics are off.
+	pendingRev, flightRev      strata.Revision
+	changedAt, flightChangedAt int64
 
 	// Failures since the object last changed, and the kind of status
 	// (Pending or Refreshing) that made the first attempt: a retry shows

@@ -510,7 +510,7 @@ func (l *loop[Obj]) start(it *item[Obj], b *batch[Obj]) {
 	it.phase = PhaseInFlight
 	it.dirty = false
 	it.flightID = it.statusID
-	it.flightRev, it.flightSeenAt = it.pendingRev, it.seenAt
+	it.flightRev, it.flightChangedAt = it.pendingRev, it.changedAt
 	it.pendingRev = 0
 	s.inflight++
 	if it.group != nil {

@@ -79,9 +79,17 @@ type ReconcilerMetrics interface {
 	// QueueWait reports how long an object waited in a lane before its
 	// operation started.
 	QueueWait(lane Lane, d time.Duration)
-	// Reconciled reports, for an object that became Done, how long it
-	// took from the reconciler reading its change to committing its
-	// Done status.
+	// Reconciled reports, for an object that became Done, the time from
+	// its change to the commit of its Done status: retries, the wait in
+	// the change feed and in a lane, the operation and the status write
+	// included. The table keeps no commit times, so the change's time is
+	// the UpdatedAt of the Pending (or Refreshing) status it was written
+	// with, which StatusPending (or the refresh mark) reads from the
+	// clock just before the writer commits: a writer that sets the status
+	// long before it commits makes the figure that much longer. Objects
+	// whose status has no time (a zero UpdatedAt), Done statuses of a
+	// requeue's run, and objects found in Error when Run started (whose
+	// change's time is gone) are not reported.
 	Reconciled(d time.Duration)
 	// StatusCommit reports a write transaction of statuses: how many
 	// were written, how many objects had changed meanwhile (conflicts:

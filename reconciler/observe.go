@@ -80,7 +80,11 @@ func (l *loop[Obj]) newChange(it *item[Obj], c *strata.Change[Obj], st Status, n
 	if st.Kind == StatusKindRefreshing {
 		lane = LaneBackground
 	}
-	s.notePending(it, c.Revision, now)
+	var changedAt int64
+	if l.r.metricsOn && !c.Deleted && !st.UpdatedAt.IsZero() {
+		changedAt = l.r.monoOf(st.UpdatedAt)
+	}
+	s.notePending(it, c.Revision, changedAt, now)
 	// The failures were those of an older version.
 	s.clearFailing(it)
 	switch it.phase {

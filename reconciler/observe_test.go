@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -150,6 +151,40 @@ func TestMetrics(t *testing.T) {
 		}
 		if m.prunes[reconciler.OutcomeOK] < 2 || m.marked == 0 {
 			t.Errorf("prunes %v, refresh marks %d", m.prunes, m.marked)
+		}
+	})
+}
+
+// TestChangeToDone: the change-to-Done latency runs from the change (its
+// Pending status's UpdatedAt), not from when the reconciler read it: a
+// change made while no reconciler ran counts its whole wait, and a failed
+// first attempt counts its backoff. A Pending status without a time is not
+// reported, nor is a delete.
+func TestChangeToDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newRecordingMetrics()
+		f := newFixture(t, fixtureConfig{}, reconciler.WithMetrics(m), reconciler.WithRetry(300*time.Millisecond, time.Second))
+		f.upsert(pending(1, "v"))
+		time.Sleep(5 * time.Second)
+		f.start()
+		defer f.stop()
+		settle(0)
+		f.world.FailNext("2", 1, errUpdate)
+		f.upsert(pending(2, "v"))
+		settle(time.Second)
+		f.upsert(&testObj{ID: 3, Status: reconciler.Status{Kind: reconciler.StatusKindPending, ID: 77}})
+		settle(0)
+		f.remove(1)
+		settle(0)
+		if err := f.converged(); err != nil {
+			t.Fatal(err)
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		// In fake time the operations and writes take no time: the
+		// figures are exactly the waits.
+		if want := []time.Duration{5 * time.Second, 300 * time.Millisecond}; !slices.Equal(m.reconciled, want) {
+			t.Errorf("change-to-Done latencies %v, want %v", m.reconciled, want)
 		}
 	})
 }

@@ -24,12 +24,12 @@ import (
 // ring is O(1) amortised.
 
 // notePending records that it has a change at rev that is not yet
-// attempted, read at now.
-func (s *state[Obj]) notePending(it *item[Obj], rev strata.Revision, now int64) {
+// attempted, made at changedAt (0 if unknown) and read at now.
+func (s *state[Obj]) notePending(it *item[Obj], rev strata.Revision, changedAt, now int64) {
 	if it.pendingRev != 0 {
 		return // an older change of it holds the progress back already
 	}
-	it.pendingRev, it.seenAt = rev, now
+	it.pendingRev, it.changedAt = rev, changedAt
 	e := ringEntry{it.self, it.gen, rev, now}
 	if rev >= s.ringLast {
 		s.ringLast = rev

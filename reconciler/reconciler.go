@@ -167,6 +167,12 @@ func primaryKeyFuncs[Obj any](tbl strata.Table[Obj]) (func(Obj) index.KeySet, fu
 // so that 0 can stand for "never".
 func (r *Reconciler[Obj]) mono() int64 { return int64(time.Since(r.epoch)) + 1 }
 
+// monoOf converts a time to mono time (which may be negative, for a time
+// before the reconciler's epoch). A time read in this process compares by
+// its monotonic clock reading; one decoded from storage, by the wall
+// clock.
+func (r *Reconciler[Obj]) monoOf(t time.Time) int64 { return int64(t.Sub(r.epoch)) + 1 }
+
 // wall converts a mono time to a wall clock time.
 func (r *Reconciler[Obj]) wall(t int64) time.Time { return r.epoch.Add(time.Duration(t - 1)) }
 

@@ -8,7 +8,8 @@
 //	<namespace>_reconciler_operations_total{op,outcome}      counter
 //	<namespace>_reconciler_operation_duration_seconds{op}     histogram
 //	<namespace>_reconciler_queue_wait_seconds{lane}           histogram
-//	<namespace>_reconciler_reconcile_latency_seconds          histogram, change read to Done written
+//	<namespace>_reconciler_change_to_done_seconds             histogram, change (its Pending status's
+//	                                                          UpdatedAt) to Done status committed
 //	<namespace>_reconciler_status_commits_total{result}       counter, "ok" or "error"
 //	<namespace>_reconciler_statuses_written_total             counter
 //	<namespace>_reconciler_status_conflicts_total             counter
@@ -69,7 +70,7 @@ func New(reg prom.Registerer, namespace string) (*Metrics, error) {
 		ops:           counter("operations_total", "Update and Delete operations, by outcome.", "op", "outcome"),
 		opDuration:    histogram("operation_duration_seconds", "Time operations ran (for batch operations: the whole call).", "op"),
 		queueWait:     histogram("queue_wait_seconds", "Time objects waited in a lane before their operation started.", "lane"),
-		latency:       histogram("reconcile_latency_seconds", "Time from reading an object's change to writing its Done status."),
+		latency:       histogram("change_to_done_seconds", "Time from an object's change (the UpdatedAt of the Pending status it was written with) to the commit of its Done status."),
 		pruneDuration: histogram("prune_duration_seconds", "Time prunes ran."),
 		commits:       counter("status_commits_total", "Write transactions of statuses, by result.", "result"),
 		prunes:        counter("prunes_total", "Prunes, by outcome.", "outcome"),

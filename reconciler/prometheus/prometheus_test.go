@@ -129,7 +129,7 @@ func testReconcilerMetrics(t *testing.T) {
 	if n := metric(t, reg, "strata_reconciler_queue_wait_seconds", with("lane", "changes")).GetHistogram().GetSampleCount(); n != 10 {
 		t.Errorf("%d queue waits in the changes lane, want 10", n)
 	}
-	if n := metric(t, reg, "strata_reconciler_reconcile_latency_seconds", rl).GetHistogram().GetSampleCount(); n != 10 {
+	if n := metric(t, reg, "strata_reconciler_change_to_done_seconds", rl).GetHistogram().GetSampleCount(); n != 10 {
 		t.Errorf("%d latencies, want 10", n)
 	}
 	if v := metric(t, reg, "strata_reconciler_statuses_written_total", rl).GetCounter().GetValue(); v != 11 {
