@@ -61,6 +61,9 @@ type fixtureConfig struct {
 	ordering bool
 	dbOpts   []strata.Option
 	init     bool // register an initializer (left pending)
+	// defaultPruning leaves pruning at its default (hourly) instead of
+	// turning it off.
+	defaultPruning bool
 }
 
 func newFixture(t testing.TB, fc fixtureConfig, opts ...reconciler.Option) *fixture {
@@ -100,7 +103,11 @@ func newFixture(t testing.TB, fc fixtureConfig, opts ...reconciler.Option) *fixt
 		cfg.OrderingKey = func(o *testObj) string { return o.Group }
 	}
 	// No jitter, pruning or refresh unless the test asks for them.
-	opts = append([]reconciler.Option{reconciler.WithJitter(0, nil), reconciler.WithoutPruning(), reconciler.WithoutRefresh()}, opts...)
+	defaults := []reconciler.Option{reconciler.WithJitter(0, nil), reconciler.WithoutRefresh()}
+	if !fc.defaultPruning {
+		defaults = append(defaults, reconciler.WithoutPruning())
+	}
+	opts = append(defaults, opts...)
 	f.r, err = reconciler.New(db, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -56,43 +57,69 @@ func (t *txnCounterTable) ChangeFeeds(int, uint64)    {}
 
 // TestConvergedIsQuiet: once converged, a day of fake time with refresh
 // off costs no operation and no write transaction, with any number of
-// workers.
+// workers; with pruning at its default (hourly), it costs exactly 24
+// prunes and still no write: a prune that finds nothing to delete writes
+// nothing to the table (a prune never writes to it).
 func TestConvergedIsQuiet(t *testing.T) {
-	for _, workers := range []int{1, 4, 16} {
-		t.Run(strconv.Itoa(workers), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				txns := &txnCounter{}
-				f := newFixture(t, fixtureConfig{dbOpts: []strata.Option{strata.WithMetrics(txns)}},
-					reconciler.WithWorkers(workers))
-				f.start()
-				defer f.stop()
-				var objs []*testObj
-				for i := range 200 {
-					objs = append(objs, pending(uint64(i), "v"))
-				}
-				f.upsert(objs...)
-				f.upsert(pending(5, "changed"), pending(7, "changed"))
-				f.remove(9)
-				settle(time.Second)
-				if err := f.converged(); err != nil {
-					t.Fatal(err)
-				}
-				up0, del0, _ := f.world.Counts()
-				txns0 := txns.committed("objects")
-				if txns0 < 3 {
-					t.Fatalf("%d write transactions counted; the counter does not work", txns0)
-				}
-				settle(24 * time.Hour)
-				up, del, _ := f.world.Counts()
-				if up != up0 || del != del0 {
-					t.Errorf("a converged day: %d updates and %d deletes, want none", up-up0, del-del0)
-				}
-				if n := txns.committed("objects") - txns0; n != 0 {
-					t.Errorf("a converged day: %d write transactions, want none", n)
-				}
-			})
-		})
+	for _, pruning := range []bool{false, true} {
+		for _, workers := range []int{1, 4, 16} {
+			name := fmt.Sprintf("workers=%d/pruning=%v", workers, pruning)
+			t.Run(name, func(t *testing.T) { testConvergedIsQuiet(t, workers, pruning) })
+		}
 	}
+}
+
+func testConvergedIsQuiet(t *testing.T, workers int, pruning bool) {
+	synctest.Test(t, func(t *testing.T) {
+		txns := &txnCounter{}
+		m := newRecordingMetrics()
+		f := newFixture(t, fixtureConfig{dbOpts: []strata.Option{strata.WithMetrics(txns)}, defaultPruning: pruning},
+			reconciler.WithWorkers(workers), reconciler.WithMetrics(m))
+		f.start()
+		defer f.stop()
+		var objs []*testObj
+		for i := range 200 {
+			objs = append(objs, pending(uint64(i), "v"))
+		}
+		f.upsert(objs...)
+		f.upsert(pending(5, "changed"), pending(7, "changed"))
+		f.remove(9)
+		settle(time.Second)
+		if err := f.converged(); err != nil {
+			t.Fatal(err)
+		}
+		up0, del0, prunes0 := f.world.Counts()
+		txns0 := txns.committed("objects")
+		if txns0 < 3 {
+			t.Fatalf("%d write transactions counted; the counter does not work", txns0)
+		}
+		if want := map[bool]int{false: 0, true: 1}[pruning]; prunes0 != want {
+			t.Fatalf("%d prunes at the start, want %d", prunes0, want)
+		}
+		f.world.TakeOps()
+		settle(24 * time.Hour)
+		up, del, prunes := f.world.Counts()
+		if up != up0 || del != del0 {
+			t.Errorf("a converged day: %d updates and %d deletes, want none", up-up0, del-del0)
+		}
+		if n := txns.committed("objects") - txns0; n != 0 {
+			t.Errorf("a converged day: %d write transactions, want none", n)
+		}
+		// The first prune ran at the start, just before the
+		// objects were written: the day holds the next 24.
+		if want := map[bool]int{false: 0, true: 24}[pruning]; prunes-prunes0 != want {
+			t.Errorf("a converged day: %d prunes, want %d", prunes-prunes0, want)
+		}
+		if n := m.prunesOf(reconciler.OutcomeOK); n != prunes {
+			t.Errorf("%d prunes reported ok, %d ran", n, prunes)
+		}
+		for _, op := range f.world.TakeOps() {
+			if op != "prune(n=199)" {
+				t.Errorf("a converged day: operation %q", op)
+			}
+		}
+		f.expectHealth("OK", "OK, 199 object(s)")
+	})
 }
 
 // multiObj is reconciled by several reconcilers, each with its own entry
