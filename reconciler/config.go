@@ -161,8 +161,11 @@ func WithRetry(min, max time.Duration) Option {
 
 // WithJitter sets the jitter of backoffs and refresh ages: each is
 // multiplied by a random factor in [1-fraction, 1+fraction] (default 0.1).
-// r, if not nil, is the random source (for deterministic tests); it is
-// used by the reconciler's own goroutine only.
+// A backoff's factor is drawn when it starts; an object's refresh age is
+// drawn once for each version (from its revision), so that it does not
+// change between the refresh passes that look at the object. r, if not
+// nil, is the random source (for deterministic tests); it is used by the
+// reconciler's own goroutine only.
 func WithJitter(fraction float64, r *rand.Rand) Option {
 	return func(o *options) {
 		if fraction < 0 || fraction >= 1 {

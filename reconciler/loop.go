@@ -108,7 +108,7 @@ func (r *Reconciler[Obj]) Run(ctx context.Context, health Health) error {
 	l.timer.Stop()
 	defer l.timer.Stop()
 	l.prune.init(r)
-	l.refresh.init(&r.o, time.Now())
+	l.refresh.init(&r.o, r.rand.Uint64(), time.Now())
 	l.committer = committer[Obj]{l: l, in: make(chan *batch[Obj], n), quit: make(chan struct{})}
 	var committerDone sync.WaitGroup
 	committerDone.Add(1)

@@ -14,8 +14,16 @@ import (
 // back through the change feed and are reconciled in the background lane.
 // The first pass after Run starts also marks every object found Done
 // with a status from before the start (WithStartupRefresh).
+//
+// An object's refresh age (the interval times its jitter factor) is a
+// function of its revision, not a draw per look: the passes that examine
+// it before it is due agree on when it will be, so that the ages spread
+// evenly over the jitter window. A draw per pass would refresh most
+// objects near the window's start, the first pass whose draw fell short.
 type refreshState struct {
 	every     time.Duration // 0: no periodic refresh
+	jitter    float64
+	salt      uint64 // mixed into the revisions, from the random source
 	batch     int
 	batchGap  int64 // between batches, for the rate
 	startupOn bool  // WithStartupRefresh
@@ -38,14 +46,36 @@ type refreshState struct {
 // table with little to refresh does not hold the loop.
 const maxExamine = 4096
 
-func (f *refreshState) init(o *options, runStart time.Time) {
+func (f *refreshState) init(o *options, salt uint64, runStart time.Time) {
 	f.every, f.startupOn, f.runStart = o.refreshEvery, o.startupRefresh, runStart
+	f.jitter, f.salt = o.jitter, salt
 	f.batch = max(1, int(o.refreshRate/10))
 	f.batchGap = int64(float64(f.batch) / o.refreshRate * float64(time.Second))
 	f.nextAt = math.MaxInt64
 }
 
 func (f *refreshState) next() int64 { return f.nextAt }
+
+// age returns how long after its status was written the version of an
+// object at rev is due for refresh: the interval times a factor in
+// [1-jitter, 1+jitter], uniform over the revisions.
+func (f *refreshState) age(rev strata.Revision) time.Duration {
+	if f.jitter == 0 {
+		return f.every
+	}
+	u := float64(mix64(uint64(rev)^f.salt)>>11) / (1 << 53) // in [0, 1)
+	return time.Duration(float64(f.every) * (1 + f.jitter*(2*u-1)))
+}
+
+// mix64 is splitmix64's finalizer: a bijection of uint64 whose output
+// bits each depend on every input bit.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
 
 // begin starts a pass over the table, if refreshing is on.
 func (f *refreshState) begin(now int64, startup bool) {
@@ -95,7 +125,7 @@ func (l *loop[Obj]) refreshTick(now int64) {
 		}
 		due := f.startup && st.UpdatedAt.Before(f.runStart)
 		if !due && f.every > 0 {
-			dueAt := st.UpdatedAt.Add(l.jitter(f.every))
+			dueAt := st.UpdatedAt.Add(f.age(rev))
 			if due = !dueAt.After(wallNow); !due && (f.minDue.IsZero() || dueAt.Before(f.minDue)) {
 				f.minDue = dueAt
 			}

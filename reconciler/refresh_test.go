@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -105,4 +106,62 @@ func TestStartupRefresh(t *testing.T) {
 		})
 	}
 	_ = context.Background
+}
+
+// TestRefreshJitter: with jitter j, each Done object is refreshed between
+// (1-j) and (1+j) times the refresh interval after its status was written
+// (plus the granularity of the refresh passes, a sixteenth of the
+// interval), never before; the refreshes spread over that window rather
+// than bunching at its start or end. The random source is seeded, so the
+// test is deterministic.
+func TestRefreshJitter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			n      = 600
+			every  = time.Hour
+			jitter = 0.2
+		)
+		ops := newTimedOps(func(*testObj, int) error { return nil })
+		db := strata.New()
+		tbl := strata.MustNewTable(db, "objects", idIndex)
+		_, stop := startOn(t, db, tbl, ops, reconciler.WithRefresh(every, 10000),
+			reconciler.WithJitter(jitter, rand.New(rand.NewPCG(1, 2))))
+		defer stop()
+		wtxn := db.WriteTxn(tbl)
+		for i := range n {
+			mustInsert(t, tbl, wtxn, &testObj{ID: uint64(i), Status: reconciler.StatusPending()})
+		}
+		mustCommit(t, wtxn)
+		// Long enough for every first refresh, too short for a second.
+		time.Sleep(3 * every / 2)
+		synctest.Wait()
+		lo, hi := time.Duration((1-jitter)*float64(every)), time.Duration((1+jitter)*float64(every))
+		slack := every / 16
+		// Three bins over the window [lo, hi]; the uniform share of each
+		// is a third.
+		var bins [3]int
+		distinct := map[time.Duration]bool{}
+		for i := range n {
+			times := ops.at(uint64(i))
+			if len(times) != 2 {
+				t.Fatalf("object %d updated at %v: want once, and refreshed once", i, times)
+			}
+			age := times[1] - times[0]
+			if age < lo || age > hi+slack {
+				t.Errorf("object %d refreshed %s after it was Done, want within [%s, %s]", i, age, lo, hi+slack)
+				continue
+			}
+			distinct[age] = true
+			bins[min(int(3*(age-lo)/(hi-lo)), 2)]++
+		}
+		for i, c := range bins {
+			if c < n/5 {
+				t.Errorf("refresh ages by third of the jitter window %v: third %d holds %d of %d", bins, i, c, n)
+				break
+			}
+		}
+		if len(distinct) < 5 {
+			t.Errorf("the refreshes came at %d distinct times, want them spread", len(distinct))
+		}
+	})
 }
