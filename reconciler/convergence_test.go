@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,7 +18,9 @@ var convergenceSeeds = flag.Int("reconciler.seeds", 0, "seeds per configuration 
 // TestConvergence is the convergence property: for random sequences of
 // inserts, updates and deletes, under random faults of the outside world
 // (failures, panics, delays past the operation timeout, blocked
-// operations, drift, strangers), with 1, 4 and 16 workers, with and
+// operations, drift, strangers, the whole world failing every operation
+// and prune for a while, failed and blocked prunes), with 1, 4 and 16
+// workers, with and
 // without batch operations, once the faults stop and enough fake time
 // passes, the outside world equals the table and every status is Done;
 // and at no point did two operations run at once on one object, or a
@@ -61,10 +64,11 @@ func convergence(t *testing.T, workers int, batch bool, seed uint64) {
 		releases []func()
 		faulted  = map[string]bool{}
 		initDone bool
+		faulty   bool
 	)
 	key := func() uint64 { return uint64(rng.IntN(keys)) }
 	for step := range 300 {
-		switch op := rng.IntN(20); {
+		switch op := rng.IntN(23); {
 		case op < 8: // upsert a few objects in one transaction
 			var objs []*testObj
 			for range 1 + rng.IntN(5) {
@@ -113,6 +117,17 @@ func convergence(t *testing.T, workers int, batch bool, seed uint64) {
 		case op == 18 && !initDone:
 			f.initDone()
 			initDone = true
+		case op == 19: // the whole world fails every operation, or recovers
+			if faulty {
+				f.world.SetFaulty(nil)
+			} else {
+				f.world.SetFaulty(errors.New("the world is down"))
+			}
+			faulty = !faulty
+		case op == 20:
+			f.world.FailNextPrunes(1+rng.IntN(3), nil)
+		case op == 21:
+			releases = append(releases, f.world.BlockPrunes())
 		default:
 			if len(releases) > 0 && rng.IntN(2) == 0 {
 				releases[0]()
@@ -126,6 +141,8 @@ func convergence(t *testing.T, workers int, batch bool, seed uint64) {
 	for k := range faulted {
 		f.world.Heal(k)
 	}
+	f.world.SetFaulty(nil)
+	f.world.FailNextPrunes(0, nil)
 	for _, release := range releases {
 		release()
 	}
@@ -150,7 +167,13 @@ func convergence(t *testing.T, workers int, batch bool, seed uint64) {
 	}
 	if testing.Verbose() {
 		u, d, p := f.world.Counts()
-		t.Logf("%d updates, %d deletes, %d prunes; %d ops logged", u, d, p, len(f.world.Ops()))
+		failedPrunes := 0
+		for _, op := range f.world.Ops() {
+			if strings.HasPrefix(op, "prune(") && strings.HasSuffix(op, " fail") {
+				failedPrunes++
+			}
+		}
+		t.Logf("%d updates, %d deletes, %d prunes (%d failed); %d ops logged", u, d, p, failedPrunes, len(f.world.Ops()))
 	}
 	// Refreshes come and go (every 10s); nothing may stay stuck.
 	for i := 0; ; i++ {
