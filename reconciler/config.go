@@ -248,9 +248,13 @@ func WithPruneGuard(guard func(strata.ReadTxn) error) Option {
 }
 
 // WithPruneBudget limits the periodic prunes to deleting at most fraction
-// (0 < fraction <= 1) of the outside world's objects: CheckPruneBudget,
-// which the Prune operation calls, refuses more. A prune forced with
-// Prune has no budget.
+// (0 < fraction <= 1) of the outside world's objects: CheckPruneBudget
+// refuses more. A prune forced with Prune has no budget.
+//
+// The budget is enforced only if the Prune operation asks
+// CheckPruneBudget before deleting and returns its error (PruneStrangers
+// does both): the reconciler does not see what Prune deletes. A prune that
+// returns without asking is logged as a warning, once.
 func WithPruneBudget(fraction float64) Option {
 	return func(o *options) {
 		if fraction <= 0 || fraction > 1 {

@@ -61,7 +61,11 @@
 //     guard agrees (WithPruneGuard), then every interval and on Prune,
 //     never while another operation runs; a failed prune is retried with
 //     backoff. A prune budget (WithPruneBudget) keeps a periodic prune from
-//     deleting more than a fraction of the outside world.
+//     deleting more than a fraction of the outside world, if the Prune
+//     operation asks CheckPruneBudget (PruneStrangers, a Prune body for
+//     worlds that can list what they hold, asks for it): the reconciler
+//     does not see what Prune deletes, and warns when a prune did not ask.
+//     A prune writes nothing to the table.
 //   - Refresh marks Done objects older than the refresh interval (with
 //     jitter) Refreshing, at a limited rate and in batches, and reconciles
 //     them in the background; objects found Done when Run starts (a

@@ -52,19 +52,44 @@ func (k *kernel) Delete(ctx context.Context, txn strata.ReadTxn, rev strata.Revi
 	return nil
 }
 
+// Prune deletes the routes the table does not hold, within the prune
+// budget if the reconciler has one (WithPruneBudget).
 func (k *kernel) Prune(ctx context.Context, txn strata.ReadTxn, desired iter.Seq2[*Route, strata.Revision]) error {
-	want := map[string]bool{}
-	for r := range desired {
-		want[r.Prefix] = true
-	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for prefix := range k.routes {
-		if !want[prefix] {
-			delete(k.routes, prefix)
-		}
-	}
-	return nil
+	prefix := func(r *Route) string { return r.Prefix }
+	_, err := reconciler.PruneStrangers(ctx, desired, prefix, maps.Keys(k.routes), func(p string) error {
+		delete(k.routes, p)
+		return nil
+	})
+	return err
+}
+
+// ExamplePruneStrangers prunes a routing table: the routes that the
+// desired set does not hold go.
+func ExamplePruneStrangers() {
+	db := strata.New()
+	routes := strata.MustNewTable(db, "routes", routeByPrefix)
+	wtxn := db.WriteTxn(routes)
+	routes.Insert(wtxn, &Route{Prefix: "10.0.0.0/8", NextHop: "eth0"})
+	txn, _ := wtxn.Commit()
+	held := map[string]string{"10.0.0.0/8": "eth0", "192.168.0.0/16": "eth9", "172.16.0.0/12": "eth8"}
+
+	// The context of a prune carries the reconciler's budget; outside
+	// a prune there is none.
+	deleted, err := reconciler.PruneStrangers(context.Background(), routes.All(txn),
+		func(r *Route) string { return r.Prefix },
+		slices.Values(slices.Sorted(maps.Keys(held))),
+		func(prefix string) error {
+			fmt.Println("deleting", prefix)
+			delete(held, prefix)
+			return nil
+		})
+	fmt.Println(deleted, err, len(held))
+	// Output:
+	// deleting 172.16.0.0/12
+	// deleting 192.168.0.0/16
+	// 2 <nil> 1
 }
 
 // Example reconciles a table of routes into a routing table, and waits

@@ -40,7 +40,9 @@ type Operations[Obj any] interface {
 	// desired objects, does not hold. It runs once the table is
 	// initialized (and the prune guard agrees), then periodically and
 	// on Reconciler.Prune, never at the same time as another operation.
-	// A prune with a budget calls CheckPruneBudget before deleting.
+	// The reconciler does not see what Prune deletes: a prune budget
+	// (WithPruneBudget) holds only if Prune calls CheckPruneBudget before
+	// deleting, and returns its error, as PruneStrangers does.
 	Prune(ctx context.Context, txn strata.ReadTxn, objects iter.Seq2[Obj, strata.Revision]) error
 }
 
@@ -119,33 +121,6 @@ func RetryAfter(d time.Duration, err error) error {
 // request lives in memory only.
 func Requeue(d time.Duration) error {
 	return &outcomeError{kind: kindRequeue, delay: d}
-}
-
-// pruneBudget is what a prune's context carries: the largest fraction of
-// the outside world it may delete, unless forced.
-type pruneBudget struct {
-	fraction float64
-	forced   bool
-}
-
-type pruneBudgetKey struct{}
-
-// CheckPruneBudget tells a Prune operation whether it may delete deletes
-// of the total objects the outside world holds. It returns nil if the
-// reconciler has no prune budget (WithPruneBudget), if the prune was forced
-// by Reconciler.Prune, or if deletes is within the budget; otherwise an
-// error wrapping ErrPruneBudget, which Prune should return without
-// deleting anything.
-func CheckPruneBudget(ctx context.Context, deletes, total int) error {
-	b, ok := ctx.Value(pruneBudgetKey{}).(pruneBudget)
-	if !ok || b.forced || deletes <= 0 {
-		return nil
-	}
-	if float64(deletes) <= b.fraction*float64(total) {
-		return nil
-	}
-	return fmt.Errorf("reconciler: prune would delete %d of %d objects, budget %.0f%%: %w",
-		deletes, total, 100*b.fraction, ErrPruneBudget)
 }
 
 // classify turns an operation's error into what happens next.

@@ -131,10 +131,12 @@ func (w *worker[Obj]) runPrune(b *batch[Obj]) {
 	if ctx == nil {
 		return
 	}
+	var budget *pruneBudget
 	if r.o.pruneBudget > 0 {
 		// A context of its own, with the budget.
+		budget = &pruneBudget{fraction: r.o.pruneBudget, forced: job.forced}
 		ctx = &opCtx{
-			parent:  context.WithValue(w.l.values, pruneBudgetKey{}, pruneBudget{r.o.pruneBudget, job.forced}),
+			parent:  context.WithValue(w.l.values, pruneBudgetKey{}, budget),
 			start:   ctx.started(),
 			timeout: ctx.timeout,
 			epoch:   ctx.epoch,
@@ -146,6 +148,9 @@ func (w *worker[Obj]) runPrune(b *batch[Obj]) {
 		return r.cfg.Operations.Prune(ctx, b.txn, r.cfg.Table.All(b.txn))
 	}()
 	w.end()
+	if budget != nil && err == nil && !budget.asked.Load() && !r.unaskedBudget.Swap(true) {
+		r.log.Warn("The reconciler has a prune budget, but its Prune did not call CheckPruneBudget (or PruneStrangers): the budget is not enforced")
+	}
 	var e entry[Obj]
 	w.settle(&e, err, ctx)
 	job.err, job.outcome = e.err, e.outcome

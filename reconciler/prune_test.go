@@ -1,9 +1,15 @@
 package reconciler_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"log/slog"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -164,4 +170,184 @@ func TestPruneOnlyWhenInitialized(t *testing.T) {
 			t.Errorf("%d prunes after an hour at one a minute, want 61", p)
 		}
 	})
+}
+
+// TestPruneStrangers: the helper deletes what the desired set lacks, goes
+// on past a failed delete and reports it, stops once its context ends,
+// and, in a prune of a reconciler with a budget, deletes nothing over the
+// budget.
+func TestPruneStrangers(t *testing.T) {
+	objs := func(ids ...uint64) iter.Seq2[*testObj, strata.Revision] {
+		return func(yield func(*testObj, strata.Revision) bool) {
+			for _, id := range ids {
+				if !yield(&testObj{ID: id}, 1) {
+					return
+				}
+			}
+		}
+	}
+	errGone := errors.New("cannot delete")
+	var dels []string
+	del := func(k string) error {
+		dels = append(dels, k)
+		if k == "4" {
+			return errGone
+		}
+		return nil
+	}
+	n, err := reconciler.PruneStrangers(context.Background(), objs(1, 2), objKey, slices.Values([]string{"1", "2", "3", "4", "5"}), del)
+	if n != 2 || !errors.Is(err, errGone) || !slices.Equal(dels, []string{"3", "4", "5"}) {
+		t.Errorf("deleted %d (%v), err %v; want 2 of 3, 4 failing", n, dels, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dels = nil
+	n, err = reconciler.PruneStrangers(ctx, objs(), objKey, slices.Values([]string{"1"}), del)
+	if n != 0 || !errors.Is(err, context.Canceled) || len(dels) != 0 {
+		t.Errorf("after its context ended: deleted %d (%v), err %v", n, dels, err)
+	}
+
+	// Within a reconciler's prune, the budget holds.
+	synctest.Test(t, func(t *testing.T) {
+		ops := &strangerOps{held: map[string]bool{"0": true, "1": true, "2": true, "3": true}}
+		db, tbl, r, stop := startWith(t, ops, reconciler.WithPruning(time.Hour), reconciler.WithPruneBudget(0.5))
+		defer stop()
+		insertOne(t, db, tbl, &testObj{ID: 0, Status: reconciler.StatusPending()})
+		r.Prune() // forced: no budget
+		synctest.Wait()
+		if got := ops.keys(); !slices.Equal(got, []string{"0"}) {
+			t.Fatalf("a forced prune left %v, want [0]", got)
+		}
+		ops.set("1", "2")
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := ops.keys(); !slices.Equal(got, []string{"0", "1", "2"}) || !errors.Is(ops.lastErr(), reconciler.ErrPruneBudget) {
+			t.Errorf("a periodic prune of 2 of 3 with a budget of half left %v (%v); want nothing deleted", got, ops.lastErr())
+		}
+	})
+}
+
+// strangerOps is an outside world of keys that prunes with PruneStrangers.
+type strangerOps struct {
+	mu   sync.Mutex
+	held map[string]bool
+	err  error
+}
+
+func (o *strangerOps) Update(_ context.Context, _ strata.ReadTxn, _ strata.Revision, obj *testObj) error {
+	o.set(objKey(obj))
+	return nil
+}
+
+func (o *strangerOps) Delete(context.Context, strata.ReadTxn, strata.Revision, *testObj) error {
+	return nil
+}
+
+func (o *strangerOps) Prune(ctx context.Context, _ strata.ReadTxn, desired iter.Seq2[*testObj, strata.Revision]) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, o.err = reconciler.PruneStrangers(ctx, desired, objKey, maps.Keys(o.held), func(k string) error {
+		delete(o.held, k)
+		return nil
+	})
+	return o.err
+}
+
+func (o *strangerOps) set(keys ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, k := range keys {
+		o.held[k] = true
+	}
+}
+
+func (o *strangerOps) keys() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Sorted(maps.Keys(o.held))
+}
+
+func (o *strangerOps) lastErr() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+// TestPruneBudgetNotAsked: a reconciler with a prune budget whose Prune
+// never asks CheckPruneBudget cannot enforce it, and says so in a warning,
+// once; one whose Prune asks (with nothing to delete too) does not warn,
+// nor does one without a budget.
+func TestPruneBudgetNotAsked(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		budget bool
+		asks   bool
+		warns  int
+	}{
+		{"budget/not-asked", true, false, 1},
+		{"budget/asked", true, true, 0},
+		{"no-budget", false, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs syncBuffer
+				opts := []reconciler.Option{reconciler.WithPruning(time.Minute),
+					reconciler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
+				if c.budget {
+					opts = append(opts, reconciler.WithPruneBudget(0.1))
+				}
+				ops := &askingOps{asks: c.asks}
+				_, _, _, stop := startWith(t, ops, opts...)
+				time.Sleep(10 * time.Minute)
+				synctest.Wait()
+				stop()
+				if n := ops.prunes.Load(); n < 10 {
+					t.Fatalf("%d prunes in 10 minutes at one a minute", n)
+				}
+				if n := strings.Count(logs.String(), "did not call CheckPruneBudget"); n != c.warns {
+					t.Errorf("%d warnings, want %d:\n%s", n, c.warns, logs.String())
+				}
+			})
+		})
+	}
+}
+
+// askingOps prunes nothing, asking CheckPruneBudget if asks is set.
+type askingOps struct {
+	asks   bool
+	prunes atomic.Int32
+}
+
+func (o *askingOps) Update(context.Context, strata.ReadTxn, strata.Revision, *testObj) error {
+	return nil
+}
+
+func (o *askingOps) Delete(context.Context, strata.ReadTxn, strata.Revision, *testObj) error {
+	return nil
+}
+
+func (o *askingOps) Prune(ctx context.Context, _ strata.ReadTxn, _ iter.Seq2[*testObj, strata.Revision]) error {
+	o.prunes.Add(1)
+	if o.asks {
+		return reconciler.CheckPruneBudget(ctx, 0, 0)
+	}
+	return nil
+}
+
+// syncBuffer is a bytes.Buffer that several goroutines may write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -47,6 +47,9 @@ type Reconciler[Obj any] struct {
 	kick chan struct{}
 	// pruneReq: Prune was called (1) and the loop has not taken it.
 	pruneReq atomic.Bool
+	// unaskedBudget: a prune with a budget returned without asking
+	// CheckPruneBudget, and the warning was logged.
+	unaskedBudget atomic.Bool
 
 	ctl  control
 	prog progress

@@ -513,12 +513,12 @@ func (w *World[Obj]) batch(ctx context.Context, batch []reconciler.BatchEntry[Ob
 	}
 }
 
-// Prune removes the keys that objects does not hold, after asking
-// reconciler.CheckPruneBudget whether it may.
+// Prune removes the keys that objects does not hold, with
+// reconciler.PruneStrangers, which keeps to the prune budget.
 func (w *World[Obj]) Prune(ctx context.Context, _ strata.ReadTxn, objects iter.Seq2[Obj, strata.Revision]) error {
-	desired := map[string]bool{}
-	for o := range objects {
-		desired[w.key(o)] = true
+	desired := 0
+	for range objects {
+		desired++
 	}
 	w.mu.Lock()
 	if w.running > 0 {
@@ -554,18 +554,11 @@ func (w *World[Obj]) Prune(ctx context.Context, _ strata.ReadTxn, objects iter.S
 	defer w.mu.Unlock()
 	w.pruned++
 	if err == nil {
-		var strangers []string
-		for k := range w.objs {
-			if !desired[k] {
-				strangers = append(strangers, k)
-			}
-		}
-		if err = reconciler.CheckPruneBudget(ctx, len(strangers), len(w.objs)); err == nil {
-			for _, k := range strangers {
-				delete(w.objs, k)
-			}
-		}
+		_, err = reconciler.PruneStrangers(ctx, objects, w.key, maps.Keys(w.objs), func(k string) error {
+			delete(w.objs, k)
+			return nil
+		})
 	}
-	w.record(fmt.Sprintf("prune(n=%d)", len(desired)), err)
+	w.record(fmt.Sprintf("prune(n=%d)", desired), err)
 	return err
 }
