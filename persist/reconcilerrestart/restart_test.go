@@ -2,7 +2,9 @@
 // (package persist): a process reconciling a table into files in a
 // directory is killed with SIGKILL at random points, again and again, and a
 // new reconciler must then converge, resuming the backoff of the objects it
-// finds in Error.
+// finds in Error; and the Done objects a killed process left are
+// refreshed after the restart, at the refresh rate, repairing the files
+// that changed while no process ran.
 package reconcilerrestart
 
 import (
@@ -37,12 +39,20 @@ var cycles = flag.Int("restart.cycles", 0, "SIGKILL cycles of TestReconcilerRest
 const (
 	childEnv    = "STRATA_RECONCILER_RESTART_CHILD"
 	childDirEnv = "STRATA_RECONCILER_RESTART_DIR"
+	// childModeEnv "converge" makes the child write files, converge and
+	// wait to be killed (convergeChild); otherwise it writes random
+	// changes until killed (child).
+	childModeEnv = "STRATA_RECONCILER_RESTART_MODE"
 )
 
 func TestMain(m *testing.M) {
 	if seed := os.Getenv(childEnv); seed != "" {
 		s, _ := strconv.ParseUint(seed, 10, 64)
-		child(os.Getenv(childDirEnv), s)
+		if os.Getenv(childModeEnv) == "converge" {
+			convergeChild(os.Getenv(childDirEnv), int(s))
+		} else {
+			child(os.Getenv(childDirEnv), s)
+		}
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
@@ -165,8 +175,9 @@ func backoff(attempts uint32) time.Duration {
 	return min(d, retryMax)
 }
 
-// open opens the store in dir and a reconciler of its table into dir/world.
-func open(t testing.TB, dir string, failing bool) (*strata.DB, strata.RWTable[*file], *persist.Store, *reconciler.Reconciler[*file], *dirWorld) {
+// open opens the store in dir and a reconciler of its table into dir/world,
+// with the options of the test's reconcilers and then opts.
+func open(t testing.TB, dir string, failing bool, opts ...reconciler.Option) (*strata.DB, strata.RWTable[*file], *persist.Store, *reconciler.Reconciler[*file], *dirWorld) {
 	db := strata.New()
 	tbl, err := strata.NewTable(db, "files", fileByName)
 	if err != nil {
@@ -187,8 +198,8 @@ func open(t testing.TB, dir string, failing bool) (*strata.DB, strata.RWTable[*f
 		Table: tbl, CloneObject: (*file).Clone,
 		GetObjectStatus: (*file).GetStatus, SetObjectStatus: (*file).SetStatus,
 		Operations: world,
-	}, reconciler.WithWorkers(4), reconciler.WithRetry(retryMin, retryMax), reconciler.WithJitter(0, nil),
-		reconciler.WithLogger(slog.New(slog.DiscardHandler)))
+	}, append([]reconciler.Option{reconciler.WithWorkers(4), reconciler.WithRetry(retryMin, retryMax), reconciler.WithJitter(0, nil),
+		reconciler.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
 	if err != nil {
 		fatal(t, err)
 	}
