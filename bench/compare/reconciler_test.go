@@ -14,13 +14,18 @@ package main
 // Each op is one whole run (a new database and reconciler); objects/s is
 // N divided by the time from the first insert to the last Done status,
 // and allocs/object the run's allocations over N (the driver's inserts
-// and objects included, on both sides). Run them with
+// and objects included, on both sides). Strata's runs also report how its
+// statuses were written: status-txns/kobj, the reconciler's write
+// transactions per 1000 objects, objects/status-txn, and, durable, the
+// log syncs per 1000 objects (fsyncs/kobj, the driver's commits
+// included). Run them with
 //
 //	go test -run '^$' -bench 'Reconciler/B1' -benchtime 5x -count 6 | tee b1.txt
 //	benchstat -col /impl b1.txt
 //
-// and see README.md for the figures. -reconciler.smoke runs them once on
-// small data (CI).
+// and see README.md for the figures. -reconciler.1m adds B1-1M, B1 with a
+// million objects (not run by default: a run takes seconds);
+// -reconciler.smoke runs them once on small data (CI).
 
 import (
 	"context"
@@ -43,6 +48,7 @@ import (
 	sreconciler "github.com/cilium/statedb/reconciler"
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
+	smetrics "github.com/strata-db/strata/metrics"
 	"github.com/strata-db/strata/persist"
 	"github.com/strata-db/strata/reconciler"
 	"golang.org/x/time/rate"
@@ -52,6 +58,7 @@ var (
 	reconcilerN     = flag.Int("reconciler.n", 100_000, "objects of the B1 and B3 reconciler benchmarks")
 	reconcilerB2N   = flag.Int("reconciler.b2n", 10_000, "objects of the B2 reconciler benchmark")
 	reconcilerSmoke = flag.Bool("reconciler.smoke", false, "reconciler benchmarks on small data (CI)")
+	reconciler1M    = flag.Bool("reconciler.1m", false, "add B1-1M, the B1 reconciler benchmark with a million objects")
 )
 
 // reconcileRun describes one run.
@@ -62,10 +69,19 @@ type reconcileRun struct {
 	durable bool          // Strata only: a persist store in Sync mode
 }
 
-// reconcileImpl runs one reconciliation and returns the time from the
-// first insert until every status was Done, or an error if the outcome is
-// wrong.
-type reconcileImpl func(b testing.TB, run reconcileRun) (time.Duration, error)
+// reconcileResult is what one run measured.
+type reconcileResult struct {
+	// elapsed is the time from the first insert until every status was
+	// Done.
+	elapsed time.Duration
+	// statusTxns counts the reconciler's write transactions, and syncs
+	// the store's log syncs (durable runs): Strata only.
+	statusTxns, syncs uint64
+}
+
+// reconcileImpl runs one reconciliation and returns what it measured, or
+// an error if the outcome is wrong.
+type reconcileImpl func(b testing.TB, run reconcileRun) (reconcileResult, error)
 
 // insertBatch is the size of the driver's write transactions.
 const insertBatch = 1000
@@ -80,6 +96,16 @@ func BenchmarkReconciler(b *testing.B) {
 		b.Run("impl=strata", func(b *testing.B) { benchReconcile(b, reconcileStrata, run) })
 		b.Run("impl=statedb", func(b *testing.B) { benchReconcile(b, reconcileStatedb, run) })
 	})
+	if *reconciler1M {
+		b.Run("B1-1M", func(b *testing.B) {
+			run := reconcileRun{n: 1_000_000, workers: 1}
+			if *reconcilerSmoke {
+				run.n = 4000
+			}
+			b.Run("impl=strata", func(b *testing.B) { benchReconcile(b, reconcileStrata, run) })
+			b.Run("impl=statedb", func(b *testing.B) { benchReconcile(b, reconcileStatedb, run) })
+		})
+	}
 	b.Run("B2", func(b *testing.B) {
 		run := reconcileRun{n: b2n, delay: time.Millisecond}
 		b.Run("impl=statedb", func(b *testing.B) { benchReconcile(b, reconcileStatedb, run) })
@@ -102,20 +128,30 @@ func benchReconcile(b *testing.B, impl reconcileImpl, run reconcileRun) {
 		ms0   runtime.MemStats
 		ms1   runtime.MemStats
 		runs  int
+		sum   reconcileResult
 	)
 	runtime.ReadMemStats(&ms0)
 	for b.Loop() {
-		d, err := impl(b, run)
+		res, err := impl(b, run)
 		if err != nil {
 			b.Fatal(err)
 		}
-		total += d
+		total += res.elapsed
+		sum.statusTxns += res.statusTxns
+		sum.syncs += res.syncs
 		runs++
 	}
 	runtime.ReadMemStats(&ms1)
 	objects := float64(run.n) * float64(runs)
 	b.ReportMetric(objects/total.Seconds(), "objects/s")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/objects, "allocs/object")
+	if sum.statusTxns > 0 {
+		b.ReportMetric(1000*float64(sum.statusTxns)/objects, "status-txns/kobj")
+		b.ReportMetric(objects/float64(sum.statusTxns), "objects/status-txn")
+	}
+	if sum.syncs > 0 {
+		b.ReportMetric(1000*float64(sum.syncs)/objects, "fsyncs/kobj")
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -193,22 +229,45 @@ func (o *strataROps) Prune(context.Context, strata.ReadTxn, iter.Seq2[*strataROb
 	return nil
 }
 
-func reconcileStrata(tb testing.TB, run reconcileRun) (time.Duration, error) {
-	db := strata.New()
+// txnCounter counts the committed write transactions of the database
+// (a strata metrics.Metrics; its cost, a clock read per transaction, is
+// small beside a transaction of a thousand objects).
+type txnCounter struct{ committed atomic.Uint64 }
+
+func (c *txnCounter) Table(string) smetrics.Table   { return c }
+func (c *txnCounter) Handle(string) smetrics.Handle { return smetrics.NopMetrics{}.Handle("") }
+func (c *txnCounter) LockWait(time.Duration)        {}
+func (c *txnCounter) Committed(int, uint64, int)    {}
+func (c *txnCounter) ChangeFeeds(int, uint64)       {}
+func (c *txnCounter) WriteTxn(_ time.Duration, committed bool) {
+	if committed {
+		c.committed.Add(1)
+	}
+}
+
+func reconcileStrata(tb testing.TB, run reconcileRun) (reconcileResult, error) {
+	txns := &txnCounter{}
+	db := strata.New(strata.WithMetrics(txns))
 	tbl, err := strata.NewTable(db, "objects", strataRObjByID)
 	if err != nil {
-		return 0, err
+		return reconcileResult{}, err
 	}
+	var store *persist.Store
 	if run.durable {
-		store, err := persist.Open(tb.TempDir(), persist.Options{Sync: persist.Sync{}, Logger: slog.New(slog.DiscardHandler)})
+		store, err = persist.Open(tb.TempDir(), persist.Options{Sync: persist.Sync{}, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
-			return 0, err
+			return reconcileResult{}, err
 		}
 		defer store.Close()
 		if err := persist.Register(store, db, tbl, persist.Binary[strataRObj]()); err != nil {
-			return 0, err
+			return reconcileResult{}, err
 		}
 	}
+	var syncs0 uint64
+	if store != nil {
+		syncs0 = store.Stats().WALSyncs
+	}
+	txns0 := txns.committed.Load()
 	ops := &strataROps{delay: run.delay}
 	r, err := reconciler.New(db, reconciler.Config[*strataRObj]{
 		Table:           tbl,
@@ -218,7 +277,7 @@ func reconcileStrata(tb testing.TB, run reconcileRun) (time.Duration, error) {
 		Operations:      ops,
 	}, reconciler.WithWorkers(max(run.workers, 1)))
 	if err != nil {
-		return 0, err
+		return reconcileResult{}, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -227,42 +286,51 @@ func reconcileStrata(tb testing.TB, run reconcileRun) (time.Duration, error) {
 
 	start := time.Now()
 	var rev strata.Revision
+	driverTxns := uint64(0)
 	for i := 0; i < run.n; i += insertBatch {
+		driverTxns++
 		wtxn := db.WriteTxn(tbl)
 		for id := i; id < min(i+insertBatch, run.n); id++ {
 			if _, _, err := tbl.Insert(wtxn, &strataRObj{ID: uint64(id), Status: reconciler.StatusPending()}); err != nil {
 				wtxn.Abort()
-				return 0, err
+				return reconcileResult{}, err
 			}
 		}
 		rev = tbl.Revision(wtxn)
 		if _, err := wtxn.Commit(); err != nil {
-			return 0, err
+			return reconcileResult{}, err
 		}
 	}
 	got, low, err := r.WaitUntilReconciled(ctx, rev)
 	elapsed := time.Since(start)
 	cancel()
 	if rerr := <-done; rerr != nil {
-		return 0, rerr
+		return reconcileResult{}, rerr
 	}
 	if err != nil || got < rev || low != 0 {
-		return 0, fmt.Errorf("strata: WaitUntilReconciled(%d) = %d, %d, %v", rev, got, low, err)
+		return reconcileResult{}, fmt.Errorf("strata: WaitUntilReconciled(%d) = %d, %d, %v", rev, got, low, err)
 	}
 	if u := ops.updates.Load(); u != int64(run.n) {
-		return 0, fmt.Errorf("strata: %d updates, want %d", u, run.n)
+		return reconcileResult{}, fmt.Errorf("strata: %d updates, want %d", u, run.n)
 	}
 	n := 0
 	for o := range tbl.All(db.ReadTxn()) {
 		if o.Status.Kind != reconciler.StatusKindDone {
-			return 0, fmt.Errorf("strata: object %d: %s", o.ID, o.Status)
+			return reconcileResult{}, fmt.Errorf("strata: object %d: %s", o.ID, o.Status)
 		}
 		n++
 	}
 	if n != run.n {
-		return 0, fmt.Errorf("strata: %d objects, want %d", n, run.n)
+		return reconcileResult{}, fmt.Errorf("strata: %d objects, want %d", n, run.n)
 	}
-	return elapsed, nil
+	res := reconcileResult{elapsed: elapsed}
+	// Every write transaction but the driver's and the one Run opens its
+	// change feed with wrote statuses.
+	res.statusTxns = txns.committed.Load() - txns0 - driverTxns - 1
+	if store != nil {
+		res.syncs = store.Stats().WALSyncs - syncs0
+	}
+	return res, nil
 }
 
 // ---- statedb ----------------------------------------------------------------
@@ -315,7 +383,7 @@ var quietLog = slog.New(slog.DiscardHandler)
 
 // reconcileStatedb runs statedb's reconciler in a hive, as its own
 // benchmark program does, with the round limits that program sets.
-func reconcileStatedb(tb testing.TB, run reconcileRun) (time.Duration, error) {
+func reconcileStatedb(tb testing.TB, run reconcileRun) (reconcileResult, error) {
 	var (
 		db  *statedb.DB
 		tbl statedb.RWTable[*statedbRObj]
@@ -343,7 +411,7 @@ func reconcileStatedb(tb testing.TB, run reconcileRun) (time.Duration, error) {
 		),
 	)
 	if err := h.Start(quietLog, context.Background()); err != nil {
-		return 0, err
+		return reconcileResult{}, err
 	}
 	defer h.Stop(quietLog, context.Background())
 
@@ -354,7 +422,7 @@ func reconcileStatedb(tb testing.TB, run reconcileRun) (time.Duration, error) {
 		for id := i; id < min(i+insertBatch, run.n); id++ {
 			if _, _, err := tbl.Insert(wtxn, &statedbRObj{ID: uint64(id), Status: sreconciler.StatusPending()}); err != nil {
 				wtxn.Abort()
-				return 0, err
+				return reconcileResult{}, err
 			}
 		}
 		rev = tbl.Revision(wtxn)
@@ -363,20 +431,20 @@ func reconcileStatedb(tb testing.TB, run reconcileRun) (time.Duration, error) {
 	got, low, err := r.WaitUntilReconciled(context.Background(), rev)
 	elapsed := time.Since(start)
 	if err != nil || got < rev || low != 0 {
-		return 0, fmt.Errorf("statedb: WaitUntilReconciled(%d) = %d, %d, %v", rev, got, low, err)
+		return reconcileResult{}, fmt.Errorf("statedb: WaitUntilReconciled(%d) = %d, %d, %v", rev, got, low, err)
 	}
 	if u := ops.updates.Load(); u != int64(run.n) {
-		return 0, fmt.Errorf("statedb: %d updates, want %d", u, run.n)
+		return reconcileResult{}, fmt.Errorf("statedb: %d updates, want %d", u, run.n)
 	}
 	n := 0
 	for o := range tbl.All(db.ReadTxn()) {
 		if o.Status.Kind != sreconciler.StatusKindDone {
-			return 0, fmt.Errorf("statedb: object %d: %s", o.ID, o.Status)
+			return reconcileResult{}, fmt.Errorf("statedb: object %d: %s", o.ID, o.Status)
 		}
 		n++
 	}
 	if n != run.n {
-		return 0, fmt.Errorf("statedb: %d objects, want %d", n, run.n)
+		return reconcileResult{}, fmt.Errorf("statedb: %d objects, want %d", n, run.n)
 	}
-	return elapsed, nil
+	return reconcileResult{elapsed: elapsed}, nil
 }
