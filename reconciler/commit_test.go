@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -245,4 +246,104 @@ func TestShutdownWhileCommitFails(t *testing.T) {
 			t.Errorf("health %s %q", l, m)
 		}
 	})
+}
+
+// gateJournal is a durable store whose commits wait, while the gate is
+// armed, until it is opened: a slow log sync, during which the committing
+// transaction holds its tables' locks.
+type gateJournal struct {
+	armed   atomic.Bool
+	waiting chan struct{} // receives when a commit starts waiting
+	open    chan struct{}
+}
+
+func (j *gateJournal) Begin() strata.JournalBatch { return gateBatch{j} }
+
+type gateBatch struct{ j *gateJournal }
+
+func (b gateBatch) Commit() error {
+	if b.j.armed.Load() {
+		b.j.waiting <- struct{}{}
+		<-b.j.open
+	}
+	return nil
+}
+func (gateBatch) Discard() {}
+
+// TestStatusWriteTakesWhatCameDuringLockWait: outcomes that arrive while
+// the status write waits for the table's lock (held by another writer's
+// slow durable commit) are written in the same transaction, not in one
+// of their own. Real time: a goroutine waiting for a mutex is not durably
+// blocked, so synctest cannot wait for it.
+func TestStatusWriteTakesWhatCameDuringLockWait(t *testing.T) {
+	m := newRecordingMetrics()
+	f := newFixture(t, fixtureConfig{}, reconciler.WithWorkers(4), reconciler.WithRoundSize(1), reconciler.WithMetrics(m))
+	journal := &gateJournal{waiting: make(chan struct{}), open: make(chan struct{})}
+	wtxn := f.db.WriteTxn(f.tbl)
+	if err := strata.SetJournal(wtxn, f.tbl, journal, nopTableJournal[*testObj]{}); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, wtxn)
+	var releases []func()
+	for i := range 4 {
+		releases = append(releases, f.world.Block(strconv.Itoa(i)))
+	}
+	f.start()
+	defer f.stop()
+	f.upsert(pending(0, "v"), pending(1, "v"), pending(2, "v"), pending(3, "v"))
+	waitFor(t, func() bool { return f.world.Running() == 4 })
+
+	// Another writer's commit holds the lock, waiting for its sync.
+	journal.armed.Store(true)
+	written := make(chan error)
+	go func() {
+		wtxn := f.db.WriteTxn(f.tbl)
+		if _, _, err := f.tbl.Insert(wtxn, &testObj{ID: 99, Status: reconciler.StatusDone()}); err != nil {
+			wtxn.Abort()
+			written <- err
+			return
+		}
+		_, err := wtxn.Commit()
+		written <- err
+	}()
+	<-journal.waiting
+	journal.armed.Store(false)
+	// The first outcome reaches the status write, which waits for the
+	// lock; the others come in while it waits.
+	releases[0]()
+	time.Sleep(20 * time.Millisecond)
+	for _, release := range releases[1:] {
+		release()
+	}
+	waitFor(t, func() bool { return f.world.Running() == 0 })
+	time.Sleep(20 * time.Millisecond)
+	close(journal.open)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		for i := range 4 {
+			if f.get(uint64(i)).Status.Kind != reconciler.StatusKindDone {
+				return false
+			}
+		}
+		return true
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.commits != 1 || m.written != 4 {
+		t.Errorf("%d status transactions writing %d statuses, want 1 writing 4", m.commits, m.written)
+	}
+}
+
+// waitFor polls cond, for tests that run in real time.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
