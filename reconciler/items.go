@@ -229,15 +229,6 @@ func (km *keyMap[Obj]) remove(it *item[Obj]) {
 	}
 }
 
-// all calls f for every item.
-func (km *keyMap[Obj]) all(f func(*item[Obj])) {
-	for _, s := range km.slots {
-		if s != 0 {
-			f(km.items.at(ref(uint32(s) - 1)))
-		}
-	}
-}
-
 // deque is a FIFO queue in a ring buffer whose size is a power of two.
 type deque[T any] struct {
 	buf  []T

@@ -52,11 +52,10 @@ type loop[Obj any] struct {
 	// more operations, and the running ones are cancelled.
 	abandon atomic.Bool
 
-	perOpNs      float64 // moving average of an operation's cost
-	stopping     bool
-	drainUntil   int64
-	timer        *time.Timer
-	timerArmedAt int64
+	perOpNs    float64 // moving average of an operation's cost
+	stopping   bool
+	drainUntil int64
+	timer      *time.Timer
 
 	prune   pruneState[Obj]
 	refresh refreshState

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -275,7 +273,11 @@ func TestHealthAndLogs(t *testing.T) {
 // library and Strata's own packages only: no hive, no Prometheus (that is
 // reconciler/prometheus), no OpenTelemetry.
 func TestDependencies(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// go test puts its own go tool's directory first in PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	const mod = "github.com/strata-db/strata"
 	allowed := map[string]bool{mod: true, mod + "/part": true, mod + "/index": true, mod + "/metrics": true,
 		mod + "/reconciler": true, mod + "/reconciler/reconcilertest": true}

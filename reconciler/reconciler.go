@@ -61,9 +61,7 @@ type Reconciler[Obj any] struct {
 	commitErr error // of the last status write, nil once one works
 	// running tells, for each worker, when its current operation
 	// started; set by Run.
-	running   []func() (int64, bool)
-	oldestAt  int64
-	hasOldest bool
+	running []func() (int64, bool)
 }
 
 // control is what Pause, Resume and the loop share: the pauses, and the
