@@ -36,7 +36,7 @@ type pebbleLogger struct {
 var _ pebble.Logger = (*pebbleLogger)(nil)
 
 func (l *pebbleLogger) Infof(format string, args ...any) {
-	if strings.Contains(format, "stopped reading at offset") {
+	if strings.Contains(format, walStoppedMessage) {
 		for _, a := range args {
 			if off, ok := a.(wal.Offset); ok {
 				l.walStopped(off)
@@ -44,46 +44,6 @@ func (l *pebbleLogger) Infof(format string, args ...any) {
 		}
 	}
 	l.logf(slog.LevelDebug, format, args)
-}
-
-// walStopped warns if the recovery of a log stopped before the end of what
-// was written to it. Pebble stops at the first record it cannot read, and
-// in the newest log it cannot tell a torn tail (a crash while a record was
-// written) from damage in the log's last block: either way it drops the
-// rest silently, and reports only where it stopped (at Info level). The
-// rest of the file after that point is zeros if nothing was dropped
-// (Pebble preallocates its logs); bytes that are not are records, or parts
-// of records, that recovery dropped, and the operator must hear of it.
-func (l *pebbleLogger) walStopped(off wal.Offset) {
-	if l.fs == nil || off.PhysicalFile == "" {
-		return
-	}
-	f, err := l.fs.Open(off.PhysicalFile)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	buf := make([]byte, 32<<10)
-	dropped, pos := int64(0), off.Physical
-	for {
-		n, err := f.ReadAt(buf, pos)
-		for _, c := range buf[:n] {
-			if c != 0 {
-				dropped++
-			}
-		}
-		pos += int64(n)
-		if err != nil || n == 0 {
-			break
-		}
-	}
-	if dropped == 0 {
-		return
-	}
-	l.log.Warn("pebble: log recovery stopped before the end of the log; what follows is dropped: "+
-		"a record torn by a crash, or damage (Pebble cannot tell them apart in the newest log), "+
-		"in which case commits acknowledged before the crash may be lost",
-		"log", off.PhysicalFile, "offset", off.Physical, "file_bytes", pos, "dropped_nonzero_bytes", dropped)
 }
 
 func (l *pebbleLogger) Errorf(format string, args ...any) {

@@ -41,7 +41,9 @@ func runChildMode(mode, dir string) {
 	case "lock":
 		childLock(dir)
 	case "wal-tail":
-		childWALTail(dir)
+		childWALTail(dir, false)
+	case "wal-recycle":
+		childWALTail(dir, true)
 	case "crash":
 		childCrash(dir, Sync{})
 	case "crash-buffered":

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,9 +19,16 @@ import (
 )
 
 // childWALTail is the child mode "wal-tail": it commits walTailCommits
-// items, one per Sync commit, says "done", and waits to be killed.
-func childWALTail(dir string) {
-	s, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler)})
+// items, one per Sync commit, says "done", and waits to be killed. With
+// recycle (the mode "wal-recycle"), the items are larger and Pebble's
+// memtable small, so that the log rotates and the newest log is a recycled
+// file, which holds an older log's records after its own.
+func childWALTail(dir string, recycle bool) {
+	opts, size := Options{Logger: slog.New(slog.DiscardHandler)}, 100
+	if recycle {
+		opts.MemTableSize, size = 1<<20, 16<<10
+	}
+	s, err := Open(dir, opts)
 	if err != nil {
 		fmt.Println("error:", err)
 		return
@@ -32,7 +41,7 @@ func childWALTail(dir string) {
 	}
 	for i := range uint64(walTailCommits) {
 		txn := db.WriteTxn(tbl)
-		tbl.Insert(txn, &item{ID: i, Name: strings.Repeat("x", 100)})
+		tbl.Insert(txn, &item{ID: i, Name: strings.Repeat("x", size)})
 		if _, err := txn.Commit(); err != nil {
 			fmt.Println("error:", err)
 			return
@@ -44,13 +53,14 @@ func childWALTail(dir string) {
 
 const walTailCommits = 200
 
-// killedStore runs the child mode "wal-tail" on a new directory, kills it
-// with SIGKILL once its commits are acknowledged, and returns the directory.
-func killedStore(t *testing.T) string {
+// killedStore runs the child mode (wal-tail or wal-recycle) on a new
+// directory, kills it with SIGKILL once its commits are acknowledged, and
+// returns the directory.
+func killedStore(t *testing.T, mode string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=wal-tail", childDirEnv+"="+dir)
+	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +85,48 @@ func newestLog(t *testing.T, dir string) string {
 	return logs[len(logs)-1]
 }
 
+// reopenItems opens the store in dir, registers the items table and
+// returns how many objects it loaded and what the store logged, at Debug
+// level and above.
+func reopenItems(t *testing.T, dir string) (int, string) {
+	t.Helper()
+	var logs bytes.Buffer
+	s, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer closeStore(t, s)
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
+	if err := s.Register(Table(tbl, Binary[item]())); err != nil {
+		t.Fatal(err)
+	}
+	return tbl.NumObjects(db.ReadTxn()), logs.String()
+}
+
+// warnings returns the lines of logs at Warn level or above.
+func warnings(logs string) []string {
+	var w []string
+	for line := range strings.Lines(logs) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			w = append(w, line)
+		}
+	}
+	return w
+}
+
+// recoveryChecked returns the offsets at which the store checked what log
+// recovery dropped (walStopped's Debug line), by log file name.
+func recoveryChecked(logs string) map[string]int64 {
+	re := regexp.MustCompile(`msg="pebble: log recovery checked" log=(\S+) offset=(\d+)`)
+	checked := make(map[string]int64)
+	for _, m := range re.FindAllStringSubmatch(logs, -1) {
+		off, _ := strconv.ParseInt(m[2], 10, 64)
+		checked[filepath.Base(m[1])] = off
+	}
+	return checked
+}
+
 // TestWALTailDamage: one damaged byte in the last 32 KiB of the newest log
 // of a store whose process was killed is not silent: Open reports, at Warn
 // level, that recovery stopped before the end of the log and how much it
@@ -82,27 +134,12 @@ func newestLog(t *testing.T, dir string) string {
 // log of a killed process loads every acknowledged commit and warns of
 // nothing.
 func TestWALTailDamage(t *testing.T) {
-	reopen := func(dir string) (int, string) {
-		var logs bytes.Buffer
-		s, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-		if err != nil {
-			t.Fatalf("Open: %v", err)
-		}
-		defer closeStore(t, s)
-		db := strata.New()
-		tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
-		if err := s.Register(Table(tbl, Binary[item]())); err != nil {
-			t.Fatal(err)
-		}
-		return tbl.NumObjects(db.ReadTxn()), logs.String()
+	clean := killedStore(t, "wal-tail")
+	if n, logs := reopenItems(t, clean); n != walTailCommits || len(warnings(logs)) != 0 {
+		t.Fatalf("undamaged: %d of %d commits, warnings:\n%s", n, walTailCommits, warnings(logs))
 	}
 
-	clean := killedStore(t)
-	if n, logs := reopen(clean); n != walTailCommits || logs != "" {
-		t.Fatalf("undamaged: %d of %d commits, logs:\n%s", n, walTailCommits, logs)
-	}
-
-	damaged := killedStore(t)
+	damaged := killedStore(t, "wal-tail")
 	wal := newestLog(t, damaged)
 	data, err := os.ReadFile(wal)
 	if err != nil {
@@ -110,12 +147,82 @@ func TestWALTailDamage(t *testing.T) {
 	}
 	end := len(bytes.TrimRight(data, "\x00")) // the log's last record ends here
 	flipByte(t, wal, int64(end-3000))
-	n, logs := reopen(damaged)
-	t.Logf("damaged: %d of %d commits; logs:\n%s", n, walTailCommits, logs)
+	n, logs := reopenItems(t, damaged)
+	w := warnings(logs)
+	t.Logf("damaged: %d of %d commits; warnings:\n%s", n, walTailCommits, w)
 	if n == walTailCommits {
 		t.Fatal("the damage dropped nothing: it was not in a record")
 	}
-	if !strings.Contains(logs, "level=WARN") || !strings.Contains(logs, filepath.Base(wal)) || !strings.Contains(logs, "dropped") {
-		t.Fatalf("recovery dropped %d commits without a warning naming the log:\n%s", walTailCommits-n, logs)
+	if len(w) != 1 || !strings.Contains(w[0], filepath.Base(wal)) || !strings.Contains(w[0], "dropped_bytes=") {
+		t.Fatalf("recovery dropped %d commits without one warning naming the log:\n%s", walTailCommits-n, w)
+	}
+}
+
+// TestCleanCloseNoWarning: a store closed with Close and opened again
+// loads everything and warns of nothing, although the recovery of its
+// newest log stops before the end of the file, at the EOF trailer Pebble
+// writes on a clean close; the check of what recovery dropped did run.
+func TestCleanCloseNoWarning(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 3 {
+		if n, logs := reopenItems(t, dir); n != i {
+			t.Fatalf("open %d: %d objects, want %d", i, n, i)
+		} else if w := warnings(logs); len(w) != 0 {
+			t.Fatalf("open %d of a store closed cleanly warns:\n%s", i, w)
+		} else if i > 0 && len(recoveryChecked(logs)) == 0 {
+			t.Fatalf("open %d: the store did not check what log recovery dropped:\n%s", i, logs)
+		}
+		s := openStore(t, dir, Options{})
+		db := strata.New()
+		tbl := itemTable(t, s, db, "items", Binary[item]())
+		txn := db.WriteTxn(tbl)
+		tbl.Insert(txn, &item{ID: uint64(i), Name: "x"})
+		mustCommit(t, txn)
+		closeStore(t, s)
+	}
+}
+
+// TestWALRecycledTail: the newest log of a long-running store is often a
+// recycled file, which holds an older log's records after its own. A store
+// killed with SIGKILL in that state loads every acknowledged commit and
+// warns of nothing.
+func TestWALRecycledTail(t *testing.T) {
+	dir := killedStore(t, "wal-recycle")
+	wal := newestLog(t, dir)
+	data, err := os.ReadFile(wal) // recovery replaces it
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, logs := reopenItems(t, dir)
+	if w := warnings(logs); n != walTailCommits || len(w) != 0 {
+		t.Fatalf("%d of %d commits, warnings:\n%s", n, walTailCommits, w)
+	}
+	// The case is the one named: recovery stopped in the newest log, which
+	// holds more than zeros after that point.
+	off, ok := recoveryChecked(logs)[filepath.Base(wal)]
+	if !ok {
+		t.Fatalf("no check of what recovery dropped from %s:\n%s", wal, logs)
+	}
+	if rest := bytes.TrimRight(data[off:], "\x00"); len(rest) == 0 {
+		t.Fatalf("%s holds only zeros after offset %d: not a recycled log", wal, off)
+	} else {
+		t.Logf("%s: %d bytes after offset %d, not zeros", filepath.Base(wal), len(rest), off)
+	}
+}
+
+// TestWALStoppedHook pins what the store relies on in Pebble's logging:
+// Pebble reports where the recovery of each log stopped with an Info line
+// whose format holds walStoppedMessage and whose arguments hold the
+// position as a wal.Offset. If an upgrade of Pebble changes either, this
+// test fails (and log-tail damage would go unreported).
+func TestWALStoppedHook(t *testing.T) {
+	dir := t.TempDir()
+	reopenItems(t, dir)
+	_, logs := reopenItems(t, dir)
+	if !strings.Contains(logs, walStoppedMessage) {
+		t.Fatalf("Pebble no longer logs %q when a log's recovery stops:\n%s", walStoppedMessage, logs)
+	}
+	if len(recoveryChecked(logs)) == 0 {
+		t.Fatalf("Pebble logged %q without a wal.Offset argument: the store did not check the log:\n%s", walStoppedMessage, logs)
 	}
 }
