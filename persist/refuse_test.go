@@ -461,7 +461,10 @@ func (otherTableJournal) DeleteAll(strata.JournalBatch) error                   
 func (otherTableJournal) SetRevision(strata.JournalBatch, strata.Revision) error { return nil }
 
 // TestRegisterForeignDatabase: Register given a database the table does not
-// belong to fails with ErrForeignTable (it panicked, about WriteTxn).
+// belong to fails with ErrForeignTable (it panicked, about WriteTxn); the
+// table refuses writes until it registers with its own database
+// (TestEveryFailedRegisterRefusesWrites), and a table registered already
+// goes on.
 func TestRegisterForeignDatabase(t *testing.T) {
 	s := openStore(t, t.TempDir(), Options{})
 	defer closeStore(t, s)
@@ -470,10 +473,14 @@ func TestRegisterForeignDatabase(t *testing.T) {
 	if err := Register(s, strata.New(), tbl, Binary[item]()); !errors.Is(err, ErrForeignTable) {
 		t.Fatalf("Register with another database: %v", err)
 	}
-	// The table is left alone: it registers with its own database.
 	if err := Register(s, db, tbl, Binary[item]()); err != nil {
 		t.Fatal(err)
 	}
+	writeItems(t, db, tbl, &item{ID: 1})
+	if err := Register(s, strata.New(), tbl, Binary[item]()); !errors.Is(err, ErrForeignTable) {
+		t.Fatalf("Register of a registered table with another database: %v", err)
+	}
+	writeItems(t, db, tbl, &item{ID: 2}) // goes on
 }
 
 // wrappedFS is a file system of the user's own over the operating

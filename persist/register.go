@@ -37,10 +37,11 @@ const InitializerName = "persist"
 //     or type (ErrSchemaMismatch, ErrUnknownVersion) and one that is not
 //     empty (strata.ErrTableNotEmpty: register tables before writing to
 //     them). All but the second are left attached to s, refusing writes:
-//     every commit that writes them fails with ErrNotLoaded (a table
-//     registered again goes on as it was, and so does the table that
-//     holds the name). So does a table a closed or failed store refuses
-//     (ErrClosed, ErrStoreFailed). Then, in a write
+//     every commit that writes them fails with ErrNotLoaded wrapping the
+//     refusal (a table registered again goes on as it was, and so does
+//     the table that holds the name). So does a table a closed or failed
+//     store refuses (ErrClosed, ErrStoreFailed), and one whose primary
+//     index is of a kind the store cannot compute keys with. Then, in a write
 //     transaction, it attaches the table to s, refusing writes while it
 //     loads, and registers an initializer, InitializerName, so that from
 //     then on the table reads as not initialized (Initialized is false,
@@ -76,12 +77,16 @@ func (s *Store) Register(tables ...TableBinding) error {
 
 // Register registers one table with s: it is s.Register(Table(table,
 // codec)), the older form of the call, which also names the table's
-// database: if db is not the table's, it fails with ErrForeignTable.
+// database: if db is not the table's, it fails with ErrForeignTable, and
+// the table refuses writes as after any failed registration (unless it is
+// the table registered with s under its name, which goes on).
 func Register[Obj any](s *Store, db *strata.DB, table strata.RWTable[Obj], codec Codec[Obj]) error {
+	b := Table(table, codec).(*binding[Obj])
 	if !table.DB().SameDatabase(db) {
-		return fmt.Errorf("persist: table %q: %w", table.Name(), ErrForeignTable)
+		b.refuseWrites(s, ErrForeignTable)
+		return wrapTableErr(table.Name(), ErrForeignTable)
 	}
-	return s.Register(Table(table, codec))
+	return b.register(s)
 }
 
 // register is Store.Register for one table.
@@ -92,24 +97,32 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 			err = wrapTableErr(name, err)
 		}
 	}()
+	// Every failure leaves the table refusing writes (ErrNotLoaded),
+	// except the table registered under the name, which goes on, and a
+	// table of a database with another journal (refuseWrites).
+	if b.primaryKeys == nil {
+		b.refuseWrites(s, errUnknownPrimary)
+		return errUnknownPrimary
+	}
 	reg, err := s.claimTable(name, b.tbl, b.sch)
 	if err != nil {
-		if !errors.Is(err, errSameTable) {
-			// Another table of that name, or a store that is closed or
-			// failed: the table refuses writes, as after any failed
-			// registration. (The table registered already goes on.)
-			b.refuseWrites(s, err)
-		}
+		// Another table of that name, or a store that is closed or
+		// failed.
+		b.refuseWrites(s, err)
 		return err
 	}
+	// attached is set once a commit attached the table to s with tj:
+	// from then on tj refuses writes after a failure; before, refuseWrites
+	// attaches a journal that does.
+	attached := false
 	defer func() {
 		if err != nil {
 			s.unclaimTable(name)
+			if !attached {
+				b.refuseWrites(s, err)
+			}
 		}
 	}()
-	if b.primaryKeys == nil {
-		return errors.New("the table's primary index is of an unknown kind")
-	}
 	tj := newTableJournal(b.codec, makeTableKeys(reg.id), b.keyString)
 	tj.refuse(fmt.Errorf("%w: loading", ErrNotLoaded))
 	db := b.tbl.DB()
@@ -132,6 +145,7 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 		if _, err := txn.Commit(); err != nil {
 			return errors.Join(refusal, err)
 		}
+		attached = true
 		return refusal
 	}
 	done := s.pendingInit(name, b.tbl)
@@ -143,6 +157,7 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	if _, err := txn.Commit(); err != nil {
 		return err
 	}
+	attached = true
 	s.setPendingInit(name, b.tbl, done)
 	defer func() {
 		if err != nil {
@@ -427,21 +442,41 @@ func (s *Store) storedRevision(keys tableKeys) (strata.Revision, error) {
 	return rev, nil
 }
 
-// errSameTable marks an ErrAlreadyRegistered for the very table that is
-// registered: it goes on working, and nothing about it changes.
+// errUnknownPrimary: the table's primary index is of a kind whose keys
+// the store cannot compute (primaryKeysOf): no strata index kind is one
+// yet.
+var errUnknownPrimary = errors.New("the table's primary index is of an unknown kind")
+
+// errSameTable says, in an ErrAlreadyRegistered, that the table registered
+// under the name is the very table given: it goes on working, and nothing
+// about it changes (refuseWrites leaves it).
 var errSameTable = errors.New("this very table")
 
 // refuseWrites attaches the table to s with a journal that fails every
 // commit that writes it with ErrNotLoaded wrapping err: a table whose
 // registration failed before it could be attached must not acknowledge
-// writes that no store keeps. If the table's database has another journal,
-// it is left as it is (the refusal was strata.ErrJournalConflict's).
+// writes that no store keeps. Two tables are left as they are: the table
+// registered with s under its name (it goes on: a registration of it
+// failed for another reason, such as the wrong database), and one whose
+// database has another journal (the refusal was
+// strata.ErrJournalConflict's).
+//
+// It looks at the registration under the table's lock, which every
+// registration holds while it attaches the table: a registration of the
+// table that claims the name before it is seen here attaches the table
+// after this, or is seen here.
 func (b *binding[Obj]) refuseWrites(s *Store, err error) {
+	txn := b.tbl.DB().WriteTxn(b.tbl)
+	defer txn.Abort()
+	s.mu.Lock()
+	registered := s.registered[b.tbl.Name()] == b.tbl
+	s.mu.Unlock()
+	if registered {
+		return
+	}
 	tj := newTableJournal(b.codec, makeTableKeys(0), b.keyString)
 	tj.refuse(fmt.Errorf("%w: registration failed: %w", ErrNotLoaded, err))
-	txn := b.tbl.DB().WriteTxn(b.tbl)
 	if strata.SetJournal(txn, b.tbl, s, tj) != nil {
-		txn.Abort()
 		return
 	}
 	txn.Commit()
