@@ -1,9 +1,11 @@
 package persist
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,5 +155,96 @@ func TestCodecsCopy(t *testing.T) {
 		if _, err := c.Decode(data, c.Version()+1); !errors.Is(err, ErrUnknownVersion) {
 			t.Fatalf("%s: decoding a newer version: %v", name, err)
 		}
+	}
+}
+
+// panickyItems is the binary codec of items, except that it panics when it
+// encodes an item named "panic": a codec with a bug.
+var panickyItems = Funcs[*item]{
+	V: 1,
+	Enc: func(dst []byte, o *item) ([]byte, error) {
+		if o.Name == "panic" {
+			panic("codec bug")
+		}
+		return o.AppendBinary(dst)
+	},
+	Dec: func(data []byte, _ uint32) (*item, error) { o := new(item); return o, o.UnmarshalBinary(data) },
+}
+
+// TestCodecPanicInCommit: a codec that panics inside Commit, with a real
+// store, leaves the transaction aborted (nothing of it in memory or in the
+// store, in any of its tables), the tables unlocked at once, and the store
+// usable: the panic goes on to the caller, later commits succeed and are
+// durable.
+func TestCodecPanicInCommit(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, "/db", Options{FS: fs})
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
+	other, _ := strata.NewTable(db, "other", itemByID)
+	memory, _ := strata.NewTable(db, "memory", itemByID)
+	if err := s.Register(Table(tbl, Codec[*item](panickyItems)), Table(other, Binary[item]())); err != nil {
+		t.Fatal(err)
+	}
+	writeItems(t, db, tbl, &item{ID: 1, Name: "one"})
+	before := db.ReadTxn()
+
+	txn := db.WriteTxn(tbl, other, memory)
+	for _, w := range []struct {
+		tbl strata.RWTable[*item]
+		obj *item
+	}{{other, &item{ID: 2, Name: "two"}}, {memory, &item{ID: 3}}, {tbl, &item{ID: 4, Name: "panic"}}} {
+		if _, _, err := w.tbl.Insert(txn, w.obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "codec bug" {
+				t.Fatalf("Commit recovered %v, want the codec's panic", r)
+			}
+		}()
+		txn.Commit()
+		t.Fatal("Commit returned")
+	}()
+
+	now := db.ReadTxn()
+	for _, x := range []strata.RWTable[*item]{tbl, other, memory} {
+		if x.NumObjects(now) != x.NumObjects(before) || x.Revision(now) != x.Revision(before) {
+			t.Fatalf("table %s: the panicked commit changed it", x.Name())
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	locked, err := db.WriteTxnContext(ctx, tbl, other, memory)
+	if err != nil {
+		t.Fatalf("tables still locked after the panic: %v", err)
+	}
+	locked.Abort()
+
+	// The store goes on: a commit of the same tables succeeds.
+	txn = db.WriteTxn(tbl, other)
+	tbl.Insert(txn, &item{ID: 5, Name: "five"})
+	other.Insert(txn, &item{ID: 6, Name: "six"})
+	mustCommit(t, txn)
+	closeStore(t, s)
+
+	// Durable is exactly what was acknowledged.
+	s = openStore(t, "/db", Options{FS: fs})
+	defer closeStore(t, s)
+	db = strata.New()
+	tbl, _ = strata.NewTable(db, "items", itemByID, itemByName)
+	other, _ = strata.NewTable(db, "other", itemByID)
+	if err := s.Register(Table(tbl, Codec[*item](panickyItems)), Table(other, Binary[item]())); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]uint64{}
+	for _, x := range []strata.RWTable[*item]{tbl, other} {
+		for o := range x.All(db.ReadTxn()) {
+			got[x.Name()] = append(got[x.Name()], o.ID)
+		}
+	}
+	if want := map[string][]uint64{"items": {1, 5}, "other": {6}}; !maps.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("reopened: %v, want %v", got, want)
 	}
 }
