@@ -1,12 +1,16 @@
 package persist
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/strata-db/strata"
 )
 
@@ -54,26 +58,99 @@ func filesOf(t *testing.T, dir, pattern string) []string {
 	return m
 }
 
-// TestDamagedTableFile: a byte flipped in the first data block of a table
-// file makes Open (or the loading of the table) fail with ErrCorrupt, never
-// crash the process.
+// copyDir copies the files of the directory src into a new directory.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// sstLayout returns where the blocks of the table file at path are.
+func sstLayout(t *testing.T, path string) *sstable.Layout {
+	t.Helper()
+	f, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readable, err := sstable.NewSimpleReadable(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sstable.NewReader(context.Background(), readable, sstable.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := r.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestDamagedTableFile: a byte flipped anywhere Pebble reads in a table
+// file (the first and the last data block, the index block, the
+// properties, the meta index, the footer and its magic number) makes Open
+// or the loading of the table fail with ErrCorrupt, in one line, never
+// crash the process; the store closes.
 func TestDamagedTableFile(t *testing.T) {
 	dir := damagedStore(t, 1000)
-	for _, sst := range filesOf(t, dir, "*.sst") {
-		flipByte(t, sst, 10)
+	ssts := filesOf(t, dir, "*.sst")
+	if len(ssts) != 1 {
+		t.Fatalf("%d table files, want 1", len(ssts))
 	}
-	s, err := Open(dir, Options{Logger: quietLogger(t)})
-	if err == nil {
-		db := strata.New()
-		tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
-		err = s.Register(Table(tbl, Binary[item]()))
-		s.Close()
+	l := sstLayout(t, ssts[0])
+	if len(l.Data) < 2 {
+		t.Fatalf("%d data blocks, want several", len(l.Data))
 	}
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Open or Register of a store with a damaged table file: %v", err)
+	middle := func(h block.Handle) int64 { return int64(h.Offset + h.Length/2) }
+	offsets := []struct {
+		name string
+		off  int64
+	}{
+		{"first data block", middle(l.Data[0].Handle)},
+		{"first data block's trailer (checksum)", int64(l.Data[0].Offset + l.Data[0].Length + 1)},
+		{"last data block", middle(l.Data[len(l.Data)-1].Handle)},
+		{"index block", middle(l.Index[0])},
+		{"properties block", middle(l.Properties)},
+		{"meta index block", middle(l.MetaIndex)},
+		{"footer", int64(l.Footer.Offset + 1)},
+		{"footer's magic number", int64(l.Footer.Offset + l.Footer.Length - 1)},
 	}
-	if strings.Contains(err.Error(), "\n") {
-		t.Errorf("the error has several lines: %q", err)
+	for _, c := range offsets {
+		t.Run(c.name, func(t *testing.T) {
+			damaged := copyDir(t, dir)
+			sst := filepath.Join(damaged, filepath.Base(ssts[0]))
+			flipByte(t, sst, c.off)
+			s, err := Open(damaged, Options{Logger: quietLogger(t)})
+			if err == nil {
+				db := strata.New()
+				tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
+				err = s.Register(Table(tbl, Binary[item]()))
+				if cerr := s.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open or Register with a byte flipped at %d: %v", c.off, err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("the error has several lines: %q", err)
+			}
+		})
 	}
 }
 
