@@ -406,17 +406,28 @@ func crashCycleCount(long, normal, short int) int {
 	return normal
 }
 
+// testCrash runs the kill cycles and logs their figures: cycles,
+// transactions acknowledged and checked after the kill that ended their
+// cycle, and violations (a recovered state that is not the model of the
+// acknowledged transactions, or of one more; in Buffered mode, of a prefix
+// of them), each also reported as an error.
 func testCrash(t *testing.T, buffered bool, cycles int) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var (
-		last     ack                // the last transaction acknowledged (or recovered)
-		acked    = map[uint64]ack{} // the acknowledgements of the transactions stored
-		inFlight int                // cycles whose unacknowledged transaction survived
-		lost     int                // acknowledged transactions lost (Buffered)
-		noAck    int                // cycles killed before their first ack
-		start    = time.Now()
+		last       ack                // the last transaction acknowledged (or recovered)
+		acked      = map[uint64]ack{} // the acknowledgements of the transactions stored
+		checked    int                // acknowledged transactions checked after a kill
+		inFlight   int                // cycles whose unacknowledged transaction survived
+		lost       int                // acknowledged transactions lost (Buffered)
+		noAck      int                // cycles killed before their first ack
+		violations int
+		start      = time.Now()
 	)
+	violation := func(format string, args ...any) {
+		violations++
+		t.Errorf(format, args...)
+	}
 	for cycle := range cycles {
 		acks, err := crashCycle(dir, buffered, rng)
 		if err != nil {
@@ -425,24 +436,28 @@ func testCrash(t *testing.T, buffered bool, cycles int) {
 		if len(acks) == 0 {
 			noAck++
 		}
+		checked += len(acks)
 		for _, a := range acks {
 			if a.seq != last.seq+1 || a.revA <= last.revA || a.revT <= last.revT {
-				t.Fatalf("cycle %d: ack %+v after %+v", cycle, a, last)
+				violation("cycle %d: ack %+v after %+v", cycle, a, last)
 			}
 			last, acked[a.seq] = a, a
 		}
 
-		got := recoverCrashed(t, dir, cycle)
+		got, err := recoverCrashed(t, dir, cycle)
+		if err != nil {
+			violation("%v", err)
+		}
 		switch want, ok := acked[got.seq]; {
 		case got.seq == last.seq+1:
 			inFlight++
 			if got.revA <= last.revA || got.revT <= last.revT {
-				t.Fatalf("cycle %d: in-flight transaction recovered at %+v, after %+v", cycle, got, last)
+				violation("cycle %d: in-flight transaction recovered at %+v, after %+v", cycle, got, last)
 			}
 		case got.seq > last.seq || !buffered && got.seq < last.seq:
-			t.Fatalf("cycle %d: recovered transaction %d; last acknowledged %d", cycle, got.seq, last.seq)
+			violation("cycle %d: recovered transaction %d; last acknowledged %d", cycle, got.seq, last.seq)
 		case ok && got != want:
-			t.Fatalf("cycle %d: transaction %d recovered at revisions %+v, acknowledged at %+v", cycle, got.seq, got, want)
+			violation("cycle %d: transaction %d recovered at revisions %+v, acknowledged at %+v", cycle, got.seq, got, want)
 		}
 		for seq := got.seq + 1; seq <= last.seq; seq++ {
 			delete(acked, seq)
@@ -450,14 +465,15 @@ func testCrash(t *testing.T, buffered bool, cycles int) {
 		}
 		last, acked[got.seq] = got, got
 	}
-	t.Logf("%d kill cycles in %v: %d transactions, %d in-flight ones survived, %d acknowledged ones lost, %d kills before the first ack",
-		cycles, time.Since(start).Round(time.Millisecond), last.seq, inFlight, lost, noAck)
+	t.Logf("%d kill cycles in %v (%d before the first ack): %d acknowledged transactions checked after their kill, "+
+		"%d of them lost, %d in-flight ones survived whole; %d violations",
+		cycles, time.Since(start).Round(time.Millisecond), noAck, checked, lost, inFlight, violations)
 }
 
 // recoverCrashed opens the store in dir, checks the bank against the model
 // of the transactions it holds, and returns the last one's sequence number
-// and table revisions.
-func recoverCrashed(t *testing.T, dir string, cycle int) ack {
+// and table revisions; the error is the check's (a violation).
+func recoverCrashed(t *testing.T, dir string, cycle int) (ack, error) {
 	t.Helper()
 	s, err := Open(dir, Options{Logger: quietLogger(t)})
 	if err != nil {
@@ -471,9 +487,9 @@ func recoverCrashed(t *testing.T, dir string, cycle int) ack {
 	txn := b.db.ReadTxn()
 	seq, err := b.check(txn)
 	if err != nil {
-		t.Fatalf("cycle %d: recovered transaction %d: %v", cycle, seq, err)
+		err = fmt.Errorf("cycle %d: recovered transaction %d: %w", cycle, seq, err)
 	}
-	return ack{seq: seq, revA: b.accounts.Revision(txn), revT: b.transfers.Revision(txn)}
+	return ack{seq: seq, revA: b.accounts.Revision(txn), revT: b.transfers.Revision(txn)}, err
 }
 
 // crashCycle runs the child on dir, kills it at a random moment, and

@@ -27,6 +27,16 @@ func crashClone(fs *vfs.MemFS, rng *rand.Rand) *vfs.MemFS {
 // model; it returns the sequence number it holds.
 func recoverBank(t testing.TB, fs vfs.FS) uint64 {
 	t.Helper()
+	seq, err := checkBank(t, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// checkBank is recoverBank returning the check's error (a violation).
+func checkBank(t testing.TB, fs vfs.FS) (uint64, error) {
+	t.Helper()
 	s := openStore(t, "/db", Options{FS: fs})
 	defer closeStore(t, s)
 	b, err := openBank(s)
@@ -35,9 +45,28 @@ func recoverBank(t testing.TB, fs vfs.FS) uint64 {
 	}
 	seq, err := b.check(b.db.ReadTxn())
 	if err != nil {
-		t.Fatalf("crash clone holding transaction %d: %v", seq, err)
+		return seq, fmt.Errorf("crash clone holding transaction %d: %w", seq, err)
 	}
-	return seq
+	return seq, nil
+}
+
+// powerLoss counts what the power-loss tests checked, and logs it.
+type powerLoss struct {
+	t          *testing.T
+	clones     int // crash clones opened and checked
+	checked    int // acknowledged commits a clone had to hold, summed over the clones
+	lost       int // acknowledged commits a clone did not hold (Buffered), summed
+	violations int
+}
+
+func (p *powerLoss) violation(format string, args ...any) {
+	p.violations++
+	p.t.Errorf(format, args...)
+}
+
+func (p *powerLoss) log(acked int) {
+	p.t.Logf("%d crash clones after %d acknowledged commits: %d acknowledged commits checked across the clones, %d of them lost; %d violations",
+		p.clones, acked, p.checked, p.lost, p.violations)
 }
 
 func powerLossRounds() int {
@@ -61,19 +90,23 @@ func TestPowerLossSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	clones := 0
+	p := powerLoss{t: t}
 	for seq := uint64(1); seq <= uint64(powerLossRounds()); seq++ {
 		if _, err := b.run(planOf(seq)); err != nil {
 			t.Fatal(err)
 		}
 		if rng.IntN(10) == 0 {
-			clones++
-			if got := recoverBank(t, crashClone(fs, rng)); got != seq {
-				t.Fatalf("after acknowledged transaction %d a crash clone holds %d", seq, got)
+			p.clones++
+			p.checked += int(seq)
+			got, err := checkBank(t, crashClone(fs, rng))
+			if err != nil {
+				p.violation("%v", err)
+			} else if got != seq {
+				p.violation("after acknowledged transaction %d a crash clone holds %d", seq, got)
 			}
 		}
 	}
-	t.Logf("%d crash clones, each with every acknowledged transaction", clones)
+	p.log(powerLossRounds())
 }
 
 // TestPowerLossBuffered: in Buffered mode a power loss may lose the last
@@ -87,7 +120,7 @@ func TestPowerLossBuffered(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
-	clones, lost := 0, 0
+	p := powerLoss{t: t}
 	for seq := uint64(1); seq <= uint64(powerLossRounds()); seq++ {
 		if _, err := b.run(planOf(seq)); err != nil {
 			t.Fatal(err)
@@ -96,17 +129,20 @@ func TestPowerLossBuffered(t *testing.T) {
 			time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
 		}
 		if rng.IntN(10) == 0 {
-			clones++
-			got := recoverBank(t, crashClone(fs, rng)) // checks got's state exactly
-			if got > seq {
-				t.Fatalf("crash clone holds transaction %d, beyond the last one, %d", got, seq)
-			}
-			if got < seq {
-				lost++
+			p.clones++
+			p.checked += int(seq)
+			got, err := checkBank(t, crashClone(fs, rng)) // checks got's state exactly
+			switch {
+			case err != nil:
+				p.violation("%v", err)
+			case got > seq:
+				p.violation("crash clone holds transaction %d, beyond the last one, %d", got, seq)
+			default:
+				p.lost += int(seq - got)
 			}
 		}
 	}
-	t.Logf("%d crash clones, %d lost the last transactions (never torn)", clones, lost)
+	p.log(powerLossRounds())
 }
 
 // TestPowerLossConcurrent: writers commit to different tables at once
@@ -148,6 +184,7 @@ func TestPowerLossConcurrent(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4))
 	rounds := powerLossRounds() / 10
+	p := powerLoss{t: t, clones: rounds}
 	for range rounds {
 		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
 		var before, after [writers]int64
@@ -164,13 +201,15 @@ func TestPowerLossConcurrent(t *testing.T) {
 			tbl := itemTable(t, cs, cdb, fmt.Sprint("w", i), nil)
 			rows := itemRows(cdb.ReadTxn(), tbl)
 			v := rows[0].Value
+			p.checked += int(before[i])
 			for id := range uint64(objects) {
 				if rows[id].Value != v {
-					t.Fatalf("table w%d torn: %v", i, rows)
+					p.violation("table w%d torn: %v", i, rows)
+					break
 				}
 			}
 			if len(rows) != 0 && len(rows) != objects || v < before[i] || v > after[i]+1 {
-				t.Fatalf("table w%d holds commit %d (%d objects); acknowledged %d before the clone, %d after", i, v, len(rows), before[i], after[i])
+				p.violation("table w%d holds commit %d (%d objects); acknowledged %d before the clone, %d after", i, v, len(rows), before[i], after[i])
 			}
 		}
 		closeStore(t, cs)
@@ -181,5 +220,5 @@ func TestPowerLossConcurrent(t *testing.T) {
 	for i := range acked {
 		total += acked[i].Load()
 	}
-	t.Logf("%d crash clones during %d concurrent commits", rounds, total)
+	p.log(int(total))
 }
