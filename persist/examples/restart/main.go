@@ -10,9 +10,9 @@
 // With -crash it shows a crash: it starts itself again as a child process
 // that adds events until it is killed (-loop), reads the sequence number
 // the child prints once each commit has returned (in the default Sync
-// mode: once it is on disk), kills the child with SIGKILL after -for (one
-// second), then opens the store and checks that every event the child
-// reported is there:
+// mode: once it is on disk), kills the child with SIGKILL -for (one
+// second) after its first event, then opens the store and checks that
+// every event the child reported is there:
 //
 //	go run ./examples/restart -crash -dir /tmp/strata-restart
 //
@@ -72,7 +72,7 @@ func main() {
 	loop := flag.Bool("loop", false, "add events until killed")
 	buffered := flag.Bool("buffered", false, "sync every 100ms instead of at every commit")
 	crash := flag.Bool("crash", false, "run a child that adds events, kill it with SIGKILL, and check the store")
-	runFor := flag.Duration("for", time.Second, "with -crash, how long the child runs before it is killed")
+	runFor := flag.Duration("for", time.Second, "with -crash, how long the child adds events before it is killed")
 	flag.Parse()
 	if *crash {
 		crashAndCheck(*dir, *buffered, *runFor)
@@ -147,8 +147,8 @@ func open(dir string, opts persist.Options) (*persist.Store, *strata.DB, strata.
 }
 
 // crashAndCheck runs this program as a child with -loop on dir, kills it
-// with SIGKILL after runFor, and checks that the store holds every event
-// the child reported committed.
+// with SIGKILL runFor after its first event, and checks that the store
+// holds every event the child reported committed.
 func crashAndCheck(dir string, buffered bool, runFor time.Duration) {
 	self, err := os.Executable()
 	if err != nil {
@@ -179,13 +179,18 @@ func crashAndCheck(dir string, buffered bool, runFor time.Duration) {
 			}
 		}
 	}()
+	// The kill comes runFor after the child's first event, however long
+	// it took to start.
 	var last uint64
-	kill := time.After(runFor)
+	var kill <-chan time.Time
 	for killed := false; !killed; {
 		select {
 		case seq, ok := <-acked:
 			if !ok {
 				log.Fatal("the child ended before it was killed")
+			}
+			if kill == nil {
+				kill = time.After(runFor)
 			}
 			last = seq
 		case <-kill:
