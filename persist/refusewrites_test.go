@@ -16,7 +16,7 @@ type failedRegistration struct {
 	name string
 	// setup returns the store, the table and Register's error; retry, if
 	// not nil, is a registration of the table that succeeds.
-	setup func(t *testing.T) (s *Store, tbl strata.RWTable[*item], err error, retry func() error)
+	setup func(t *testing.T) (s *Store, tbl strata.RWTable[*item], retry func() error, err error)
 	want  error // what err, and the error of every refused commit, wrap
 	// loading is set if the registration failed while loading, after the
 	// table's initializer was registered: the table reads as not
@@ -54,98 +54,98 @@ func newItems(t *testing.T) strata.RWTable[*item] {
 var failedRegistrations = []failedRegistration{{
 	name: "wrong database",
 	want: ErrForeignTable,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, t.TempDir(), Options{})
 		tbl := newItems(t)
-		return s, tbl, Register(s, strata.New(), tbl, Binary[item]()), func() error {
+		return s, tbl, func() error {
 			return Register(s, tbl.DB(), tbl, Binary[item]())
-		}
+		}, Register(s, strata.New(), tbl, Binary[item]())
 	},
 }, {
 	name: "primary index of an unknown kind",
 	want: errUnknownPrimary,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, t.TempDir(), Options{})
 		tbl := newItems(t)
 		b := Table(tbl, Binary[item]()).(*binding[*item])
 		b.primaryKeys = nil // no such index kind exists yet
-		return s, tbl, s.Register(b), func() error { return s.Register(Table(tbl, Binary[item]())) }
+		return s, tbl, func() error { return s.Register(Table(tbl, Binary[item]())) }, s.Register(b)
 	},
 }, {
 	name: "name held by another table",
 	want: ErrAlreadyRegistered,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, t.TempDir(), Options{})
 		if err := s.Register(Table(newItems(t), Binary[item]())); err != nil {
 			t.Fatal(err)
 		}
 		tbl := newItems(t)
-		return s, tbl, s.Register(Table(tbl, Binary[item]())), nil
+		return s, tbl, nil, s.Register(Table(tbl, Binary[item]()))
 	},
 }, {
 	name: "closed store",
 	want: ErrClosed,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, t.TempDir(), Options{})
 		closeStore(t, s)
 		tbl := newItems(t)
-		return nil, tbl, s.Register(Table(tbl, Binary[item]())), nil
+		return nil, tbl, nil, s.Register(Table(tbl, Binary[item]()))
 	},
 }, {
 	name: "failed store",
 	want: ErrStoreFailed,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, t.TempDir(), Options{})
 		s.fail(errors.New("injected"))
 		tbl := newItems(t)
-		return s, tbl, s.Register(Table(tbl, Binary[item]())), nil
+		return s, tbl, nil, s.Register(Table(tbl, Binary[item]()))
 	},
 }, {
 	name: "table not empty",
 	want: strata.ErrTableNotEmpty,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, t.TempDir(), Options{})
 		tbl := newItems(t)
 		writeItems(t, tbl.DB(), tbl, &item{ID: 9, Name: "early"})
-		return s, tbl, s.Register(Table(tbl, Binary[item]())), nil
+		return s, tbl, nil, s.Register(Table(tbl, Binary[item]()))
 	},
 }, {
 	name: "stored with another codec",
 	want: ErrSchemaMismatch,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, "/db", Options{FS: storedItems(t, JSON[*item](), &item{ID: 1, Name: "a"})})
 		tbl := newItems(t)
-		return s, tbl, s.Register(Table(tbl, Binary[item]())), func() error { return s.Register(Table(tbl, JSON[*item]())) }
+		return s, tbl, func() error { return s.Register(Table(tbl, JSON[*item]())) }, s.Register(Table(tbl, Binary[item]()))
 	},
 }, {
 	name: "stored with a newer codec version",
 	want: ErrUnknownVersion,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		v2 := Versioned(JSON[*item](), 2, JSON[*item]().Decode)
 		s := openStore(t, "/db", Options{FS: storedItems(t, v2, &item{ID: 1, Name: "a"})})
 		tbl := newItems(t)
-		return s, tbl, s.Register(Table(tbl, JSON[*item]())), func() error { return s.Register(Table(tbl, v2)) }
+		return s, tbl, func() error { return s.Register(Table(tbl, v2)) }, s.Register(Table(tbl, JSON[*item]()))
 	},
 }, {
 	name: "a value that does not decode",
 	want: errBadItem,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, "/db", Options{FS: storedItems(t, Codec[*item](failingItems), &item{ID: 1, Name: "bad"})})
 		tbl := newItems(t)
 		fixed := failingItems
 		fixed.Dec = func(data []byte, _ uint32) (*item, error) { o := new(item); return o, o.UnmarshalBinary(data) }
-		return s, tbl, s.Register(Table(tbl, Codec[*item](failingItems))), func() error {
+		return s, tbl, func() error {
 			return s.Register(Table(tbl, Codec[*item](fixed)))
-		}
+		}, s.Register(Table(tbl, Codec[*item](failingItems)))
 	},
 	loading: true,
 }, {
 	name: "primary key changed",
 	want: ErrKeyChanged,
-	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error, func() error) {
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], func() error, error) {
 		s := openStore(t, "/db", Options{FS: storedItems(t, Binary[item](), &item{ID: 1, Name: "a"})})
 		tbl, _ := strata.NewTable(strata.New(), "items", itemByShiftedID, itemByName)
-		return s, tbl, s.Register(Table(tbl, Binary[item]())), func() error { return s.Register(Table(tbl, Binary[item](), Rekey())) }
+		return s, tbl, func() error { return s.Register(Table(tbl, Binary[item](), Rekey())) }, s.Register(Table(tbl, Binary[item]()))
 	},
 	loading: true,
 }}
@@ -161,7 +161,7 @@ var failedRegistrations = []failedRegistration{{
 func TestEveryFailedRegisterRefusesWrites(t *testing.T) {
 	for _, c := range failedRegistrations {
 		t.Run(c.name, func(t *testing.T) {
-			s, tbl, err, retry := c.setup(t)
+			s, tbl, retry, err := c.setup(t)
 			if s != nil {
 				defer func() {
 					if err := s.Close(); err != nil && !errors.Is(err, ErrStoreFailed) {
