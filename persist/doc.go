@@ -66,4 +66,15 @@
 // writes to a temporary name, fsyncs, renames and fsyncs the directory, so a
 // crash never leaves a file that loads. Snapshots work for databases that
 // are not persisted as well.
+//
+// # Tools
+//
+// Tools that do not know the tables' Go types (the strata command) read a
+// store with OpenReader, which opens it read-only under the store's lock:
+// the catalog and each table's schema (Reader.Tables), the objects as
+// stored (Reader.Objects), consistency checks (Reader.Check,
+// Reader.CheckLSM) and a snapshot written from the stored records
+// (Reader.WriteSnapshot). SnapshotReader reads a snapshot's records
+// without decoding them, verifying the file as it goes. TableSchema tells
+// what a binding records, to compare with what is stored.
 package persist

@@ -46,6 +46,9 @@ var (
 	// ErrTableUnknown: Drop or Rename named a table the store does not
 	// hold.
 	ErrTableUnknown = errors.New("no such table in the store")
+	// ErrNoStore: OpenReader was given a directory that does not exist or
+	// holds no store.
+	ErrNoStore = errors.New("no store in the directory")
 	// ErrTableExists: Rename's new name is taken by a table the store
 	// holds.
 	ErrTableExists = errors.New("a table of that name exists in the store")

@@ -38,7 +38,12 @@ var createSnapshotFile = func(name string) (snapshotFile, error) {
 // anyway). On error, the temporary file is removed.
 //
 // The file is created with mode 0666 less the umask, like os.Create.
-func WriteSnapshotFile(path string, txn strata.ReadTxn, tables ...TableBinding) (err error) {
+func WriteSnapshotFile(path string, txn strata.ReadTxn, tables ...TableBinding) error {
+	return writeSnapshotFile(path, func(w io.Writer) error { return WriteSnapshot(w, txn, tables...) })
+}
+
+// writeSnapshotFile is WriteSnapshotFile with write writing the snapshot.
+func writeSnapshotFile(path string, write func(io.Writer) error) (err error) {
 	f, tmp, err := createSnapTemp(path)
 	if err != nil {
 		return err
@@ -49,7 +54,7 @@ func WriteSnapshotFile(path string, txn strata.ReadTxn, tables ...TableBinding) 
 			os.Remove(tmp)
 		}
 	}()
-	if err := WriteSnapshot(f, txn, tables...); err != nil {
+	if err := write(f); err != nil {
 		return fmt.Errorf("writing snapshot %s: %w", tmp, err)
 	}
 	if err := f.Sync(); err != nil {
