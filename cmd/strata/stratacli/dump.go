@@ -1,0 +1,419 @@
+package stratacli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/persist"
+)
+
+// queryFlags are the flags that select objects: one index, one op and its
+// keys, a limit. They are the HTTP API's query parameters.
+type queryFlags struct {
+	index                       string
+	get, prefix, lowerbound     string
+	from, to                    string
+	keyFormat                   string
+	limit                       int
+	hasGet, hasPrefix, hasLower bool
+	hasFrom, hasTo              bool
+}
+
+func (q *queryFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&q.index, "index", "", "the `index` to query (the primary index by default)")
+	f.StringVar(&q.get, "get", "", "the objects whose key is `KEY`")
+	f.StringVar(&q.prefix, "prefix", "", "the objects whose key starts with `KEY`")
+	f.StringVar(&q.lowerbound, "lowerbound", "", "the objects whose key is at least `KEY`")
+	f.StringVar(&q.from, "from", "", "a range's first key (included)")
+	f.StringVar(&q.to, "to", "", "a range's end key (excluded)")
+	f.StringVar(&q.keyFormat, "key-format", "text", "keys as text (parsed by the index) or hex (raw)")
+	f.IntVar(&q.limit, "limit", 0, "show at most `N` objects (0: all)")
+}
+
+// read records which flags were given.
+func (q *queryFlags) read(cmd *cobra.Command) error {
+	f := cmd.Flags()
+	q.hasGet, q.hasPrefix, q.hasLower = f.Changed("get"), f.Changed("prefix"), f.Changed("lowerbound")
+	q.hasFrom, q.hasTo = f.Changed("from"), f.Changed("to")
+	n := 0
+	for _, b := range []bool{q.hasGet, q.hasPrefix, q.hasLower, q.hasFrom || q.hasTo} {
+		if b {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return usagef("give one of --get, --prefix, --lowerbound and --from/--to")
+	case q.keyFormat != "text" && q.keyFormat != "hex":
+		return usagef("--key-format %q: want text or hex", q.keyFormat)
+	case q.limit < 0:
+		return usagef("--limit %d: want 0 or more", q.limit)
+	}
+	return nil
+}
+
+// op returns the query's op.
+func (q *queryFlags) op() strata.QueryOp {
+	switch {
+	case q.hasGet:
+		return strata.QueryList
+	case q.hasPrefix:
+		return strata.QueryPrefix
+	case q.hasLower:
+		return strata.QueryLowerBound
+	case q.hasFrom || q.hasTo:
+		return strata.QueryRange
+	}
+	return strata.QueryAll
+}
+
+// anyQuery returns the query on the table of v, its keys parsed.
+func (q *queryFlags) anyQuery(v *view) (strata.AnyQuery, error) {
+	aq := strata.AnyQuery{Index: q.index, Op: q.op()}
+	parse := func(has bool, text string) (index.Key, error) {
+		if !has {
+			return nil, nil
+		}
+		return v.parseKey(q.index, text, q.keyFormat)
+	}
+	var err error
+	switch aq.Op {
+	case strata.QueryList:
+		aq.Key, err = parse(true, q.get)
+	case strata.QueryPrefix:
+		aq.Key, err = parse(true, q.prefix)
+	case strata.QueryLowerBound:
+		aq.Key, err = parse(true, q.lowerbound)
+	case strata.QueryRange:
+		if aq.Key, err = parse(q.hasFrom, q.from); err == nil {
+			aq.To, err = parse(q.hasTo, q.to)
+			if !q.hasTo {
+				// No end: a lower bound.
+				aq.Op = strata.QueryLowerBound
+			}
+		}
+	}
+	return aq, err
+}
+
+// primary reports whether the query is on the table's primary index.
+func (q *queryFlags) primary(v *view) bool {
+	if q.index == "" {
+		return true
+	}
+	if v.typed != nil {
+		idx := v.typed.anyTable().Indexes()
+		return idx[0].Name == q.index
+	}
+	return false
+}
+
+// bounds returns the key range of a query on the primary index: [lower,
+// upper), nil for no bound.
+func bounds(aq strata.AnyQuery) (lower, upper []byte) {
+	switch aq.Op {
+	case strata.QueryList:
+		return aq.Key, append(bytes.Clone(aq.Key), 0)
+	case strata.QueryPrefix:
+		return aq.Key, prefixEnd(aq.Key)
+	case strata.QueryLowerBound:
+		return aq.Key, nil
+	case strata.QueryRange:
+		if aq.Key == nil {
+			aq.Key = []byte{}
+		}
+		return aq.Key, aq.To
+	}
+	return nil, nil
+}
+
+// prefixEnd returns the first key after every key that starts with p, nil
+// if there is none.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func (a *app) dumpCommand() *cobra.Command {
+	var q queryFlags
+	cmd := &cobra.Command{
+		Use:   "dump TABLE",
+		Short: "Show a table's objects, or those a query selects",
+		Long: `Show the objects of TABLE, in the order of the index's keys, or those that
+--get, --prefix, --lowerbound or --from/--to select in --index.
+
+Keys are typed as text and parsed by the index when the table's type is
+registered; otherwise give them in hex (--key-format hex), on the primary
+index only. A snapshot records no keys: a table of unknown type in a
+snapshot can only be listed whole.
+
+A dump of a snapshot verifies the blocks it reads and stops after its
+table; snapshot verify checks the whole file.`,
+		Args: exactArgs("TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := q.read(cmd); err != nil {
+				return err
+			}
+			return a.dump(cmd.Context(), args[0], &q, false)
+		},
+	}
+	q.register(cmd)
+	return cmd
+}
+
+func (a *app) getCommand() *cobra.Command {
+	var q queryFlags
+	cmd := &cobra.Command{
+		Use:   "get TABLE KEY",
+		Short: "Show the object whose key is KEY",
+		Long: `Show the first object of TABLE whose key in --index (the primary index by
+default) is KEY. Exits with 4 if there is none.`,
+		Args: exactArgs("TABLE", "KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := q.read(cmd); err != nil {
+				return err
+			}
+			q.get, q.hasGet, q.limit = args[1], true, 1
+			q.hasPrefix, q.hasLower, q.hasFrom, q.hasTo = false, false, false, false
+			return a.dump(cmd.Context(), args[0], &q, true)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&q.index, "index", "", "the `index` of KEY (the primary index by default)")
+	f.StringVar(&q.keyFormat, "key-format", "text", "KEY as text (parsed by the index) or hex (raw)")
+	return cmd
+}
+
+// dump writes the objects of table that q selects. With one set, finding
+// none is ErrNotFound.
+func (a *app) dump(ctx context.Context, table string, q *queryFlags, one bool) error {
+	kind, path, err := a.source("")
+	if err != nil {
+		return err
+	}
+	out := a.rows()
+	n := 0
+	emit := func(row fields) (bool, error) {
+		if err := out.write(row); err != nil {
+			return false, err
+		}
+		n++
+		return q.limit == 0 || n < q.limit, ctx.Err()
+	}
+	switch kind {
+	case sourceStore:
+		err = a.dumpStore(path, table, q, emit)
+	case sourceSnapshot:
+		err = a.dumpSnapshot(path, table, q, emit)
+	default:
+		err = a.dumpRemote(ctx, path, table, q, emit)
+	}
+	if cerr := out.close(); err == nil {
+		err = cerr
+	}
+	if err == nil && one && n == 0 {
+		return notFoundf("table %s: no object with key %q", table, q.get)
+	}
+	return err
+}
+
+// emitFunc writes a row and says whether to go on.
+type emitFunc func(fields) (bool, error)
+
+func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
+	r, err := a.openStore(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	st, err := r.Table(table)
+	if err != nil {
+		return err
+	}
+	s, err := a.newSession()
+	if err != nil {
+		return err
+	}
+	v := s.view(st.Name, st.Schema, 0)
+	if v.note != "" {
+		a.logf("note: %s", v.note)
+	}
+	aq, err := q.anyQuery(v)
+	if err != nil {
+		return err
+	}
+	if q.primary(v) {
+		lower, upper := bounds(aq)
+		for obj, err := range r.Objects(table, lower, upper) {
+			if err != nil {
+				return err
+			}
+			row, err := v.row(record{key: obj.Key, revision: obj.Revision, version: obj.Version, value: obj.Value}, false)
+			if err != nil {
+				return err
+			}
+			if more, err := emit(row); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	}
+	if v.typed == nil {
+		return v.typeNeeded(fmt.Sprintf("a query on index %q", q.index))
+	}
+	if err := s.load(v, storeRecords(r, table), 0, st.Revision); err != nil {
+		return err
+	}
+	return s.query(v, aq, emit)
+}
+
+// storeRecords returns the records of a table of r.
+func storeRecords(r *persist.Reader, table string) iter.Seq2[record, error] {
+	return func(yield func(record, error) bool) {
+		for obj, err := range r.Objects(table, nil, nil) {
+			if !yield(record{key: obj.Key, revision: obj.Revision, version: obj.Version, value: obj.Value}, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// load fills the registered table of v with records, decoded.
+func (s *session) load(v *view, records iter.Seq2[record, error], version uint32, revision uint64) error {
+	t := v.typed.anyTable()
+	txn := s.db.WriteTxn(t.Meta)
+	defer txn.Abort()
+	if err := v.typed.restore(txn, records, version, revision); err != nil {
+		return fmt.Errorf("loading table %s: %w", v.name, err)
+	}
+	_, err := txn.Commit()
+	return err
+}
+
+// query writes the objects aq selects in the loaded table of v.
+func (s *session) query(v *view, aq strata.AnyQuery, emit emitFunc) error {
+	t := v.typed.anyTable()
+	seq, err := t.Read(s.db.ReadTxn(), aq)
+	if err != nil {
+		return err
+	}
+	for o := range seq {
+		row, err := v.objectRow(nil, o.Object, o.Revision)
+		if err != nil {
+			return err
+		}
+		if more, err := emit(row); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *app) dumpSnapshot(path, table string, q *queryFlags, emit emitFunc) error {
+	f, sr, err := openSnapshot(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	pos, info, err := snapshotTable(sr, table)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	s, err := a.newSession()
+	if err != nil {
+		return err
+	}
+	v := s.view(info.Name, snapshotSchema(info), info.CodecVersion)
+	if v.note != "" {
+		a.logf("note: %s", v.note)
+	}
+	if (q.op() != strata.QueryAll || !q.primary(v)) && v.typed == nil {
+		return v.typeNeeded("a query by key in a snapshot (snapshots record no keys)")
+	}
+	aq, err := q.anyQuery(v)
+	if err != nil {
+		return err
+	}
+	records := snapshotRecords(sr, pos)
+	if aq.Op == strata.QueryAll && q.primary(v) {
+		for rec, err := range records {
+			if err != nil {
+				return fmt.Errorf("snapshot %s: %w", path, err)
+			}
+			row, err := v.row(rec, false)
+			if err != nil {
+				return err
+			}
+			if more, err := emit(row); err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := s.load(v, records, info.CodecVersion, info.Revision); err != nil {
+		return fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	return s.query(v, aq, emit)
+}
+
+// snapshotTable returns the position and description of table in the
+// snapshot. The error wraps persist.ErrSnapshotTableMissing.
+func snapshotTable(sr *persist.SnapshotReader, table string) (int, persist.SnapshotTableInfo, error) {
+	for i, t := range sr.Tables() {
+		if t.Name == table {
+			return i, t, nil
+		}
+	}
+	return 0, persist.SnapshotTableInfo{}, fmt.Errorf("table %q: %w", table, persist.ErrSnapshotTableMissing)
+}
+
+// snapshotSchema returns the schema of a snapshot's table, nil for a
+// snapshot of format 1, which records none.
+func snapshotSchema(t persist.SnapshotTableInfo) *persist.Schema {
+	if t.Codec == "" && t.Type == "" {
+		return &persist.Schema{Version: t.CodecVersion}
+	}
+	return &persist.Schema{Codec: t.Codec, Version: t.CodecVersion, Type: t.Type}
+}
+
+// snapshotRecords returns the records of the table at position pos,
+// reading the tables before it (verifying their blocks) and stopping at
+// its end. The reader's error, if any, ends it.
+func snapshotRecords(sr *persist.SnapshotReader, pos int) iter.Seq2[record, error] {
+	return func(yield func(record, error) bool) {
+		for sr.Next() {
+			r := sr.Record()
+			if r.Table < pos {
+				continue
+			}
+			if r.Table > pos {
+				return
+			}
+			if !yield(record{revision: r.Revision, value: r.Value}, nil) {
+				return
+			}
+		}
+		if err := sr.Err(); err != nil {
+			yield(record{}, err)
+		}
+	}
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -1,0 +1,437 @@
+package stratacli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The output formats (--output).
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatJSONL = "jsonl"
+	formatYAML  = "yaml"
+)
+
+var formats = []string{formatTable, formatJSON, formatJSONL, formatYAML}
+
+// fields is a JSON object whose members keep their order: a row of output.
+type fields []field
+
+type field struct {
+	name  string
+	value any // string, a number, bool, json.RawMessage, fields, or anything encoding/json takes
+}
+
+// MarshalJSON writes the members in order.
+func (fs fields) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(f.name)
+		b.Write(name)
+		b.WriteByte(':')
+		if err := writeJSONValue(&b, f.value); err != nil {
+			return nil, fmt.Errorf("field %s: %w", f.name, err)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// writeJSONValue writes v as JSON, without escaping HTML characters.
+func writeJSONValue(b *bytes.Buffer, v any) error {
+	if raw, ok := v.(json.RawMessage); ok {
+		b.Write(raw)
+		return nil
+	}
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1) // Encode's newline
+	return nil
+}
+
+// rowWriter writes a stream of rows in one format. close ends the stream
+// (a JSON array's bracket, the table's last lines).
+type rowWriter interface {
+	write(row fields) error
+	// flush writes out the rows written so far (a stream that must show
+	// each row as it comes, as watch's).
+	flush() error
+	close() error
+}
+
+// newRowWriter returns a rowWriter of format to w. Table output takes its
+// columns from the first row (expanding the members of an "object" field
+// that is a JSON object), and cuts cells to maxCell runes unless maxCell
+// is 0.
+func newRowWriter(w io.Writer, format string, maxCell int, strike bool) rowWriter {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	switch format {
+	case formatJSON:
+		return &jsonRows{w: bw}
+	case formatJSONL:
+		return &jsonlRows{w: bw}
+	case formatYAML:
+		return &yamlRows{w: bw}
+	}
+	return &tableRows{w: bw, maxCell: maxCell, strike: strike}
+}
+
+type jsonlRows struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+}
+
+func (r *jsonlRows) write(row fields) error {
+	r.buf.Reset()
+	if err := row.appendJSON(&r.buf); err != nil {
+		return err
+	}
+	r.buf.WriteByte('\n')
+	_, err := r.w.Write(r.buf.Bytes())
+	return err
+}
+
+func (r *jsonlRows) flush() error { return r.w.Flush() }
+func (r *jsonlRows) close() error { return r.w.Flush() }
+
+// appendJSON is MarshalJSON into b.
+func (fs fields) appendJSON(b *bytes.Buffer) error {
+	data, err := fs.MarshalJSON()
+	b.Write(data)
+	return err
+}
+
+type jsonRows struct {
+	w   *bufio.Writer
+	n   int
+	buf bytes.Buffer
+}
+
+func (r *jsonRows) write(row fields) error {
+	r.buf.Reset()
+	if r.n == 0 {
+		r.buf.WriteString("[\n  ")
+	} else {
+		r.buf.WriteString(",\n  ")
+	}
+	if err := row.appendJSON(&r.buf); err != nil {
+		return err
+	}
+	r.n++
+	_, err := r.w.Write(r.buf.Bytes())
+	return err
+}
+
+func (r *jsonRows) flush() error { return r.w.Flush() }
+
+func (r *jsonRows) close() error {
+	if r.n == 0 {
+		r.w.WriteString("[]\n")
+	} else {
+		r.w.WriteString("\n]\n")
+	}
+	return r.w.Flush()
+}
+
+type yamlRows struct {
+	w *bufio.Writer
+	n int
+}
+
+func (r *yamlRows) write(row fields) error {
+	data, err := row.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	out, err := yamlOf(data, true)
+	if err != nil {
+		return err
+	}
+	r.n++
+	_, err = r.w.Write(out)
+	return err
+}
+
+func (r *yamlRows) flush() error { return r.w.Flush() }
+
+func (r *yamlRows) close() error {
+	if r.n == 0 {
+		r.w.WriteString("[]\n")
+	}
+	return r.w.Flush()
+}
+
+// yamlOf renders JSON data as YAML, keeping the order of object members
+// (JSON is YAML: the decoder's node keeps it); as an item of a sequence if
+// item is set.
+func yamlOf(data []byte, item bool) ([]byte, error) {
+	var node yaml.Node
+	if err := yaml.Unmarshal(data, &node); err != nil {
+		return nil, fmt.Errorf("rendering YAML: %w", err)
+	}
+	plainStyle(&node)
+	var v any = &node
+	if item {
+		v = []*yaml.Node{node.Content[0]}
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("rendering YAML: %w", err)
+	}
+	enc.Close()
+	return b.Bytes(), nil
+}
+
+// plainStyle drops the flow style and quoting that decoding JSON gives
+// every node, so that the YAML reads as YAML. Strings that would read as
+// another type stay quoted (the encoder sees to that).
+func plainStyle(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle | yaml.DoubleQuotedStyle
+	for _, c := range n.Content {
+		plainStyle(c)
+	}
+}
+
+// tableRows writes rows as aligned columns, flushed every tableChunk rows
+// so that memory does not grow with the output.
+type tableRows struct {
+	w       *bufio.Writer
+	tw      *tabwriter.Writer
+	columns []string
+	object  bool // the columns after the row's own are an object's members
+	maxCell int
+	strike  bool
+	n       int
+}
+
+const tableChunk = 256
+
+func (r *tableRows) write(row fields) error {
+	if r.tw == nil {
+		r.tw = tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
+		r.columns = tableColumns(row)
+		heads := make([]string, len(r.columns))
+		for i, c := range r.columns {
+			heads[i] = strings.ToUpper(c)
+		}
+		fmt.Fprintln(r.tw, strings.Join(heads, "\t"))
+	}
+	vals := rowValues(row)
+	cells := make([]string, len(r.columns))
+	for i, c := range r.columns {
+		cells[i] = r.cell(vals[c])
+	}
+	line := strings.Join(cells, "\t")
+	if r.strike && deleted(row) {
+		// Struck through, in a terminal (the escape sequences take no
+		// width in tabwriter: each cell is wrapped whole).
+		for i := range cells {
+			cells[i] = "\x1b[9m" + cells[i] + "\x1b[0m"
+		}
+		line = strings.Join(cells, "\t")
+	}
+	fmt.Fprintln(r.tw, line)
+	r.n++
+	if r.n%tableChunk == 0 {
+		return r.tw.Flush()
+	}
+	return nil
+}
+
+func (r *tableRows) flush() error {
+	if r.tw != nil {
+		if err := r.tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return r.w.Flush()
+}
+
+func (r *tableRows) close() error {
+	if r.tw != nil {
+		if err := r.tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return r.w.Flush()
+}
+
+// deleted reports whether a row is that of a deleted object (watch).
+func deleted(row fields) bool {
+	for _, f := range row {
+		if f.name == "deleted" {
+			b, _ := f.value.(bool)
+			return b
+		}
+	}
+	return false
+}
+
+// tableColumns returns the columns of rows like row: its fields, with the
+// members of a field "object" that is a JSON object in its place.
+func tableColumns(row fields) []string {
+	var cols []string
+	for _, f := range row {
+		if f.name == "object" {
+			if names := objectMembers(f.value); names != nil {
+				cols = append(cols, names...)
+				continue
+			}
+		}
+		cols = append(cols, f.name)
+	}
+	return cols
+}
+
+// objectMembers returns the names of the members of v if it is a JSON
+// object, in order, or nil.
+func objectMembers(v any) []string {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	names := []string{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := tok.(string)
+		names = append(names, name)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return names
+}
+
+// rowValues returns the values of row's columns: its fields, and the
+// members of its object if it is a JSON object.
+func rowValues(row fields) map[string]any {
+	vals := make(map[string]any, len(row)+8)
+	for _, f := range row {
+		raw, ok := f.value.(json.RawMessage)
+		if f.name != "object" || !ok {
+			vals[f.name] = f.value
+			continue
+		}
+		var m map[string]json.RawMessage
+		if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &m) == nil {
+			for k, v := range m {
+				vals[k] = v
+			}
+		} else {
+			vals[f.name] = raw
+		}
+	}
+	return vals
+}
+
+// cell renders a value for a table cell: strings bare, the rest as compact
+// JSON, control characters escaped, cut to maxCell runes.
+func (r *tableRows) cell(v any) string {
+	var s string
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		s = x
+	case json.RawMessage:
+		var str string
+		if json.Unmarshal(x, &str) == nil {
+			s = str
+		} else {
+			var b bytes.Buffer
+			if json.Compact(&b, x) == nil {
+				s = b.String()
+			} else {
+				s = string(x)
+			}
+		}
+	default:
+		var b bytes.Buffer
+		if writeJSONValue(&b, v) == nil {
+			s = b.String()
+		} else {
+			s = fmt.Sprint(v)
+		}
+	}
+	s = printable(s)
+	if r.maxCell > 0 && utf8.RuneCountInString(s) > r.maxCell {
+		rs := []rune(s)
+		s = string(rs[:r.maxCell-1]) + "…"
+	}
+	return s
+}
+
+// printable escapes the characters that would break a table or a
+// terminal: tabs, newlines, escape sequences, invalid UTF-8.
+func printable(s string) string {
+	clean := true
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f || c == utf8.RuneError {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	q := fmt.Sprintf("%+q", s)
+	return q[1 : len(q)-1]
+}
+
+// writeDoc writes v, a result that is one document (inspect, tables, a
+// summary), in format to w: JSON, one JSON line, YAML, or, for table,
+// what text writes.
+func writeDoc(w io.Writer, format string, v any, text func(w io.Writer) error) error {
+	switch format {
+	case formatJSON, formatJSONL, formatYAML:
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if format == formatJSON {
+			enc.SetIndent("", "  ")
+		}
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		out := b.Bytes()
+		if format == formatYAML {
+			var err error
+			if out, err = yamlOf(out, false); err != nil {
+				return err
+			}
+		}
+		_, err := w.Write(out)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if err := text(tw); err != nil {
+		return err
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,236 @@
+package stratacli
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/strata-db/strata"
+)
+
+// Remote is what the online commands (--addr) need of a running database,
+// through its HTTP API: its tables, the objects of a query, and a table's
+// changes. A Dialer connects to one.
+//
+// Errors: a database that cannot be reached wraps ErrConnect; an unknown
+// table wraps strata.ErrTableNotFound, an unknown index
+// strata.ErrIndexNotFound, a key that does not parse index.ErrParseKey, as
+// the API reports them.
+type Remote interface {
+	// Tables describes the database's tables.
+	Tables(ctx context.Context) (RemoteDatabase, error)
+	// Query returns the objects q selects in the table, in the order of
+	// the index's keys.
+	Query(ctx context.Context, table string, q RemoteQuery) iter.Seq2[RemoteObject, error]
+	// Changes returns the table's changes after revision from: with from
+	// 0, the objects the table holds first, then every change as it is
+	// committed, until ctx is done.
+	Changes(ctx context.Context, table string, from uint64) iter.Seq2[RemoteChange, error]
+	// Close releases the connection.
+	Close() error
+}
+
+// Dialer connects to the database at addr: "http://host:port",
+// "https://host:port" or "unix:///path/to/socket".
+type Dialer func(ctx context.Context, addr string) (Remote, error)
+
+// WithRemote sets how the online commands connect to a running database.
+func WithRemote(d Dialer) Option {
+	return func(c *config) { c.dial = d }
+}
+
+// RemoteDatabase describes a running database.
+type RemoteDatabase struct {
+	Tables []RemoteTable `json:"tables"`
+}
+
+// RemoteTable describes a table of a running database.
+type RemoteTable struct {
+	Name                string        `json:"name"`
+	Objects             int           `json:"objects"`
+	Revision            uint64        `json:"revision"`
+	Indexes             []RemoteIndex `json:"indexes"`
+	Initialized         bool          `json:"initialized"`
+	PendingInitializers []string      `json:"pending_initializers,omitempty"`
+}
+
+// RemoteIndex describes an index of a remote table.
+type RemoteIndex struct {
+	Name    string `json:"name"`
+	Primary bool   `json:"primary,omitempty"`
+	Unique  bool   `json:"unique,omitempty"`
+}
+
+// RemoteQuery selects objects of a remote table: those of Index ("" is the
+// primary index) that Op selects with Key (and To, for a range), at most
+// Limit (0: all). Keys are text, parsed by the index's FromString, unless
+// Raw is set: then they are the raw bytes of the keys.
+type RemoteQuery struct {
+	Index   string
+	Op      strata.QueryOp
+	Key, To string
+	Raw     bool
+	Limit   int
+}
+
+// RemoteObject is an object of a remote table.
+type RemoteObject struct {
+	Revision uint64
+	// Key is the object's primary key as text, if the API gives it.
+	Key    string
+	Object json.RawMessage
+}
+
+// RemoteChange is a change of a remote table: an object upserted, or
+// deleted (then Object is the object as it was).
+type RemoteChange struct {
+	Revision uint64
+	Deleted  bool
+	Object   json.RawMessage
+}
+
+// dial connects to addr.
+func (a *app) dial(ctx context.Context, addr string) (Remote, error) {
+	if a.cfg.dial == nil {
+		return nil, fmt.Errorf("--addr %s: %w: this build of the command has no client for a running database (stratacli.WithRemote)", addr, ErrConnect)
+	}
+	if !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") && !strings.HasPrefix(addr, "unix://") {
+		return nil, usagef("--addr %q: want http://host:port, https://host:port or unix:///path", addr)
+	}
+	return a.cfg.dial(ctx, addr)
+}
+
+// remoteQuery turns the query flags into a RemoteQuery.
+func (q *queryFlags) remoteQuery() (RemoteQuery, error) {
+	rq := RemoteQuery{Index: q.index, Op: q.op(), Limit: q.limit, Raw: q.keyFormat == "hex"}
+	switch rq.Op {
+	case strata.QueryList:
+		rq.Key = q.get
+	case strata.QueryPrefix:
+		rq.Key = q.prefix
+	case strata.QueryLowerBound:
+		rq.Key = q.lowerbound
+	case strata.QueryRange:
+		rq.Key, rq.To = q.from, q.to
+		if !q.hasTo {
+			rq.Op = strata.QueryLowerBound
+		}
+	}
+	if rq.Raw {
+		for _, k := range []*string{&rq.Key, &rq.To} {
+			b, err := hex.DecodeString(*k)
+			if err != nil {
+				return rq, usagef("key %q: not hex: %v", *k, err)
+			}
+			*k = string(b)
+		}
+	}
+	return rq, nil
+}
+
+func (a *app) dumpRemote(ctx context.Context, addr, table string, q *queryFlags, emit emitFunc) error {
+	rq, err := q.remoteQuery()
+	if err != nil {
+		return err
+	}
+	rm, err := a.dial(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer rm.Close()
+	for o, err := range rm.Query(ctx, table, rq) {
+		if err != nil {
+			return err
+		}
+		row := fields{}
+		if o.Key != "" {
+			row = append(row, field{"key", o.Key})
+		}
+		row = append(row, field{"revision", o.Revision}, field{"object", o.Object})
+		if more, err := emit(row); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *app) watchCommand() *cobra.Command {
+	var from uint64
+	cmd := &cobra.Command{
+		Use:   "watch TABLE",
+		Short: "Follow a running database's table as it changes (--addr)",
+		Long: `Show the objects of TABLE in a running database (--addr), then every change
+as it is committed, until interrupted: upserts, and deletes (struck through
+in a terminal, "deleted": true in JSON). --from R starts after revision R
+instead of with the current objects.`,
+		Args: exactArgs("TABLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, addr, err := a.source("")
+			if err != nil {
+				return err
+			}
+			if kind != sourceRemote {
+				return usagef("watch follows a running database: give --addr")
+			}
+			return a.watch(cmd.Context(), addr, args[0], from)
+		},
+	}
+	cmd.Flags().Uint64Var(&from, "from", 0, "start after `revision` R (0: the current objects first)")
+	return cmd
+}
+
+func (a *app) watch(ctx context.Context, addr, table string, from uint64) error {
+	rm, err := a.dial(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer rm.Close()
+	out := a.rows()
+	defer out.close()
+	for c, err := range rm.Changes(ctx, table, from) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // interrupted: the normal end of a watch
+			}
+			return err
+		}
+		row := fields{{"revision", c.Revision}, {"deleted", c.Deleted}, {"object", c.Object}}
+		if err := out.write(row); err != nil {
+			return err
+		}
+		// A stream: each row as it comes.
+		if err := out.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tablesRemote writes the tables of a running database.
+func (a *app) tablesRemote(ctx context.Context, addr string) error {
+	rm, err := a.dial(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer rm.Close()
+	db, err := rm.Tables(ctx)
+	if err != nil {
+		return err
+	}
+	return writeDoc(a.out, a.format, db, func(w io.Writer) error {
+		fmt.Fprintln(w, "TABLE\tOBJECTS\tREVISION\tINITIALIZED\tINDEXES")
+		for _, t := range db.Tables {
+			var names []string
+			for _, ix := range t.Indexes {
+				names = append(names, ix.Name)
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%v\t%s\n", t.Name, t.Objects, t.Revision, t.Initialized, strings.Join(names, ","))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,148 @@
+package stratacli
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/persist"
+)
+
+// view is how the command shows the objects of one table: decoded by its
+// registered type, as the JSON they are stored as, or as hex.
+type view struct {
+	name string
+	// stored is the table's schema in the store or snapshot, nil if none
+	// is recorded.
+	stored *persist.Schema
+	// version is the codec version of a snapshot's records (a store's
+	// records carry their own).
+	version uint32
+	// typed decodes the table, nil if its type is not registered or the
+	// stored schema is not one it reads (note says why).
+	typed typedTable
+	note  string
+	// json: raw values that are the objects' JSON (the JSON codec, at the
+	// version of the schema).
+	json bool
+}
+
+// session holds the registered tables of one command, created in a
+// database of its own.
+type session struct {
+	a      *app
+	db     *strata.DB
+	tables map[string]typedTable
+}
+
+// newSession creates every registered table in a new database.
+func (a *app) newSession() (*session, error) {
+	s := &session{a: a, db: strata.New(), tables: map[string]typedTable{}}
+	for name, tt := range a.cfg.types {
+		t, err := tt.create(s.db)
+		if err != nil {
+			return nil, err
+		}
+		s.tables[name] = t
+	}
+	return s, nil
+}
+
+// view returns the view of the table name stored with schema stored, whose
+// records (in a snapshot) are of codec version version.
+func (s *session) view(name string, stored *persist.Schema, version uint32) *view {
+	v := &view{name: name, stored: stored, version: version}
+	if tt, ok := s.a.cfg.types[name]; ok {
+		if ok, why := compatible(stored, tt.schema()); ok {
+			v.typed = s.tables[name]
+			return v
+		} else {
+			v.note = fmt.Sprintf("table %s is shown raw: %s", name, why)
+		}
+	}
+	v.json = stored != nil && stored.Codec == "json" && (version == 0 || version == stored.Version)
+	return v
+}
+
+// typeNeeded returns the error of an operation that needs the table's type.
+func (v *view) typeNeeded(what string) error {
+	if v.note != "" {
+		return usagef("%s needs table %s's type: %s", what, v.name, v.note)
+	}
+	return usagef("%s needs table %s's type, which this command does not know (an application registers it: stratacli.WithTable)", what, v.name)
+}
+
+// decode decodes rec with the table's type.
+func (v *view) decode(rec record) (any, error) {
+	version := rec.version
+	if version == 0 {
+		version = v.version
+	}
+	obj, err := v.typed.decode(rec.value, version)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: decoding the object at revision %d: %w", v.name, rec.revision, err)
+	}
+	return obj, nil
+}
+
+// row returns the output row of rec: its key (text with a registered
+// type, hex otherwise; a snapshot's records have none unless the type
+// computes it), its revision and the object (JSON), or the value in hex.
+func (v *view) row(rec record, withTable bool) (fields, error) {
+	row := make(fields, 0, 5)
+	if withTable {
+		row = append(row, field{"table", v.name})
+	}
+	if v.typed != nil {
+		obj, err := v.decode(rec)
+		if err != nil {
+			return nil, err
+		}
+		return v.objectRow(row, obj, rec.revision)
+	}
+	if rec.key != nil {
+		row = append(row, field{"key_hex", hex.EncodeToString(rec.key)})
+	}
+	row = append(row, field{"revision", rec.revision})
+	if v.json && json.Valid(rec.value) {
+		return append(row, field{"object", json.RawMessage(rec.value)}), nil
+	}
+	version := rec.version
+	if version == 0 {
+		version = v.version
+	}
+	return append(row, field{"version", version}, field{"value_hex", hex.EncodeToString(rec.value)}), nil
+}
+
+// objectRow appends to row the key, revision and JSON of a decoded object.
+func (v *view) objectRow(row fields, obj any, rev uint64) (fields, error) {
+	key, err := v.typed.primaryKey(obj)
+	if err != nil {
+		return nil, err
+	}
+	text, _ := v.typed.anyTable().KeyString("", key)
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: the object at revision %d: %w", v.name, rev, err)
+	}
+	return append(row, field{"key", text}, field{"revision", rev}, field{"object", json.RawMessage(data)}), nil
+}
+
+// parseKey encodes a key given on the command line for the named index:
+// as text through the index (a registered type), or in hex (--key-format
+// hex), which is the only way for a table of unknown type.
+func (v *view) parseKey(indexName, text, format string) (index.Key, error) {
+	if format == "hex" {
+		k, err := hex.DecodeString(text)
+		if err != nil {
+			return nil, usagef("key %q: not hex: %v", text, err)
+		}
+		return k, nil
+	}
+	if v.typed == nil {
+		return nil, v.typeNeeded(fmt.Sprintf("a key typed as text (%q; give it in hex with --key-format hex)", text))
+	}
+	return v.typed.anyTable().ParseKey(indexName, text)
+}
