@@ -10,6 +10,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/strata-db/strata v0.0.0-00010101000000-000000000000
 	github.com/strata-db/strata/persist v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/term v0.16.0
 )

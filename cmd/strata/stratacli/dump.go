@@ -251,6 +251,9 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
 	if v.note != "" {
 		a.logf("note: %s", v.note)
 	}
+	if !q.primary(v) && v.typed == nil {
+		return v.typeNeeded(fmt.Sprintf("a query on index %q", q.index))
+	}
 	aq, err := q.anyQuery(v)
 	if err != nil {
 		return err
@@ -270,9 +273,6 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
 			}
 		}
 		return nil
-	}
-	if v.typed == nil {
-		return v.typeNeeded(fmt.Sprintf("a query on index %q", q.index))
 	}
 	if err := s.load(v, storeRecords(r, table), 0, st.Revision); err != nil {
 		return err
