@@ -361,7 +361,7 @@ func (r *tableRows) cell(v any) string {
 		s = x
 	case json.RawMessage:
 		var str string
-		if json.Unmarshal(x, &str) == nil {
+		if len(x) > 0 && x[0] == '"' && json.Unmarshal(x, &str) == nil {
 			s = str
 		} else {
 			var b bytes.Buffer
