@@ -211,7 +211,10 @@ func (a *app) dump(ctx context.Context, table string, q *queryFlags, one bool) e
 			return false, err
 		}
 		n++
-		return q.limit == 0 || n < q.limit, ctx.Err()
+		if n%1024 == 0 && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return q.limit == 0 || n < q.limit, nil
 	}
 	switch kind {
 	case sourceStore:

@@ -3,6 +3,7 @@ package stratacli
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,40 +30,6 @@ type fields []field
 type field struct {
 	name  string
 	value any // string, a number, bool, json.RawMessage, fields, or anything encoding/json takes
-}
-
-// MarshalJSON writes the members in order.
-func (fs fields) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range fs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		name, _ := json.Marshal(f.name)
-		b.Write(name)
-		b.WriteByte(':')
-		if err := writeJSONValue(&b, f.value); err != nil {
-			return nil, fmt.Errorf("field %s: %w", f.name, err)
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// writeJSONValue writes v as JSON, without escaping HTML characters.
-func writeJSONValue(b *bytes.Buffer, v any) error {
-	if raw, ok := v.(json.RawMessage); ok {
-		b.Write(raw)
-		return nil
-	}
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	b.Truncate(b.Len() - 1) // Encode's newline
-	return nil
 }
 
 // rowWriter writes a stream of rows in one format. close ends the stream
@@ -94,47 +61,39 @@ func newRowWriter(w io.Writer, format string, maxCell int, strike bool) rowWrite
 
 type jsonlRows struct {
 	w   *bufio.Writer
-	buf bytes.Buffer
+	buf []byte
 }
 
 func (r *jsonlRows) write(row fields) error {
-	r.buf.Reset()
-	if err := row.appendJSON(&r.buf); err != nil {
+	var err error
+	if r.buf, err = row.appendJSON(r.buf[:0]); err != nil {
 		return err
 	}
-	r.buf.WriteByte('\n')
-	_, err := r.w.Write(r.buf.Bytes())
+	r.buf = append(r.buf, '\n')
+	_, err = r.w.Write(r.buf)
 	return err
 }
 
 func (r *jsonlRows) flush() error { return r.w.Flush() }
 func (r *jsonlRows) close() error { return r.w.Flush() }
 
-// appendJSON is MarshalJSON into b.
-func (fs fields) appendJSON(b *bytes.Buffer) error {
-	data, err := fs.MarshalJSON()
-	b.Write(data)
-	return err
-}
-
 type jsonRows struct {
 	w   *bufio.Writer
 	n   int
-	buf bytes.Buffer
+	buf []byte
 }
 
 func (r *jsonRows) write(row fields) error {
-	r.buf.Reset()
+	sep := ",\n  "
 	if r.n == 0 {
-		r.buf.WriteString("[\n  ")
-	} else {
-		r.buf.WriteString(",\n  ")
+		sep = "[\n  "
 	}
-	if err := row.appendJSON(&r.buf); err != nil {
+	var err error
+	if r.buf, err = row.appendJSON(append(r.buf[:0], sep...)); err != nil {
 		return err
 	}
 	r.n++
-	_, err := r.w.Write(r.buf.Bytes())
+	_, err = r.w.Write(r.buf)
 	return err
 }
 
@@ -291,7 +250,7 @@ func tableColumns(row fields) []string {
 	var cols []string
 	for _, f := range row {
 		if f.name == "object" {
-			if names := objectMembers(f.value); names != nil {
+			if names := objectMembers(deref(f.value)); names != nil {
 				cols = append(cols, names...)
 				continue
 			}
@@ -333,9 +292,10 @@ func objectMembers(v any) []string {
 func rowValues(row fields) map[string]any {
 	vals := make(map[string]any, len(row)+8)
 	for _, f := range row {
-		raw, ok := f.value.(json.RawMessage)
+		value := deref(f.value)
+		raw, ok := value.(json.RawMessage)
 		if f.name != "object" || !ok {
-			vals[f.name] = f.value
+			vals[f.name] = value
 			continue
 		}
 		var m map[string]json.RawMessage
@@ -359,6 +319,8 @@ func (r *tableRows) cell(v any) string {
 		return ""
 	case string:
 		s = x
+	case hexBytes:
+		s = hex.EncodeToString(x)
 	case json.RawMessage:
 		var str string
 		if len(x) > 0 && x[0] == '"' && json.Unmarshal(x, &str) == nil {
@@ -372,9 +334,8 @@ func (r *tableRows) cell(v any) string {
 			}
 		}
 	default:
-		var b bytes.Buffer
-		if writeJSONValue(&b, v) == nil {
-			s = b.String()
+		if b, err := appendJSONValue(nil, v); err == nil {
+			s = string(b)
 		} else {
 			s = fmt.Sprint(v)
 		}

@@ -27,6 +27,10 @@ type view struct {
 	// json: raw values that are the objects' JSON (the JSON codec, at the
 	// version of the schema).
 	json bool
+	// scratch is the row that row fills, reused, and cur its values: a
+	// row is written before the next is made.
+	scratch fields
+	cur     current
 }
 
 // session holds the registered tables of one command, created in a
@@ -90,10 +94,13 @@ func (v *view) decode(rec record) (any, error) {
 // row returns the output row of rec: its key (text with a registered
 // type, hex otherwise; a snapshot's records have none unless the type
 // computes it), its revision and the object (JSON), or the value in hex.
+// The row is valid until the next call: its values point into the view
+// (pointers go into an interface without an allocation; the numbers and
+// slices themselves would not).
 func (v *view) row(rec record, withTable bool) (fields, error) {
-	row := make(fields, 0, 5)
+	row := v.scratch[:0]
 	if withTable {
-		row = append(row, field{"table", v.name})
+		row = append(row, field{"table", &v.name})
 	}
 	if v.typed != nil {
 		obj, err := v.decode(rec)
@@ -102,18 +109,31 @@ func (v *view) row(rec record, withTable bool) (fields, error) {
 		}
 		return v.objectRow(row, obj, rec.revision)
 	}
+	v.cur = current{revision: rec.revision, version: rec.version, key: rec.key, value: rec.value, raw: rec.value}
+	if v.cur.version == 0 {
+		v.cur.version = v.version
+	}
 	if rec.key != nil {
-		row = append(row, field{"key_hex", hex.EncodeToString(rec.key)})
+		row = append(row, field{"key_hex", &v.cur.key})
 	}
-	row = append(row, field{"revision", rec.revision})
-	if v.json && json.Valid(rec.value) {
-		return append(row, field{"object", json.RawMessage(rec.value)}), nil
+	row = append(row, field{"revision", &v.cur.revision})
+	if v.json {
+		// The JSON codec's values are JSON (check validates them).
+		row = append(row, field{"object", &v.cur.raw})
+	} else {
+		row = append(row, field{"version", &v.cur.version}, field{"value_hex", &v.cur.value})
 	}
-	version := rec.version
-	if version == 0 {
-		version = v.version
-	}
-	return append(row, field{"version", version}, field{"value_hex", hex.EncodeToString(rec.value)}), nil
+	v.scratch = row
+	return row, nil
+}
+
+// current holds the values of the row row made last.
+type current struct {
+	revision uint64
+	version  uint32
+	key      hexBytes
+	value    hexBytes
+	raw      json.RawMessage
 }
 
 // objectRow appends to row the key, revision and JSON of a decoded object.
