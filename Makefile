@@ -3,9 +3,9 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare persist
+.PHONY: test vet fmt-check unit race bench-smoke compare persist cli
 
-test: vet fmt-check unit race bench-smoke compare persist
+test: vet fmt-check unit race bench-smoke compare persist cli
 
 vet:
 	$(GO) vet ./...
@@ -47,3 +47,13 @@ persist:
 	cd persist && $(GO) test -count=1 -race -short ./...
 	cd persist && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x . \
 		-persist.recovery=10000 -snapshot.objects=10000
+
+# The strata command (its own module: cobra): vet, its tests (which build
+# the binary and an application embedding it, and run them on stores and
+# snapshots), the race detector on the in-process tests, and a smoke run
+# of its benchmarks.
+cli:
+	cd cmd/strata && $(GO) vet ./...
+	cd cmd/strata && $(GO) test -count=1 ./...
+	cd cmd/strata && $(GO) test -count=1 -race -short ./stratacli
+	cd cmd/strata && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./stratacli -stratacli.benchobjects=2000

@@ -93,7 +93,6 @@ func benchSnapshot(b *testing.B) string {
 	if benchSnap.err != nil {
 		b.Fatal(benchSnap.err)
 	}
-	b.Cleanup(func() {}) // the file is removed with the process's temp dir
 	return benchSnap.path
 }
 
