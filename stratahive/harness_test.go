@@ -211,22 +211,69 @@ func worldCmds(w *reconcilertest.World[*Host]) map[string]script.Cmd {
 	}
 }
 
+// Lease is a table that is not initialized until the script says so
+// (the command notes/sync).
+type Lease struct {
+	ID uint64 `yaml:"id"`
+}
+
+var leaseByID = strata.Index[*Lease, uint64]{
+	Name:       "id",
+	FromObject: func(l *Lease) index.KeySet { return index.KeySetOf(index.Uint64(l.ID)) },
+	FromKey:    index.Uint64,
+	Unique:     true,
+}
+
+// leaseCells declares the leases table, with an initializer "lease-sync"
+// that the command leases/synced completes.
+func leaseCells() (cell.Cell, map[string]script.Cmd) {
+	var done func()
+	c := cell.Group(
+		stratahive.Table("leases", leaseByID),
+		cell.Invoke(func(db *strata.DB, leases strata.RWTable[*Lease]) {
+			wtxn := db.WriteTxn(leases)
+			markDone := leases.RegisterInitializer(wtxn, "lease-sync")
+			wtxn.Commit()
+			done = func() {
+				wtxn := db.WriteTxn(leases)
+				markDone(wtxn)
+				wtxn.Commit()
+			}
+		}),
+	)
+	cmds := map[string]script.Cmd{
+		"leases/synced": script.Command(
+			script.CmdUsage{Summary: "Mark the leases table initialized"},
+			func(s *script.State, args ...string) (script.WaitFunc, error) {
+				done()
+				return nil, nil
+			}),
+	}
+	return c, cmds
+}
+
 // scriptEngine returns a new engine over a new test hive, for
 // scripttest.Test.
 func scriptEngine(extra ...cell.Cell) func(testing.TB, []string) *script.Engine {
 	return func(t testing.TB, args []string) *script.Engine {
 		world := newWorld()
-		h, _ := newTestHive(t, world, extra...)
+		leases, leaseCmds := leaseCells()
+		h, _ := newTestHive(t, world, append(extra, leases)...)
 		cmds, err := h.ScriptCommands(hivetest.Logger(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		maps.Copy(cmds, script.DefaultCmds())
 		maps.Copy(cmds, worldCmds(world))
+		maps.Copy(cmds, leaseCmds)
 		return &script.Engine{Cmds: cmds}
 	}
 }
 
 func TestScript(t *testing.T) {
-	scripttest.Test(t, context.Background(), scriptEngine(), nil, "testdata/*.txtar")
+	// A command that waits for what never comes (health, db/cmp without
+	// a timeout) fails the script in a minute, not at the test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel) // the scripts run in parallel, after TestScript returns
+	scripttest.Test(t, ctx, scriptEngine(), nil, "testdata/*.txtar")
 }

@@ -24,7 +24,9 @@ func watchCmd(db *strata.DB) script.Cmd {
 				"Opens a change feed of the table and shows every object inserted,",
 				"replaced or deleted, starting with the objects the table holds: a",
 				"row per change (TableWritable objects; YAML otherwise), deletes",
-				"marked (deleted). The feed is opened when the command starts, so",
+				"marked (deleted). Each object shows once in its newest state: one",
+				"changed several times (or inserted and deleted) between two reads",
+				"of the feed shows once. The feed is opened when the command starts, so",
 				"run in the background (db/watch --count=N table &) it sees every",
 				"change made after it, and 'wait' shows them.",
 			},
@@ -115,7 +117,7 @@ func changeLine(t strata.AnyTable, header []string, rows bool, c strata.Change[a
 		if err != nil {
 			return "", err
 		}
-		return strings.Join(row, "  ") + mark + "\n", nil
+		return strings.TrimRight(strings.Join(row, "  "), " ") + mark + "\n", nil
 	}
 	var b strings.Builder
 	if err := writeObjects(&b, t, func(yield func(any, strata.Revision) bool) { yield(c.Object, c.Revision) }, formatYAML, nil); err != nil {
