@@ -61,7 +61,12 @@ var (
 	}
 	hostByAddr = strata.Index[*Host, netip.Addr]{
 		Name:       "addr",
-		FromObject: func(h *Host) index.KeySet { return index.NewKeySet(index.NetIPAddr(h.Addr)) },
+		FromObject: func(h *Host) index.KeySet {
+			if !h.Addr.IsValid() {
+				return index.KeySet{} // no address, not in the index
+			}
+			return index.NewKeySet(index.NetIPAddr(h.Addr))
+		},
 		FromKey:    index.NetIPAddr,
 		Unique:     true,
 	}

@@ -1,0 +1,67 @@
+package stratahive_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cilium/hive/hivetest"
+	"github.com/cilium/hive/script"
+)
+
+// TestCmpUpdate: in the engine's update mode, a listing that does not
+// match is rewritten with the table's rows, in the file's columns.
+func TestCmpUpdate(t *testing.T) {
+	h, _ := newTestHive(t, newWorld())
+	log := hivetest.Logger(t)
+	must(t, h.Start(log, context.Background()))
+	cmds, err := h.ScriptCommands(log)
+	must(t, err)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "hosts.yaml"), []byte("name: a1\nzone: eu\n---\nname: b22\nzone: us\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "hosts.table"), []byte("Zone Name\nxx   zz\n"), 0o644))
+	s, err := script.NewState(context.Background(), dir, nil)
+	must(t, err)
+	s.DoUpdate = true
+	e := &script.Engine{Cmds: cmds}
+	var out strings.Builder
+	must(t, e.ExecuteLine(s, "db/insert hosts hosts.yaml", &out))
+	must(t, e.ExecuteLine(s, "db/cmp --timeout=10ms hosts hosts.table", &out))
+	want := "Zone   Name\neu     a1\nus     b22\n"
+	if got := s.FileUpdates["hosts.table"]; got != want {
+		t.Fatalf("update of hosts.table:\n%q\nwant\n%q", got, want)
+	}
+	// Without update mode the same comparison fails.
+	s.DoUpdate = false
+	if err := e.ExecuteLine(s, "db/cmp --timeout=10ms hosts hosts.table", &out); err == nil {
+		t.Fatal("db/cmp of a wrong listing succeeded")
+	}
+	// The rewritten listing matches.
+	must(t, os.WriteFile(filepath.Join(dir, "hosts.table"), []byte(want), 0o644))
+	must(t, e.ExecuteLine(s, "db/cmp --timeout=10ms hosts hosts.table", &out))
+}
+
+// TestBadInputWritesNothing: a failed db/insert leaves the table's
+// revision where it was.
+func TestBadInputWritesNothing(t *testing.T) {
+	h, _ := newTestHive(t, newWorld())
+	log := hivetest.Logger(t)
+	must(t, h.Start(log, context.Background()))
+	cmds, err := h.ScriptCommands(log)
+	must(t, err)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "good.yaml"), []byte("name: a1\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("name: [1, 2]\n"), 0o644))
+	s, err := script.NewState(context.Background(), dir, nil)
+	must(t, err)
+	e := &script.Engine{Cmds: cmds}
+	var out strings.Builder
+	if err := e.ExecuteLine(s, "db/insert hosts good.yaml bad.yaml", &out); err == nil {
+		t.Fatal("db/insert of a bad file succeeded")
+	}
+	if err := e.ExecuteLine(s, "db/empty hosts", &out); err != nil {
+		t.Fatalf("after a failed insert: %v", err)
+	}
+}
