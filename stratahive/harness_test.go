@@ -60,15 +60,15 @@ var (
 		FromKey:    index.String,
 	}
 	hostByAddr = strata.Index[*Host, netip.Addr]{
-		Name:       "addr",
+		Name: "addr",
 		FromObject: func(h *Host) index.KeySet {
 			if !h.Addr.IsValid() {
 				return index.KeySet{} // no address, not in the index
 			}
 			return index.NewKeySet(index.NetIPAddr(h.Addr))
 		},
-		FromKey:    index.NetIPAddr,
-		Unique:     true,
+		FromKey: index.NetIPAddr,
+		Unique:  true,
 	}
 )
 
