@@ -44,13 +44,17 @@ func Commands(db *strata.DB, reg *Registry) map[string]script.Cmd {
 		"reconciler/status": reconcilerStatusCmd(db, reg),
 	}
 	for name, cmd := range cmds {
-		cmds[name] = errorsToStderr{cmd}
+		cmds[name] = ErrorsToStderr(cmd)
 	}
 	return cmds
 }
 
-// errorsToStderr makes a command's error its stderr as well, so that a
-// script checks it with "! db/show x" and "stderr 'table not found'".
+// ErrorsToStderr returns cmd with its errors written to its stderr as
+// well, so that a script checks them with "! db/show x" and "stderr
+// 'table not found'" (the engine otherwise keeps a failed command's
+// error out of stderr). Every command of Commands is wrapped so.
+func ErrorsToStderr(cmd script.Cmd) script.Cmd { return errorsToStderr{cmd} }
+
 type errorsToStderr struct{ script.Cmd }
 
 func (c errorsToStderr) Run(s *script.State, args ...string) (script.WaitFunc, error) {
