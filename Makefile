@@ -3,9 +3,9 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare persist cli
+.PHONY: test vet fmt-check unit race bench-smoke compare persist cli hive
 
-test: vet fmt-check unit race bench-smoke compare persist cli
+test: vet fmt-check unit race bench-smoke compare persist cli hive
 
 vet:
 	$(GO) vet ./...
@@ -57,3 +57,12 @@ cli:
 	cd cmd/strata && $(GO) test -count=1 ./...
 	cd cmd/strata && $(GO) test -count=1 -race -short ./stratacli
 	cd cmd/strata && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./stratacli -stratacli.benchobjects=2000
+
+# The hive cells (their own module): script tests, durable tables, the
+# port check, with and without the race detector; and the statedb
+# original of the port, which must keep compiling and passing.
+hive:
+	cd stratahive && $(GO) vet ./...
+	cd stratahive && $(GO) test -count=1 ./...
+	cd stratahive && $(GO) test -count=1 -race -short ./...
+	cd stratahive/example/statedb && $(GO) vet ./... && $(GO) test -count=1 ./...
