@@ -40,12 +40,11 @@ func (h *Host) TableRow() []string {
 	return []string{h.Name, h.Zone, h.Addr.String(), h.Status.Kind.String(), h.Status.GetError()}
 }
 
-func (h *Host) Clone() *Host                                              { c := *h; return &c }
-func (h *Host) GetStatus() reconciler.Status                              { return h.Status }
-func (h *Host) SetStatus(s reconciler.Status) *Host                       { h.Status = s; return h }
-func hostKey(h *Host) string                                              { return h.Name }
-func newWorld() *reconcilertest.World[*Host]                              { return reconcilertest.NewWorld(hostKey) }
-func hostOps(w *reconcilertest.World[*Host]) reconciler.Operations[*Host] { return w }
+func (h *Host) Clone() *Host                        { c := *h; return &c }
+func (h *Host) GetStatus() reconciler.Status        { return h.Status }
+func (h *Host) SetStatus(s reconciler.Status) *Host { h.Status = s; return h }
+func hostKey(h *Host) string                        { return h.Name }
+func newWorld() *reconcilertest.World[*Host]        { return reconcilertest.NewWorld(hostKey) }
 
 var (
 	hostByName = strata.Index[*Host, string]{
