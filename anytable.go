@@ -39,6 +39,8 @@ type untypedTable interface {
 	anyDelete(txn WriteTxn, obj any) (old any, hadOld bool, err error)
 	decodeJSON(data []byte) (any, error)
 	anyChanges(txn WriteTxn, opts []FeedOption) (AnyChangeIterator, error)
+	// anyPrimaryKey serves AnyTable.PrimaryKey (anyinspect.go).
+	anyPrimaryKey(obj any) (index.Key, error)
 }
 
 // AnyTable returns the table registered under name, for untyped access.

@@ -56,6 +56,9 @@ type dbState struct {
 	// journalClaims counts the tables attached to journal and the open
 	// transactions attaching one (journal.go). Guarded by mu.
 	journalClaims int
+	// commits counts the commits that published a new root (Commits).
+	// Guarded by mu, which every such commit holds anyway.
+	commits uint64
 
 	opts dbOptions
 }

@@ -463,6 +463,7 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 		}
 	}
 	db.root.Store(root)
+	db.commits++
 	db.mu.Unlock()
 
 	for i := range w.locked {
