@@ -1,0 +1,99 @@
+// Package httpapi serves a Strata database over HTTP: its tables, queries
+// on any index, blocking reads, change streams, a JSON dump, snapshot
+// downloads and, opt-in, a live web inspector. It reads tables it does not
+// know the type of (strata.AnyTable), so an application mounts it in a
+// few lines:
+//
+//	h := httpapi.New(db, httpapi.Options{UI: true})
+//	defer h.Close()
+//	mux.Handle("/", h)
+//
+// Package remote is its Go client.
+//
+// # Endpoints
+//
+//	GET    /v1/                          Summary: instance, commits, tables, streams
+//	GET    /v1/tables                    []TableInfo
+//	GET    /v1/tables/{table}            TableInfo
+//	GET    /v1/tables/{table}/objects    Page: a query's objects (below)
+//	GET    /v1/tables/{table}/object     ObjectResult: the first object with key=
+//	POST   /v1/tables/{table}/objects    insert the body's JSON objects (NDJSON)
+//	DELETE /v1/tables/{table}/object     delete the object with primary key=
+//	GET    /v1/tables/{table}/changes    the change stream (below)
+//	GET    /v1/dump[?table=T...]         strata.WriteJSON of one snapshot
+//	GET    /v1/snapshot                  Options.Snapshot of one snapshot
+//	GET    /v1/samples                   Samples, the sampler's history (with UI)
+//	GET    /ui/                          the web inspector (with UI)
+//
+// # Queries
+//
+// The objects endpoint reads one index (index=, the primary by default):
+// every object, or those whose key is key=, starts with prefix=, is at
+// least lowerbound=, or is at least from= and below to=. Keys are text,
+// read by the index's FromString (or the default of its key type), or
+// raw, in base64url, with raw=1. limit=N cuts the result to N objects and
+// sets the Page's Next, the cursor that after= takes to read the next
+// page; cursors stay valid across snapshots. Every response names the
+// table's revision in the snapshot it read, in the document and in the
+// Strata-Revision header.
+//
+// # Blocking reads
+//
+// With waitRev=R (and wait=30s, at most Options.MaxWait), a read of the
+// objects or of one object returns at once if the table's revision is not
+// R; otherwise it waits on the query's own watch channel, and returns the
+// newer result once the result may have changed, or the same one when the
+// wait runs out. A client loops: read, then read again with waitRev set
+// to the revision of what it read. A revision lower than the client's
+// means the server restarted: start again.
+//
+// # Change streams
+//
+// GET /v1/tables/{table}/changes?from=R streams the table's changes as
+// NDJSON (one Event per line), or as Server-Sent Events when the client
+// accepts text/event-stream (or format=sse): event names are the kinds
+// (upsert, delete, bookmark, problem) and ids the revisions, so that a
+// browser's EventSource resumes by itself through Last-Event-ID.
+//
+// From 0, the stream first lists the table's objects as upserts, then a
+// bookmark at the snapshot's revision; then every change after it. From R
+// it sends every change after R, each object once or more in revision
+// order. Bookmarks follow the first catch-up and come every
+// Options.BookmarkInterval; a client resumes from the revision of the last
+// change or bookmark it read.
+//
+// One change feed per table serves all its streams: the handler encodes
+// each change once into a ring of the table's recent changes (at most
+// Options.RingSize changes and Options.RingBytes bytes), which lives while
+// streams of the table are open and Options.RingRetention after. A stream
+// from a revision the ring still covers is served; an older one, or one
+// newer than the table's (another database, or this one before a
+// restart), is refused with 410 Gone (ErrRevisionGone), and the client
+// lists again from 0. A stream whose consumer falls behind the ring, or
+// does not take a write within Options.WriteTimeout, is ended with a
+// problem event (ErrSlowConsumer) and counted (StreamStats.Dropped); its
+// client reconnects from where it stopped. A stream ends, and releases its
+// hold on the ring, when its client goes away.
+//
+// # Errors
+//
+// Every error is an RFC 9457 problem document (application/problem+json)
+// whose error member names the error value: strata.ErrTableNotFound,
+// strata.ErrIndexNotFound, index.ErrParseKey, ErrRevisionGone and the
+// others of this package (see ProblemOf).
+//
+// # Security
+//
+// The handler never owns the listener: the application chooses who can
+// reach it. Serve it on a unix socket made 0600 (or in a directory only
+// the operator's group may enter), on a loopback address, or behind TLS
+// with client certificates (tls.Config's ClientAuth). Options.Authorize
+// then decides per request: by default reads and watches are allowed,
+// snapshots and writes refused. Objects are served as their JSON: a table
+// holding secrets is served as it is, so restrict access, or keep such
+// fields out of JSON (`json:"-"`).
+//
+// The inspector is read-only. Its pages show object contents only as
+// text, and are served with a Content-Security-Policy that allows no
+// inline script and no other origin.
+package httpapi

@@ -1,0 +1,330 @@
+package httpapi
+
+// A hub serves the change streams of one table from one change feed: it
+// reads the feed, encodes each change once, and keeps the most recent
+// changes in a ring that every stream of the table reads from, so that a
+// client that reconnects resumes where it stopped.
+//
+// Invariants:
+//
+//  1. The ring holds changes in revision order: each batch of the feed is
+//     in revision order and follows the batch before it.
+//  2. floor is a revision such that every change after it is in the ring,
+//     as itself or as a newer change of the same object (a feed delivers
+//     an object once per batch, in its newest state). It starts at the
+//     revision of the snapshot the feed first read, and rises to the
+//     revision of each change the ring evicts: a change after that
+//     revision sits after the evicted one (1).
+//  3. head is the revision of the last snapshot whose changes are all in
+//     the ring (head >= every entry's revision).
+//  4. A stream from revision R is served iff floor <= R <= the table's
+//     revision: it is sent the ring's changes after R, then each change
+//     the hub appends. A stream whose next change is evicted before it is
+//     sent is ended (ErrSlowConsumer): its client resumes, if the ring
+//     still covers where it stopped, or lists again.
+//  5. A hub lives while streams of its table are attached, and for
+//     Options.RingRetention after the last detaches; then it closes its
+//     feed and leaves the handler's map, under the handler's mu, so that
+//     an attach either finds it running or starts another.
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/strata-db/strata"
+)
+
+// ringEntry is one change in a hub's ring.
+type ringEntry struct {
+	seq  uint64 // position in the hub's sequence of changes
+	rev  strata.Revision
+	kind EventKind
+	// line is the change's Event as JSON, without a newline. Shared by
+	// every stream; never modified.
+	line []byte
+}
+
+type hub struct {
+	h     *Handler
+	table strata.AnyTable
+
+	// ready is closed once the feed is open and floor and head are set,
+	// or err is.
+	ready chan struct{}
+	err   error
+
+	// subs is the number of streams attached; guarded by h.mu.
+	subs int
+	// subsChanged is poked (without blocking) when subs drops to 0 or
+	// leaves it, so that the hub's goroutine arms or stops its
+	// retention timer.
+	subsChanged chan struct{}
+
+	mu sync.Mutex
+	// ring holds the entries seq first..next-1: entry seq s is at
+	// ring[s % len(ring)]. Guarded by mu, as are the fields below.
+	ring        []ringEntry
+	first, next uint64
+	bytes       int
+	floor, head strata.Revision
+	// wake is closed, and replaced, when entries are appended or the hub
+	// stops.
+	wake chan struct{}
+	// stopped: the hub's goroutine returned; streams attached end.
+	stopped bool
+}
+
+// attach returns the running hub of t, starting one if there is none,
+// with a stream counted as attached. It waits until the hub is ready.
+func (h *Handler) attach(t strata.AnyTable) (*hub, error) {
+	h.mu.Lock()
+	if h.ctx.Err() != nil {
+		h.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	hb := h.hubs[t.Name()]
+	if hb == nil {
+		hb = &hub{
+			h:           h,
+			table:       t,
+			ready:       make(chan struct{}),
+			subsChanged: make(chan struct{}, 1),
+			ring:        make([]ringEntry, h.opts.RingSize),
+			wake:        make(chan struct{}),
+		}
+		h.hubs[t.Name()] = hb
+		h.wg.Add(1)
+		go hb.run()
+	}
+	hb.subs++
+	if hb.subs == 1 {
+		hb.poke()
+	}
+	h.mu.Unlock()
+	<-hb.ready
+	if hb.err != nil {
+		h.detach(hb)
+		return nil, hb.err
+	}
+	return hb, nil
+}
+
+// detach counts a stream of hb as gone.
+func (h *Handler) detach(hb *hub) {
+	h.mu.Lock()
+	hb.subs--
+	if hb.subs == 0 {
+		hb.poke()
+	}
+	h.mu.Unlock()
+}
+
+func (hb *hub) poke() {
+	select {
+	case hb.subsChanged <- struct{}{}:
+	default:
+	}
+}
+
+// run is the hub's goroutine: it opens the feed, then appends each batch
+// to the ring until the handler closes or the hub is idle for
+// RingRetention.
+func (hb *hub) run() {
+	h := hb.h
+	defer h.wg.Done()
+	defer hb.stop()
+	feed, watch, err := hb.open()
+	hb.err = err
+	if err != nil {
+		h.mu.Lock()
+		delete(h.hubs, hb.table.Name())
+		h.mu.Unlock()
+		close(hb.ready)
+		return
+	}
+	close(hb.ready)
+	defer feed.Close()
+
+	retention := time.NewTimer(h.opts.RingRetention)
+	retention.Stop()
+	enc := newObjectEncoder()
+	// A round appends at most half a ring, so that one huge batch (a
+	// DeleteAll of a large table) does not wipe the ring in one go
+	// before streams had a chance to read it.
+	round := max(1, len(hb.ring)/2)
+	for {
+		select {
+		case <-watch:
+			watch = hb.appendRound(feed, enc, round)
+		case <-hb.subsChanged:
+			h.mu.Lock()
+			idle := hb.subs == 0
+			h.mu.Unlock()
+			if idle {
+				retention.Reset(h.opts.RingRetention)
+			} else {
+				retention.Stop()
+			}
+		case <-retention.C:
+			h.mu.Lock()
+			if hb.subs == 0 {
+				delete(h.hubs, hb.table.Name())
+				h.mu.Unlock()
+				return
+			}
+			h.mu.Unlock()
+		case <-h.ctx.Done():
+			h.mu.Lock()
+			delete(h.hubs, hb.table.Name())
+			h.mu.Unlock()
+			return
+		}
+	}
+}
+
+// open registers the hub's feed and reads its first batch (the objects of
+// the table), which sets floor and head.
+func (hb *hub) open() (strata.AnyChangeIterator, <-chan struct{}, error) {
+	wtxn, err := hb.h.db.WriteTxnContext(hb.h.ctx, hb.table.Meta)
+	if err != nil {
+		return nil, nil, ErrShuttingDown
+	}
+	feed, err := hb.table.Changes(wtxn)
+	if err != nil {
+		wtxn.Abort()
+		return nil, nil, fmt.Errorf("%w: opening a change feed: %v", ErrInternal, err)
+	}
+	if _, err := wtxn.Commit(); err != nil {
+		return nil, nil, fmt.Errorf("%w: opening a change feed: %v", ErrInternal, err)
+	}
+	txn := hb.h.db.ReadTxn()
+	changes, watch := feed.Next(txn)
+	for range changes {
+	}
+	rev := hb.table.Revision(txn)
+	hb.mu.Lock()
+	hb.floor, hb.head = rev, rev
+	hb.mu.Unlock()
+	return feed, watch, nil
+}
+
+// appendRound reads up to max changes of the feed's next batch into the
+// ring, and returns the channel to wait on before the next round: a
+// closed one if the batch has more.
+func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, max int) <-chan struct{} {
+	txn := hb.h.db.ReadTxn()
+	changes, watch := feed.Next(txn)
+	var entries []ringEntry
+	full := true
+	for c, rev := range changes {
+		kind := EventUpsert
+		if c.Deleted {
+			kind = EventDelete
+		}
+		key := ""
+		if pk, err := hb.table.PrimaryKey(c.Object); err == nil {
+			key, _ = hb.table.KeyString("", pk)
+		}
+		data, err := enc.encode(c.Object)
+		entries = append(entries, ringEntry{rev: rev, kind: kind, line: appendObject(nil, kind, rev, key, data, err)})
+		if len(entries) == max {
+			// Stop here: the feed moved past every change yielded, so
+			// breaking before the next one keeps it for the next round
+			// (which may find the batch was all read).
+			full = false
+			break
+		}
+	}
+	head := strata.Revision(0)
+	if full {
+		head = hb.table.Revision(txn)
+	} else if len(entries) > 0 {
+		head = entries[len(entries)-1].rev
+	}
+	hb.append(entries, head)
+	if !full {
+		return closedChan
+	}
+	return watch
+}
+
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// append adds entries to the ring, evicting the oldest beyond RingSize
+// and RingBytes, and sets head.
+func (hb *hub) append(entries []ringEntry, head strata.Revision) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	n := uint64(len(hb.ring))
+	for _, e := range entries {
+		if hb.next-hb.first == n {
+			hb.evictLocked()
+		}
+		e.seq = hb.next
+		hb.ring[e.seq%n] = e
+		hb.next++
+		hb.bytes += len(e.line)
+		for hb.bytes > hb.h.opts.RingBytes && hb.next-hb.first > 1 {
+			hb.evictLocked()
+		}
+	}
+	if head > hb.head {
+		hb.head = head
+	}
+	close(hb.wake)
+	hb.wake = make(chan struct{})
+}
+
+// evictLocked drops the oldest entry, raising floor to its revision
+// (invariant 2).
+func (hb *hub) evictLocked() {
+	e := &hb.ring[hb.first%uint64(len(hb.ring))]
+	hb.floor = max(hb.floor, e.rev)
+	hb.bytes -= len(e.line)
+	*e = ringEntry{}
+	hb.first++
+}
+
+// stop marks the hub stopped and wakes its streams.
+func (hb *hub) stop() {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	hb.stopped = true
+	close(hb.wake)
+	hb.wake = make(chan struct{})
+}
+
+// seek returns the sequence number of the first entry after revision
+// after, if the ring covers it (invariant 4 without the upper bound, which
+// the stream checks against the table).
+func (hb *hub) seek(after strata.Revision) (uint64, bool) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if after < hb.floor {
+		return 0, false
+	}
+	n := uint64(len(hb.ring))
+	i := sort.Search(int(hb.next-hb.first), func(i int) bool {
+		return hb.ring[(hb.first+uint64(i))%n].rev > after
+	})
+	return hb.first + uint64(i), true
+}
+
+// read copies to dst the entries from seq next on, at most limit, and
+// returns them, with head and the channel closed on the next append.
+// evicted: entry next is gone (the stream fell behind); stopped: the hub
+// stopped.
+func (hb *hub) read(next uint64, dst []ringEntry, limit int) (entries []ringEntry, head strata.Revision, wake <-chan struct{}, evicted, stopped bool) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if next < hb.first {
+		return dst, hb.head, hb.wake, true, hb.stopped
+	}
+	n := uint64(len(hb.ring))
+	for s := next; s < hb.next && len(dst) < limit; s++ {
+		dst = append(dst, hb.ring[s%n])
+	}
+	return dst, hb.head, hb.wake, false, hb.stopped
+}

@@ -1,0 +1,189 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"time"
+
+	"github.com/strata-db/strata"
+)
+
+// GET /v1/tables/{table}/objects and /v1/tables/{table}/object: the
+// objects of a query, and one object, with blocking reads.
+
+func (h *Handler) getObjects(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.table(r)
+	if err != nil {
+		return err
+	}
+	req, err := h.parseRead(r.URL.Query(), t, false)
+	if err != nil {
+		return err
+	}
+	txn, seq, err := h.read(r.Context(), t, req)
+	if err != nil {
+		return err
+	}
+	return writePage(w, t, txn, seq, req)
+}
+
+func (h *Handler) getObject(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.table(r)
+	if err != nil {
+		return err
+	}
+	req, err := h.parseRead(r.URL.Query(), t, true)
+	if err != nil {
+		return err
+	}
+	txn, seq, err := h.read(r.Context(), t, req)
+	if err != nil {
+		return err
+	}
+	rev := t.Revision(txn)
+	setRevision(w, rev)
+	for o := range seq {
+		res := ObjectResult{Table: t.Name(), Revision: rev, Object: objectOf(t, req.q.Index, o, newObjectEncoder())}
+		return writeJSON(w, res)
+	}
+	return fmt.Errorf("table %q: no object with key %q in index %q: %w", t.Name(), r.URL.Query().Get("key"), indexName(t, req.q.Index), strata.ErrObjectNotFound)
+}
+
+// read runs req's query on a snapshot and returns it. A blocking read
+// (waitRev) returns at once if the table's revision differs from waitRev;
+// otherwise it waits on the query's watch channel, and returns the result
+// of a newer snapshot once the channel closes (the result may have
+// changed), or that of the first when wait runs out. A client whose
+// request goes away ends the wait with its context's error.
+func (h *Handler) read(ctx context.Context, t strata.AnyTable, req readRequest) (strata.ReadTxn, iter.Seq[strata.AnyObject], error) {
+	var timeout <-chan time.Time
+	for {
+		txn := h.db.ReadTxn()
+		if !req.block {
+			seq, err := t.Read(txn, req.q)
+			return txn, seq, err
+		}
+		seq, watch, err := t.ReadWatch(txn, req.q)
+		if err != nil || t.Revision(txn) != req.waitRev {
+			return txn, seq, err
+		}
+		if timeout == nil {
+			timer := time.NewTimer(req.wait)
+			defer timer.Stop()
+			timeout = timer.C
+		}
+		h.waiting.Add(1)
+		select {
+		case <-watch:
+			h.waiting.Add(-1)
+			req.block = false // read the newer snapshot, and return it
+		case <-timeout:
+			h.waiting.Add(-1)
+			return txn, seq, nil
+		case <-ctx.Done():
+			h.waiting.Add(-1)
+			return nil, nil, ctx.Err()
+		case <-h.ctx.Done():
+			h.waiting.Add(-1)
+			return nil, nil, ErrShuttingDown
+		}
+	}
+}
+
+// objectOf describes o, an object read from the index named ix.
+func objectOf(t strata.AnyTable, ix string, o strata.AnyObject, enc *objectEncoder) Object {
+	data, err := enc.encode(o.Object)
+	obj := Object{Revision: o.Revision, Key: primaryKeyText(t, ix, o), Object: append([]byte(nil), data...)}
+	if err != nil {
+		obj.Object, obj.Error = []byte("null"), err.Error()
+	}
+	return obj
+}
+
+// primaryKeyText renders the primary key of o, read from the index named
+// ix: its cursor, if that is the primary index.
+func primaryKeyText(t strata.AnyTable, ix string, o strata.AnyObject) string {
+	pk := o.Cursor
+	if ix != "" && ix != t.Indexes()[0].Name {
+		var err error
+		if pk, err = t.PrimaryKey(o.Object); err != nil {
+			return ""
+		}
+	}
+	s, _ := t.KeyString("", pk)
+	return s
+}
+
+func indexName(t strata.AnyTable, ix string) string {
+	if ix == "" {
+		return t.Indexes()[0].Name
+	}
+	return ix
+}
+
+// writePage streams the page of seq's objects that req selects, as a Page
+// document: the objects as they are encoded, so that memory does not grow
+// with the page.
+func writePage(w http.ResponseWriter, t strata.AnyTable, txn strata.ReadTxn, seq iter.Seq[strata.AnyObject], req readRequest) error {
+	rev := t.Revision(txn)
+	setRevision(w, rev)
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Cache-Control", "no-store")
+	bw := bufio.NewWriterSize(w, 32<<10)
+	buf := []byte(`{"table":`)
+	buf = appendJSONString(buf, t.Name())
+	buf = append(buf, `,"revision":`...)
+	buf = fmt.Appendf(buf, "%d", rev)
+	buf = append(buf, `,"objects":[`...)
+	bw.Write(buf)
+
+	primary := req.q.Index == "" || req.q.Index == t.Indexes()[0].Name
+	enc := newObjectEncoder()
+	var last []byte
+	n := 0
+	more := false
+	for o := range seq {
+		if req.limit > 0 && n == req.limit {
+			more = true
+			break
+		}
+		buf = buf[:0]
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, "\n"...)
+		data, err := enc.encode(o.Object)
+		key := ""
+		if primary {
+			key, _ = t.KeyString("", o.Cursor)
+		} else {
+			key = primaryKeyText(t, req.q.Index, o)
+		}
+		buf = appendObject(buf, "", o.Revision, key, data, err)
+		if _, err := bw.Write(buf); err != nil {
+			// The client went away: there is nobody to tell.
+			return nil
+		}
+		last = o.Cursor
+		n++
+	}
+	buf = buf[:0]
+	if n > 0 {
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, ']')
+	if more {
+		buf = append(buf, `,"next":"`...)
+		buf = append(buf, encodeBase64(last)...)
+		buf = append(buf, '"')
+	}
+	buf = append(buf, "}\n"...)
+	bw.Write(buf)
+	bw.Flush()
+	return nil
+}

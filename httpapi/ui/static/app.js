@@ -1,0 +1,314 @@
+// The web inspector's script: it makes the server's pages live. Object
+// contents reach the page only through textContent, never as HTML.
+
+const api = (path) => new URL("../v1/" + path, document.baseURI).toString();
+const $ = (id) => document.getElementById(id);
+
+function setStatus(text) {
+  const s = $("status");
+  if (s) s.textContent = text;
+}
+
+async function getJSON(url, opts) {
+  const r = await fetch(url, opts);
+  const body = await r.json();
+  return { status: r.status, body, headers: r.headers };
+}
+
+function flash(el) {
+  el.classList.remove("flash");
+  void el.offsetWidth; // restart the animation
+  el.classList.add("flash");
+  el.dataset.flashes = String(Number(el.dataset.flashes || 0) + 1);
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// ---- Overview: counts and plots, refreshed every second.
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svgEl(name, attrs) {
+  const el = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+  return el;
+}
+
+function niceMax(v) {
+  if (v <= 0) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 5, 10]) if (v <= m * p) return m * p;
+  return 10 * p;
+}
+
+function formatNumber(v) {
+  if (v >= 1e6) return (v / 1e6).toFixed(1) + "M";
+  if (v >= 1e4) return (v / 1e3).toFixed(0) + "k";
+  if (v >= 100 || Number.isInteger(v)) return String(Math.round(v));
+  return v.toFixed(1);
+}
+
+// plot draws series ([{name, values}]) over times (Unix ms) into svg.
+function plot(svg, times, series) {
+  const W = 600, H = 180, L = 44, R = 8, T = 8, B = 20;
+  svg.replaceChildren();
+  let max = 0;
+  for (const s of series) for (const v of s.values) max = Math.max(max, v);
+  max = niceMax(max);
+  const t0 = times.length ? times[0] : 0;
+  const t1 = times.length ? times[times.length - 1] : 1;
+  const span = Math.max(t1 - t0, 1);
+  const x = (t) => L + ((t - t0) / span) * (W - L - R);
+  const y = (v) => T + (1 - v / max) * (H - T - B);
+  svg.append(svgEl("line", { class: "axis", x1: L, y1: y(0), x2: W - R, y2: y(0) }));
+  svg.append(svgEl("line", { class: "axis", x1: L, y1: y(max), x2: W - R, y2: y(max) }));
+  for (const v of [0, max]) {
+    const label = svgEl("text", { class: "tick", x: L - 6, y: y(v) + 4, "text-anchor": "end" });
+    label.textContent = formatNumber(v);
+    svg.append(label);
+  }
+  const ago = svgEl("text", { class: "tick", x: L, y: H - 4 });
+  ago.textContent = times.length ? "-" + Math.round(span / 1000) + "s" : "";
+  const now = svgEl("text", { class: "tick", x: W - R, y: H - 4, "text-anchor": "end" });
+  now.textContent = "now";
+  svg.append(ago, now);
+  series.forEach((s, i) => {
+    const pts = s.values.map((v, j) => x(times[j]).toFixed(1) + "," + y(v).toFixed(1)).join(" ");
+    const line = svgEl("polyline", { class: "c" + (i % 6), points: pts });
+    line.dataset.series = s.name;
+    const title = svgEl("title");
+    title.textContent = s.name;
+    line.append(title);
+    svg.append(line);
+  });
+  svg.dataset.samples = String(times.length);
+  svg.dataset.last = series.map((s) => s.values[s.values.length - 1] ?? 0).join(",");
+}
+
+function legend(el, names) {
+  el.replaceChildren(
+    ...names.map((name, i) => {
+      const item = document.createElement("span");
+      const sw = document.createElement("span");
+      sw.className = "swatch c" + (i % 6);
+      item.append(sw, document.createTextNode(name));
+      return item;
+    }),
+  );
+}
+
+function updateTables(tables) {
+  const rows = new Map();
+  for (const tr of document.querySelectorAll("#tables tbody tr")) rows.set(tr.dataset.table, tr);
+  for (const t of tables) {
+    const tr = rows.get(t.name);
+    if (!tr) continue;
+    for (const td of tr.querySelectorAll("[data-field]")) {
+      const f = td.dataset.field;
+      let v = t[f];
+      if (f === "initialized") v = t.initialized ? "yes" : "no: " + (t.pendingInitializers || []).join(", ");
+      const text = v === undefined || v === null ? "" : String(v);
+      if (td.textContent !== text) {
+        td.textContent = text;
+        flash(td);
+      }
+    }
+  }
+}
+
+async function overview() {
+  for (;;) {
+    try {
+      const [sum, samples] = await Promise.all([getJSON(api("")), getJSON(api("samples"))]);
+      $("commits").textContent = String(sum.body.commits);
+      $("ntables").textContent = String(sum.body.tables.length);
+      updateTables(sum.body.tables);
+      const s = samples.body;
+      plot($("plot-commits"), s.times, [{ name: "commits/s", values: s.commitsPerSec }]);
+      const names = sum.body.tables.map((t) => t.name).filter((n) => s.objects[n]);
+      plot($("plot-objects"), s.times, names.map((n) => ({ name: n, values: s.objects[n] })));
+      legend($("legend-objects"), names);
+      setStatus("updated " + new Date().toLocaleTimeString());
+    } catch (e) {
+      setStatus("cannot reach the server");
+    }
+    await sleep(1000);
+  }
+}
+
+// ---- Table: live mode follows the change stream.
+
+function tablePage() {
+  const grid = $("rows");
+  const live = $("live");
+  const state = $("live-state");
+  const tbody = grid.tBodies[0];
+  const table = grid.dataset.table;
+  const all = grid.dataset.all === "true";
+  const textKeys = grid.dataset.textKeys === "true";
+  const rows = new Map();
+  for (const tr of tbody.rows) if (tr.dataset.key !== undefined) rows.set(tr.dataset.key, tr);
+  let es = null;
+  let poll = null;
+
+  function render(tr, ev) {
+    tr.querySelector("[data-field=rev]").textContent = String(ev.rev);
+    tr.querySelector("pre").textContent =
+      ev.obj === null || ev.obj === undefined ? "(cannot be shown: " + (ev.error || "") + ")" : JSON.stringify(ev.obj, null, 2);
+  }
+
+  function newRow(ev) {
+    const tr = document.createElement("tr");
+    tr.dataset.key = ev.key;
+    const k = document.createElement("td");
+    k.className = "mono";
+    if (textKeys) {
+      const a = document.createElement("a");
+      a.href = "object?" + new URLSearchParams({ table, key: ev.key }).toString();
+      a.textContent = ev.key;
+      k.append(a);
+    } else {
+      k.textContent = ev.key;
+    }
+    const rev = document.createElement("td");
+    rev.className = "num";
+    rev.dataset.field = "rev";
+    const obj = document.createElement("td");
+    obj.append(document.createElement("pre"));
+    tr.append(k, rev, obj);
+    const empty = tbody.querySelector("tr.empty");
+    if (empty) empty.remove();
+    tbody.prepend(tr);
+    rows.set(ev.key, tr);
+    tr.classList.add("new");
+    return tr;
+  }
+
+  function apply(ev, deleted) {
+    let tr = rows.get(ev.key);
+    if (!tr) {
+      if (deleted || !all) return;
+      tr = newRow(ev);
+    }
+    render(tr, ev);
+    tr.classList.toggle("deleted", deleted);
+    flash(tr);
+    $("revision").textContent = String(ev.rev);
+  }
+
+  async function count() {
+    try {
+      const r = await getJSON(api("tables/" + encodeURIComponent(table)));
+      if (r.status === 200) $("count").textContent = String(r.body.objects);
+    } catch (e) {
+      // The stream's state says it.
+    }
+  }
+
+  function start() {
+    const from = grid.dataset.revision;
+    es = new EventSource(api("tables/" + encodeURIComponent(table) + "/changes?from=" + encodeURIComponent(from)));
+    state.textContent = "connecting";
+    es.onopen = () => (state.textContent = "live");
+    es.addEventListener("upsert", (e) => apply(JSON.parse(e.data), false));
+    es.addEventListener("delete", (e) => apply(JSON.parse(e.data), true));
+    es.addEventListener("bookmark", (e) => {
+      const ev = JSON.parse(e.data);
+      grid.dataset.revision = String(ev.rev);
+      $("revision").textContent = String(ev.rev);
+    });
+    es.addEventListener("problem", (e) => {
+      const ev = JSON.parse(e.data);
+      state.textContent = "stream ended: " + ev.problem.title;
+    });
+    es.onerror = () => {
+      if (es.readyState === EventSource.CLOSED) {
+        // Refused (the revision is gone): read the table again, live.
+        state.textContent = "reloading";
+        location.hash = "live";
+        location.reload();
+      } else {
+        state.textContent = "reconnecting";
+      }
+    };
+    poll = setInterval(count, 1000);
+    history.replaceState(null, "", "#live");
+  }
+
+  function stop() {
+    if (es) es.close();
+    es = null;
+    clearInterval(poll);
+    state.textContent = "";
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+
+  live.addEventListener("change", () => (live.checked ? start() : stop()));
+  if (location.hash === "#live") {
+    live.checked = true;
+    start();
+  }
+}
+
+// ---- Object: watch follows the object with blocking reads.
+
+function objectPage() {
+  const pre = $("object");
+  const watch = $("watch");
+  const state = $("watch-state");
+  const table = pre.dataset.table;
+  const query = pre.dataset.query;
+  let ctl = null;
+
+  async function loop(signal) {
+    let rev = pre.dataset.revision;
+    while (!signal.aborted) {
+      try {
+        const url = api("tables/" + encodeURIComponent(table) + "/object?" + query + "&waitRev=" + rev + "&wait=30s");
+        const r = await getJSON(url, { signal });
+        const next = r.headers.get("Strata-Revision") || rev;
+        if (next !== rev) {
+          if (r.status === 200) {
+            pre.textContent = JSON.stringify(r.body.obj, null, 2);
+            $("object-rev").textContent = String(r.body.rev);
+          } else {
+            pre.textContent = "No such object.";
+            $("object-rev").textContent = "none";
+          }
+          $("table-rev").textContent = next;
+          flash(pre);
+        }
+        rev = next;
+        state.textContent = "watching";
+      } catch (e) {
+        if (signal.aborted) return;
+        state.textContent = "cannot reach the server";
+        await sleep(2000);
+      }
+    }
+  }
+
+  watch.addEventListener("change", () => {
+    if (ctl) ctl.abort();
+    ctl = null;
+    state.textContent = "";
+    if (watch.checked) {
+      ctl = new AbortController();
+      loop(ctl.signal);
+    }
+  });
+}
+
+switch (document.body.dataset.page) {
+  case "overview":
+    overview();
+    break;
+  case "table":
+    tablePage();
+    break;
+  case "object":
+    objectPage();
+    break;
+}
