@@ -272,6 +272,9 @@ func (u *ui) object(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return u.renderError(w, err)
 	}
+	if !vals.Has("key") {
+		return u.renderError(w, fmt.Errorf("%w: key is required", ErrBadRequest))
+	}
 	p := objectPage{Title: t.Name() + " " + vals.Get("key"), Table: t.Name(), Key: vals.Get("key")}
 	p.Raw, _ = strconv.ParseBool(vals.Get("raw"))
 	api := url.Values{"key": {p.Key}}
