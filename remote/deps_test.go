@@ -1,0 +1,32 @@
+package remote
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestDependencies: httpapi and remote import only the standard library
+// and Strata's own packages of the root module (no Pebble, no persist).
+func TestDependencies(t *testing.T) {
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	const mod = "github.com/strata-db/strata"
+	allowed := map[string]bool{mod: true, mod + "/part": true, mod + "/index": true, mod + "/metrics": true, mod + "/httpapi": true, mod + "/remote": true}
+	for _, pkg := range []string{mod + "/httpapi", mod + "/remote"} {
+		out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 2 {
+			t.Fatalf("go list -deps %s listed %v", pkg, deps)
+		}
+		for _, dep := range deps {
+			if !allowed[dep] {
+				t.Errorf("%s depends on %s", pkg, dep)
+			}
+		}
+	}
+}
