@@ -154,9 +154,16 @@ func (hb *hub) run() {
 	// DeleteAll of a large table) does not wipe the ring in one go
 	// before streams had a chance to read it.
 	round := max(1, len(hb.ring)/2)
+	pause := newPause(h.opts.StreamInterval)
+	defer pause.stop()
 	for {
 		select {
 		case <-watch:
+			// Let the commits of the next StreamInterval join this
+			// batch, unless the last round left some of it.
+			if watch != closedChan && !pause.wait(h.ctx.Done()) {
+				return
+			}
 			watch = hb.appendRound(feed, enc, round)
 		case <-hb.subsChanged:
 			h.mu.Lock()
@@ -251,6 +258,32 @@ func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, ma
 }
 
 var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// pause waits StreamInterval, reusing one timer.
+type pause struct {
+	d     time.Duration
+	timer *time.Timer
+}
+
+func newPause(d time.Duration) *pause {
+	t := time.NewTimer(d)
+	t.Stop()
+	return &pause{d: d, timer: t}
+}
+
+// wait waits for the pause, and reports false if done closed first.
+func (p *pause) wait(done <-chan struct{}) bool {
+	p.timer.Reset(p.d)
+	select {
+	case <-p.timer.C:
+		return true
+	case <-done:
+		p.timer.Stop()
+		return false
+	}
+}
+
+func (p *pause) stop() { p.timer.Stop() }
 
 // append adds entries to the ring, evicting the oldest beyond RingSize
 // and RingBytes, and sets head.

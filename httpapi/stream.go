@@ -128,6 +128,8 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 	bookmarkDue := true // the first catch-up
 	tick := false
 	buf := make([]ringEntry, 0, maxBurst)
+	pause := newPause(h.opts.StreamInterval)
+	defer pause.stop()
 	for {
 		entries, head, wake, evicted, stopped := hb.read(next, buf[:0], maxBurst)
 		if evicted {
@@ -167,6 +169,10 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 		}
 		select {
 		case <-wake:
+			// Let what comes in the next StreamInterval go with it.
+			if !pause.wait(r.Context().Done()) {
+				return nil
+			}
 		case <-ticker.C:
 			tick = true
 		case <-r.Context().Done():

@@ -349,10 +349,12 @@ func TestChangesSlowConsumer(t *testing.T) {
 		}
 		s.setStalled(true)
 		f.insert(t, &Host{Name: "c0"})
-		synctest.Wait() // the stream is stuck writing c0
+		time.Sleep(3 * DefaultStreamInterval) // the hub's and the stream's pauses
+		synctest.Wait()                       // the stream is stuck writing c0
 		for i := range 20 {
 			f.insert(t, &Host{Name: fmt.Sprint("d", i)})
 		}
+		time.Sleep(3 * DefaultStreamInterval)
 		synctest.Wait()
 		s.setStalled(false)
 		wait()

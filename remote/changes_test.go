@@ -141,6 +141,7 @@ func TestChangesRelistRingMovedOn(t *testing.T) {
 	for i := range 10 {
 		s.insert(&Host{Name: fmt.Sprint("c", i), Zone: "ap"})
 	}
+	s.ringTookAll(t)
 	s.gate.Store(false)
 	if relists := r.holds(t, s.contents()); relists != 2 {
 		t.Fatalf("%d listings, want 2 (the first, and after the 410)", relists)

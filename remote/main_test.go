@@ -159,3 +159,13 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// ringTookAll waits until the server's change feed (the one filling the
+// ring of its streams) has read every change of the table.
+func (s *server) ringTookAll(t testing.TB) {
+	t.Helper()
+	eventually(t, "the ring to take the changes", func() bool {
+		st := strata.AnyTable{Meta: s.hosts}.FeedStats(s.db.ReadTxn())
+		return st.Feeds == 1 && st.Lag == 0
+	})
+}

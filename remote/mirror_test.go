@@ -115,6 +115,7 @@ func TestMirrorRelist(t *testing.T) {
 	for i := range 10 {
 		s.insert(&Host{Name: fmt.Sprint("c", i), Zone: "ap"})
 	}
+	s.ringTookAll(t)
 	s.gate.Store(false)
 	l.holds(t, s.contents())
 	<-a3Watch
