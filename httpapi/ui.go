@@ -154,6 +154,12 @@ func (u *ui) table(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return u.renderError(w, err)
 	}
+	// Live mode streams the changes from the revision of the page: start
+	// the table's ring (if it is not running) before the page's snapshot
+	// is taken, so that the ring covers it for RingRetention.
+	if hb, err := u.h.attach(t); err == nil {
+		u.h.detach(hb)
+	}
 	txn := u.h.db.ReadTxn()
 	p := tablePage{
 		Title: t.Name(),

@@ -263,24 +263,22 @@ function objectPage() {
   let ctl = null;
 
   async function loop(signal) {
+    // rev is the table's revision the last read saw: the next read waits
+    // until the object may have changed after it. The view changes only
+    // when the object did (its own revision, or its existence).
     let rev = pre.dataset.revision;
     while (!signal.aborted) {
       try {
         const url = api("tables/" + encodeURIComponent(table) + "/object?" + query + "&waitRev=" + rev + "&wait=30s");
         const r = await getJSON(url, { signal });
-        const next = r.headers.get("Strata-Revision") || rev;
-        if (next !== rev) {
-          if (r.status === 200) {
-            pre.textContent = JSON.stringify(r.body.obj, null, 2);
-            $("object-rev").textContent = String(r.body.rev);
-          } else {
-            pre.textContent = "No such object.";
-            $("object-rev").textContent = "none";
-          }
-          $("table-rev").textContent = next;
+        rev = r.headers.get("Strata-Revision") || rev;
+        $("table-rev").textContent = rev;
+        const objRev = r.status === 200 ? String(r.body.rev) : "none";
+        if (objRev !== $("object-rev").textContent) {
+          pre.textContent = r.status === 200 ? JSON.stringify(r.body.obj, null, 2) : "No such object.";
+          $("object-rev").textContent = objRev;
           flash(pre);
         }
-        rev = next;
         state.textContent = "watching";
       } catch (e) {
         if (signal.aborted) return;
