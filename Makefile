@@ -3,9 +3,9 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare persist cli hive
+.PHONY: test vet fmt-check unit race bench-smoke compare persist cli hive e2e
 
-test: vet fmt-check unit race bench-smoke compare persist cli hive
+test: vet fmt-check unit race bench-smoke compare persist cli hive e2e
 
 vet:
 	$(GO) vet ./...
@@ -30,6 +30,7 @@ bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./part -part.bench.max=1000
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./index/... ./metrics/...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./reconciler -reconciler.benchn=2000
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./httpapi
 
 # The comparison with cilium/statedb and go-memdb (its own module): a
 # smoke run of every workload against every database, and of the
@@ -66,3 +67,10 @@ hive:
 	cd stratahive && $(GO) test -count=1 ./...
 	cd stratahive && $(GO) test -count=1 -race -short ./...
 	cd stratahive/example/statedb && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+# The web inspector in a real browser (its own module: chromedp), against
+# a live server while a writer commits: headless Chromium, Debian's
+# chromium package, which .ci/run installs when it is missing.
+e2e:
+	cd e2e && $(GO) vet ./...
+	cd e2e && $(GO) test -count=1 ./...
