@@ -41,10 +41,19 @@ type ringEntry struct {
 	seq  uint64 // position in the hub's sequence of changes
 	rev  strata.Revision
 	kind EventKind
-	// line is the change's Event as JSON, without a newline. Shared by
-	// every stream; never modified.
-	line []byte
+	// chunk holds the NDJSON lines of the changes the hub appended in one
+	// round, this one's at chunk[off:end] (its newline last), so that a
+	// stream sends the changes of a round with one write. Shared by every
+	// stream; never modified.
+	chunk    []byte
+	off, end int
 }
+
+// line returns the change's Event as JSON, without the newline.
+func (e *ringEntry) line() []byte { return e.chunk[e.off : e.end-1] }
+
+// size is what the entry holds of its chunk.
+func (e *ringEntry) size() int { return e.end - e.off }
 
 type hub struct {
 	h     *Handler
@@ -224,6 +233,7 @@ func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, ma
 	txn := hb.h.db.ReadTxn()
 	changes, watch := feed.Next(txn)
 	var entries []ringEntry
+	var chunk []byte
 	full := true
 	for c, rev := range changes {
 		kind := EventUpsert
@@ -235,7 +245,9 @@ func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, ma
 			key, _ = hb.table.KeyString("", pk)
 		}
 		data, err := enc.encode(c.Object)
-		entries = append(entries, ringEntry{rev: rev, kind: kind, line: appendObject(nil, kind, rev, key, data, err)})
+		off := len(chunk)
+		chunk = append(appendObject(chunk, kind, rev, key, data, err), '\n')
+		entries = append(entries, ringEntry{rev: rev, kind: kind, off: off, end: len(chunk)})
 		if len(entries) == max {
 			// Stop here: the feed moved past every change yielded, so
 			// breaking before the next one keeps it for the next round
@@ -243,6 +255,9 @@ func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, ma
 			full = false
 			break
 		}
+	}
+	for i := range entries {
+		entries[i].chunk = chunk
 	}
 	head := strata.Revision(0)
 	if full {
@@ -298,7 +313,7 @@ func (hb *hub) append(entries []ringEntry, head strata.Revision) {
 		e.seq = hb.next
 		hb.ring[e.seq%n] = e
 		hb.next++
-		hb.bytes += len(e.line)
+		hb.bytes += e.size()
 		for hb.bytes > hb.h.opts.RingBytes && hb.next-hb.first > 1 {
 			hb.evictLocked()
 		}
@@ -315,7 +330,7 @@ func (hb *hub) append(entries []ringEntry, head strata.Revision) {
 func (hb *hub) evictLocked() {
 	e := &hb.ring[hb.first%uint64(len(hb.ring))]
 	hb.floor = max(hb.floor, e.rev)
-	hb.bytes -= len(e.line)
+	hb.bytes -= e.size()
 	*e = ringEntry{}
 	hb.first++
 }

@@ -143,11 +143,25 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 			return nil
 		}
 		next += uint64(len(entries))
-		for _, e := range entries {
-			if e.rev > last {
-				s.event(e.kind, e.rev, e.line)
-				last = e.rev
+		for i := 0; i < len(entries); i++ {
+			e := &entries[i]
+			if e.rev <= last {
+				continue
 			}
+			if s.sse {
+				s.event(e.kind, e.rev, e.line())
+				last = e.rev
+				continue
+			}
+			// The entries of one round that follow one another in
+			// its chunk go in one write.
+			j := i
+			for j+1 < len(entries) && &entries[j+1].chunk[0] == &e.chunk[0] && entries[j+1].off == entries[j].end {
+				j++
+			}
+			s.raw(e.chunk[e.off:entries[j].end])
+			last = entries[j].rev
+			i = j
 		}
 		caughtUp := len(entries) < maxBurst
 		if caughtUp && (tick || bookmarkDue && max(head, last) > bookmarked) {
@@ -262,11 +276,19 @@ func (s *streamWriter) event(kind EventKind, rev strata.Revision, line []byte) {
 	s.bw.WriteString("\n\n")
 }
 
-// problem sends a problem event and flushes, best effort: the stream ends.
+// raw writes NDJSON lines as they are.
+func (s *streamWriter) raw(lines []byte) {
+	s.mark()
+	s.bw.Write(lines)
+}
+
+// problem sends a problem event and flushes, best effort, waiting a
+// second at most: the stream ends, and its consumer may be stuck.
 func (s *streamWriter) problem(err error) {
 	p := ProblemOf(err)
 	line, _ := jsonMarshal(Event{Kind: EventProblem, Problem: &p})
 	s.event(EventProblem, 0, line)
+	s.rc.SetWriteDeadline(time.Now().Add(min(s.timeout, time.Second)))
 	s.flush()
 }
 
