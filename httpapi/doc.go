@@ -93,6 +93,10 @@
 // holding secrets is served as it is, so restrict access, or keep such
 // fields out of JSON (`json:"-"`).
 //
+// An http.Server's WriteTimeout, if set, must exceed Options.MaxWait for
+// blocking reads to finish; change streams move their own write deadline
+// forward with each write (Options.WriteTimeout).
+//
 // The inspector is read-only. Its pages show object contents only as
 // text, and are served with a Content-Security-Policy that allows no
 // inline script and no other origin.

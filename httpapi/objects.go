@@ -46,7 +46,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *http.Request) error {
 	rev := t.Revision(txn)
 	setRevision(w, rev)
 	for o := range seq {
-		res := ObjectResult{Table: t.Name(), Revision: rev, Object: objectOf(t, req.q.Index, o, newObjectEncoder())}
+		res := ObjectResult{Table: t.Name(), Revision: rev, Object: objectOf(t, isPrimary(t, req.q.Index), o, newObjectEncoder())}
 		return writeJSON(w, res)
 	}
 	return fmt.Errorf("table %q: no object with key %q in index %q: %w", t.Name(), r.URL.Query().Get("key"), indexName(t, req.q.Index), strata.ErrObjectNotFound)
@@ -93,28 +93,31 @@ func (h *Handler) read(ctx context.Context, t strata.AnyTable, req readRequest) 
 	}
 }
 
-// objectOf describes o, an object read from the index named ix.
-func objectOf(t strata.AnyTable, ix string, o strata.AnyObject, enc *objectEncoder) Object {
+// objectOf describes o, an object read from the primary index or
+// another.
+func objectOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *objectEncoder) Object {
 	data, err := enc.encode(o.Object)
-	obj := Object{Revision: o.Revision, Key: primaryKeyText(t, ix, o), Object: append([]byte(nil), data...)}
+	key, _ := t.KeyString("", primaryKey(t, primary, o))
+	obj := Object{Revision: o.Revision, Key: key, Object: append([]byte(nil), data...)}
 	if err != nil {
 		obj.Object, obj.Error = []byte("null"), err.Error()
 	}
 	return obj
 }
 
-// primaryKeyText renders the primary key of o, read from the index named
-// ix: its cursor, if that is the primary index.
-func primaryKeyText(t strata.AnyTable, ix string, o strata.AnyObject) string {
-	pk := o.Cursor
-	if ix != "" && ix != t.Indexes()[0].Name {
-		var err error
-		if pk, err = t.PrimaryKey(o.Object); err != nil {
-			return ""
-		}
+// primaryKey returns the primary key of o, read from the primary index
+// (its cursor) or another.
+func primaryKey(t strata.AnyTable, primary bool, o strata.AnyObject) []byte {
+	if primary {
+		return o.Cursor
 	}
-	s, _ := t.KeyString("", pk)
-	return s
+	pk, _ := t.PrimaryKey(o.Object)
+	return pk
+}
+
+// isPrimary reports whether ix names t's primary index.
+func isPrimary(t strata.AnyTable, ix string) bool {
+	return ix == "" || ix == t.Indexes()[0].Name
 }
 
 func indexName(t strata.AnyTable, ix string) string {
@@ -142,7 +145,7 @@ func writePage(w http.ResponseWriter, t strata.AnyTable, txn strata.ReadTxn, seq
 	buf = append(buf, `,"objects":[`...)
 	bw.Write(buf)
 
-	primary := req.q.Index == "" || req.q.Index == t.Indexes()[0].Name
+	primary := isPrimary(t, req.q.Index)
 	enc := newObjectEncoder()
 	var last []byte
 	n := 0
@@ -158,12 +161,7 @@ func writePage(w http.ResponseWriter, t strata.AnyTable, txn strata.ReadTxn, seq
 		}
 		buf = append(buf, "\n"...)
 		data, err := enc.encode(o.Object)
-		key := ""
-		if primary {
-			key, _ = t.KeyString("", o.Cursor)
-		} else {
-			key = primaryKeyText(t, req.q.Index, o)
-		}
+		key, _ := t.KeyString("", primaryKey(t, primary, o))
 		buf = appendObject(buf, "", o.Revision, key, data, err)
 		if _, err := bw.Write(buf); err != nil {
 			// The client went away: there is nobody to tell.

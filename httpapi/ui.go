@@ -211,6 +211,7 @@ func (u *ui) table(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Revision = t.Revision(txn)
 	p.AllObjects = p.Op == "all"
+	primary := isPrimary(t, req.q.Index)
 	enc := newObjectEncoder()
 	var last []byte
 	for o := range seq {
@@ -220,7 +221,7 @@ func (u *ui) table(w http.ResponseWriter, r *http.Request) error {
 			p.Next = template.URL("table?" + next.Encode())
 			break
 		}
-		p.Rows = append(p.Rows, rowOf(t, req.q.Index, o, enc))
+		p.Rows = append(p.Rows, rowOf(t, primary, o, enc))
 		last = o.Cursor
 	}
 	if vals.Has("after") {
@@ -239,14 +240,10 @@ func cloneValues(v url.Values) url.Values {
 	return c
 }
 
-// rowOf renders o, read from the index named ix, as a row.
-func rowOf(t strata.AnyTable, ix string, o strata.AnyObject, enc *objectEncoder) row {
-	obj := objectOf(t, ix, o, enc)
-	pk := o.Cursor
-	if ix != "" && ix != t.Indexes()[0].Name {
-		pk, _ = t.PrimaryKey(o.Object)
-	}
-	return row{Key: obj.Key, RawKey: encodeBase64(pk), Revision: o.Revision, JSON: indentJSON(obj)}
+// rowOf renders o, read from the primary index or another, as a row.
+func rowOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *objectEncoder) row {
+	obj := objectOf(t, primary, o, enc)
+	return row{Key: obj.Key, RawKey: encodeBase64(primaryKey(t, primary, o)), Revision: o.Revision, JSON: indentJSON(obj)}
 }
 
 func indentJSON(obj Object) string {
@@ -299,7 +296,7 @@ func (u *ui) object(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Revision = t.Revision(txn)
 	for o := range seq {
-		p.Row, p.Found = rowOf(t, "", o, newObjectEncoder()), true
+		p.Row, p.Found = rowOf(t, true, o, newObjectEncoder()), true
 	}
 	status := http.StatusOK
 	if !p.Found {

@@ -2,8 +2,6 @@ package remote
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -11,7 +9,10 @@ import (
 // TestDependencies: httpapi and remote import only the standard library
 // and Strata's own packages of the root module (no Pebble, no persist).
 func TestDependencies(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	const mod = "github.com/strata-db/strata"
 	allowed := map[string]bool{mod: true, mod + "/part": true, mod + "/index": true, mod + "/metrics": true, mod + "/httpapi": true, mod + "/remote": true}
 	for _, pkg := range []string{mod + "/httpapi", mod + "/remote"} {
