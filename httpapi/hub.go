@@ -130,6 +130,15 @@ func (h *Handler) detach(hb *hub) {
 	h.mu.Unlock()
 }
 
+// forget removes hb from the handler's hubs, if it is there.
+func (h *Handler) forget(hb *hub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hubs[hb.table.Name()] == hb {
+		delete(h.hubs, hb.table.Name())
+	}
+}
+
 func (hb *hub) poke() {
 	select {
 	case hb.subsChanged <- struct{}{}:
@@ -144,24 +153,21 @@ func (hb *hub) run() {
 	h := hb.h
 	defer h.wg.Done()
 	defer hb.stop()
+	defer h.forget(hb)
 	feed, watch, err := hb.open()
 	hb.err = err
+	close(hb.ready)
 	if err != nil {
-		h.mu.Lock()
-		delete(h.hubs, hb.table.Name())
-		h.mu.Unlock()
-		close(hb.ready)
 		return
 	}
-	close(hb.ready)
 	defer feed.Close()
 
 	retention := time.NewTimer(h.opts.RingRetention)
 	retention.Stop()
 	enc := newObjectEncoder()
-	// A round appends at most half a ring, so that one huge batch (a
-	// DeleteAll of a large table) does not wipe the ring in one go
-	// before streams had a chance to read it.
+	// A round appends at most half a ring, so that what a round holds
+	// before the ring takes it stays bounded, however large the batch (a
+	// DeleteAll of a large table).
 	round := max(1, len(hb.ring)/2)
 	pause := newPause(h.opts.StreamInterval)
 	defer pause.stop()
@@ -185,16 +191,17 @@ func (hb *hub) run() {
 			}
 		case <-retention.C:
 			h.mu.Lock()
-			if hb.subs == 0 {
+			idle := hb.subs == 0
+			if idle {
+				// Under mu, so that an attach finds the hub running or
+				// none (invariant 5).
 				delete(h.hubs, hb.table.Name())
-				h.mu.Unlock()
-				return
 			}
 			h.mu.Unlock()
+			if idle {
+				return
+			}
 		case <-h.ctx.Done():
-			h.mu.Lock()
-			delete(h.hubs, hb.table.Name())
-			h.mu.Unlock()
 			return
 		}
 	}
