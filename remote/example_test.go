@@ -106,3 +106,42 @@ func ExampleMirror() {
 	// b1 is in eu
 	// <nil>
 }
+
+// A tool that does not know the objects' type reads them as the server
+// encodes them, and follows a table's changes.
+func ExampleClient_Changes() {
+	db, hosts, url, stop := serve()
+	defer stop()
+	c, _ := remote.New(url)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	for o, err := range c.Objects(ctx, "hosts", remote.Query{Index: "zone", Op: strata.QueryList, Key: "us"}) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(o.Key, string(o.Object))
+	}
+	for ev, err := range c.Changes(ctx, "hosts", 0) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(ev.Kind, ev.Key, ev.Revision)
+		if ev.Kind == httpapi.EventBookmark {
+			wtxn := db.WriteTxn(hosts)
+			hosts.Delete(wtxn, &Host{Name: "a1"})
+			wtxn.Commit()
+		}
+		if ev.Kind == httpapi.EventDelete {
+			break
+		}
+	}
+	// Output:
+	// b1 {"Name":"b1","Zone":"us"}
+	// relist  0
+	// upsert a1 1
+	// upsert a2 2
+	// upsert b1 3
+	// bookmark  3
+	// delete a1 4
+}
