@@ -69,7 +69,10 @@
 // from a revision the ring still covers is served; an older one, or one
 // newer than the table's (another database, or this one before a
 // restart), is refused with 410 Gone (ErrRevisionGone), and the client
-// lists again from 0. A stream whose consumer falls behind the ring, or
+// lists again from 0. (So a client that read a table and then streams
+// from the revision it read is served only if a ring of the table was
+// running before its read; to list and follow without a gap, stream from
+// 0.) A stream whose consumer falls behind the ring, or
 // does not take a write within Options.WriteTimeout, is ended with a
 // problem event (ErrSlowConsumer) and counted (StreamStats.Dropped); its
 // client reconnects from where it stopped. A stream ends, and releases its
