@@ -49,7 +49,9 @@ func main() {
 
 	wtxn = db.WriteTxn(hosts)
 	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "us"}) // a changed copy
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		log.Fatal(err)
+	}
 	<-watch // closed: a1 changed
 	fmt.Println("a1 changed")
 }

@@ -61,7 +61,9 @@ func main() {
 	wtxn := db.WriteTxn(greetings)
 	greetings.Insert(wtxn, &Greeting{Name: "world", Status: reconciler.StatusPending()})
 	rev := greetings.Revision(wtxn)
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		log.Fatal(err)
+	}
 
 	r.WaitUntilReconciled(ctx, rev) // prints "hello, world"
 	g, _, _ := greetings.Get(db.ReadTxn(), byName.Query("world"))
