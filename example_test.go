@@ -59,7 +59,9 @@ func Example() {
 	_, _, watch, _ := hosts.GetWatch(rtxn, hostByName.Query("a2"))
 	wtxn = db.WriteTxn(hosts)
 	hosts.Insert(wtxn, &Host{Name: "a2", Zone: "eu", Up: true})
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
 	<-watch
 	h, _, _ := hosts.Get(db.ReadTxn(), hostByName.Query("a2"))
 	fmt.Println("a2 is up:", h.Up)

@@ -34,7 +34,9 @@ func ExampleExpVar() {
 	txn := db.WriteTxn(hosts)
 	hosts.Insert(txn, &Host{Name: "a1", Zone: "eu"})
 	hosts.Insert(txn, &Host{Name: "b1", Zone: "us"})
-	txn.Commit()
+	if _, err := txn.Commit(); err != nil {
+		panic(err)
+	}
 
 	txn = db.WriteTxn(hosts)
 	hosts.Delete(txn, &Host{Name: "a1"})
