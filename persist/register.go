@@ -83,8 +83,7 @@ func (s *Store) Register(tables ...TableBinding) error {
 func Register[Obj any](s *Store, db *strata.DB, table strata.RWTable[Obj], codec Codec[Obj]) error {
 	b := Table(table, codec).(*binding[Obj])
 	if !table.DB().SameDatabase(db) {
-		b.refuseWrites(s, ErrForeignTable)
-		return wrapTableErr(table.Name(), ErrForeignTable)
+		return wrapTableErr(table.Name(), joinRefusal(ErrForeignTable, b.refuseWrites(s, ErrForeignTable)))
 	}
 	return b.register(s)
 }
@@ -101,15 +100,13 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	// except the table registered under the name, which goes on, and a
 	// table of a database with another journal (refuseWrites).
 	if b.primaryKeys == nil {
-		b.refuseWrites(s, errUnknownPrimary)
-		return errUnknownPrimary
+		return joinRefusal(errUnknownPrimary, b.refuseWrites(s, errUnknownPrimary))
 	}
 	reg, err := s.claimTable(name, b.tbl, b.sch)
 	if err != nil {
 		// Another table of that name, or a store that is closed or
 		// failed.
-		b.refuseWrites(s, err)
-		return err
+		return joinRefusal(err, b.refuseWrites(s, err))
 	}
 	// attached is set once a commit attached the table to s with tj:
 	// from then on tj refuses writes after a failure; before, refuseWrites
@@ -119,7 +116,7 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 		if err != nil {
 			s.unclaimTable(name)
 			if !attached {
-				b.refuseWrites(s, err)
+				err = joinRefusal(err, b.refuseWrites(s, err))
 			}
 		}
 	}()
@@ -465,19 +462,36 @@ var errSameTable = errors.New("this very table")
 // registration holds while it attaches the table: a registration of the
 // table that claims the name before it is seen here attaches the table
 // after this, or is seen here.
-func (b *binding[Obj]) refuseWrites(s *Store, err error) {
+//
+// It returns the error of the commit that attaches the refusing journal.
+// That transaction writes no object, so its commit writes no record and
+// is not expected to fail; if it does, the table is left unattached, and
+// the caller reports the error with its own (joinRefusal).
+func (b *binding[Obj]) refuseWrites(s *Store, err error) error {
 	txn := b.tbl.DB().WriteTxn(b.tbl)
 	defer txn.Abort()
 	s.mu.Lock()
 	registered := s.registered[b.tbl.Name()] == b.tbl
 	s.mu.Unlock()
 	if registered {
-		return
+		return nil
 	}
 	tj := newTableJournal(b.codec, makeTableKeys(0), b.keyString)
 	tj.refuse(fmt.Errorf("%w: registration failed: %w", ErrNotLoaded, err))
 	if strata.SetJournal(txn, b.tbl, s, tj) != nil {
-		return
+		return nil
 	}
-	txn.Commit()
+	if _, err := txn.Commit(); err != nil {
+		return fmt.Errorf("refusing writes: %w", err)
+	}
+	return nil
+}
+
+// joinRefusal returns err, joined with rerr, the error of refuseWrites,
+// if there is one.
+func joinRefusal(err, rerr error) error {
+	if rerr == nil {
+		return err
+	}
+	return errors.Join(err, rerr)
 }
