@@ -345,7 +345,9 @@ func recoverRaw(b *testing.B, dir string) time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	txn.Commit()
+	if _, err := txn.Commit(); err != nil {
+		b.Fatal(err)
+	}
 	took := time.Since(start)
 	if n := tbl.NumObjects(db.ReadTxn()); n != *recoveryObjects {
 		b.Fatalf("built %d objects", n)

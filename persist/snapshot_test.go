@@ -300,7 +300,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	// Revisions go on above the restored ones.
 	wtxn := dst.db.WriteTxn(dst.none)
 	snapInsert(t, wtxn, dst.none, &snapObj{ID: 9})
-	rtxn, _ = wtxn.Commit()
+	if rtxn, err = wtxn.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	if _, rev, _ := dst.none.Get(rtxn, snapByID.Query(9)); rev != want[2].revision+1 {
 		t.Errorf("next revision %d, want %d", rev, want[2].revision+1)
 	}

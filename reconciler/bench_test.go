@@ -56,7 +56,9 @@ func BenchmarkReconcile(b *testing.B) {
 				tbl.Insert(wtxn, &testObj{ID: uint64(j), Status: reconciler.StatusPending()})
 			}
 			rev = tbl.Revision(wtxn)
-			wtxn.Commit()
+			if _, err := wtxn.Commit(); err != nil {
+				b.Fatal(err)
+			}
 		}
 		got, wm, err := r.WaitUntilReconciled(ctx, rev)
 		total += time.Since(start)

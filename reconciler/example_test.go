@@ -117,7 +117,9 @@ func Example() {
 	routes.Insert(wtxn, &Route{Prefix: "10.0.0.0/8", NextHop: "eth0", Status: reconciler.StatusPending()})
 	routes.Insert(wtxn, &Route{Prefix: "10.1.0.0/16", NextHop: "eth1", Status: reconciler.StatusPending()})
 	rev := routes.Revision(wtxn)
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
 
 	r.WaitUntilReconciled(ctx, rev)
 	cancel()
