@@ -28,6 +28,10 @@ type Schema struct {
 	Name        bool // unique secondary index "name" on Object.Name
 	Tags        bool // non-unique secondary index "tags" on Object.Tags
 	ExtraTables int  // empty tables registered before the objects table
+	// ByRevision keeps the objects by revision too: Strata's opt-in
+	// RevisionIndex. Every statedb table keeps a revision index whatever
+	// the schema; go-memdb has none (byrevision.go).
+	ByRevision bool
 }
 
 // Result is what a scan saw: the number of objects and the sum of their IDs.

@@ -72,6 +72,9 @@ func newStrata(s Schema) (DB, error) {
 	if s.Tags {
 		sec = append(sec, strataTags)
 	}
+	if s.ByRevision {
+		sec = append(sec, strata.RevisionIndex[*Object]())
+	}
 	tbl, err := strata.NewTable(a.db, "objects", strataID, sec...)
 	if err != nil {
 		return nil, err

@@ -635,6 +635,8 @@ func workloads() []Workload {
 		{Name: "MemoryPerObject", Op: fmt.Sprintf("heap B/object incl. object; %s objects, tags index", k(sizes.MemN)),
 			Group: "memory", Kind: KindMemory, Memory: memoryPerObject},
 	}
+	ws = append(ws, byRevisionWorkloads()...)
+	ws = append(ws, deletePrefixWorkloads()...)
 	return append(ws, readWorkloads()...)
 }
 
