@@ -542,3 +542,98 @@ func TestMigratingMemdbDeleteMissing(t *testing.T) {
 		t.Errorf("memdb: Delete of a missing object = %v, want ErrNotFound", err)
 	}
 }
+
+// An object for which the primary index yields no key: Strata refuses it
+// (ErrPrimaryKey); statedb leaves it out without an error.
+func TestMigratingNoPrimaryKey(t *testing.T) {
+	byName := strata.Index[*Object, string]{
+		Name: "name",
+		FromObject: func(o *Object) index.KeySet {
+			if o.Name == "" {
+				return index.KeySet{}
+			}
+			return index.NewKeySet(index.String(o.Name))
+		},
+		FromKey: index.String,
+		Unique:  true,
+	}
+	db := strata.New()
+	tbl, err := strata.NewTable(db, "objects", byName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := db.WriteTxn(tbl)
+	defer w.Abort()
+	if _, _, err := tbl.Insert(w, &Object{ID: 1}); !errors.Is(err, strata.ErrPrimaryKey) {
+		t.Errorf("strata: an object without a primary key: %v, want ErrPrimaryKey", err)
+	}
+
+	sbyName := statedb.Index[*Object, string]{
+		Name: "name",
+		FromObject: func(o *Object) sindex.KeySet {
+			if o.Name == "" {
+				return sindex.EmptyKeySet
+			}
+			return sindex.NewKeySet(sindex.String(o.Name))
+		},
+		FromKey: sindex.String,
+		Unique:  true,
+	}
+	sdb := statedb.New()
+	stbl, err := statedb.NewTable(sdb, "objects", sbyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := sdb.WriteTxn(stbl)
+	defer sw.Abort()
+	if _, _, err := stbl.Insert(sw, &Object{ID: 1}); err != nil || stbl.NumObjects(sw) != 0 {
+		t.Errorf("statedb: an object without a primary key: %v, %d objects; want nil, 0", err, stbl.NumObjects(sw))
+	}
+}
+
+// A feed read before the transaction that registered it commits: Strata
+// delivers nothing (and a channel that closes when that transaction
+// ends), and the feed of a transaction that aborts is closed (a nil
+// channel). statedb delivers the table's objects at once, and goes on
+// after an abort.
+func TestMigratingFeedBeforeRegistrationCommits(t *testing.T) {
+	db, objs, _, sdb, sobjs, _ := migratingDBs(t)
+	w := db.WriteTxn(objs)
+	written(t)(objs.Insert(w, named(1)))
+	if _, err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	w = db.WriteTxn(objs)
+	feed, err := objs.Changes(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, watch := feed.Next(db.ReadTxn())
+	if n := len(collect2(changes)); n != 0 || isClosed(watch) {
+		t.Errorf("strata: before the registration commits: %d changes, closed %v; want 0, open", n, isClosed(watch))
+	}
+	w.Abort()
+	if !isClosed(watch) {
+		t.Error("strata: the channel stayed open after the abort")
+	}
+	if _, watch := feed.Next(db.ReadTxn()); watch != nil {
+		t.Error("strata: the feed of an aborted registration is not closed")
+	}
+
+	sw := sdb.WriteTxn(sobjs)
+	sobjs.Insert(sw, named(1))
+	sw.Commit()
+	sw = sdb.WriteTxn(sobjs)
+	sfeed, err := sobjs.Changes(sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schanges, _ := sfeed.Next(sdb.ReadTxn())
+	if n := len(collect2(schanges)); n != 1 {
+		t.Errorf("statedb: before the registration commits: %d changes, want 1", n)
+	}
+	sw.Abort()
+	if _, swatch := sfeed.Next(sdb.ReadTxn()); swatch == nil {
+		t.Error("statedb: the feed returned a nil channel after the abort")
+	}
+}
