@@ -58,6 +58,45 @@
 // nothing otherwise. A controller typically reads with a Watch method, acts,
 // and waits for the channel before reading again.
 //
+// # Change feeds
+//
+// Table.Changes registers a feed in a write transaction; each Next returns
+// the objects inserted, replaced or deleted since the feed last delivered,
+// in revision order, each once in its newest state, and a channel that
+// closes on the next change (ChangeIterator says exactly what and when).
+// A feed opened WithCreated also tells created objects from replaced ones,
+// and flags the deletes of objects it never delivered (Change.Created);
+// feeds that do not ask for it do not pay for it. See
+// ExampleChangeIterator.
+//
+// # Deleting many objects
+//
+// RWTable.DeletePrefix, DeleteRange and DeleteMatches delete, in one call
+// inside a write transaction, every object that Prefix, Range or List
+// would return for the same queries, and return how many. Each deleted
+// object takes its own revision and leaves every secondary index, and
+// watch channels and change feeds see the deletes as they see single
+// ones; on the primary index DeletePrefix cuts the objects out of the tree
+// in one operation. See ExampleRWTable_DeletePrefix and
+// ExampleRWTable_DeleteMatches.
+//
+// # Objects by revision
+//
+// A table registered with RevisionIndex among its secondary indexes also
+// keeps its objects by the revision they were written at:
+// LowerBound(txn, ByRevision(rev)) returns those written at rev or later,
+// oldest first. The index is opt-in, so that tables without it pay nothing
+// for it; querying ByRevision on such a table panics, as a query of any
+// index the table does not have does. See ExampleByRevision.
+//
+// # Handles and dumps
+//
+// DB.NewHandle returns the same database under another name, which the
+// metrics of its write transactions carry and TableMeta.LastWriter
+// reports: give each module of a program its own (ExampleDB_NewHandle).
+// WriteJSON writes the tables of a snapshot as one JSON object, streamed,
+// for debugging dumps (ExampleWriteJSON).
+//
 // # Tables of unknown type
 //
 // Tools that serve any table (an HTTP API, a command line, debug dumps)
