@@ -637,3 +637,47 @@ func TestMigratingFeedBeforeRegistrationCommits(t *testing.T) {
 		t.Error("statedb: the feed returned a nil channel after the abort")
 	}
 }
+
+// WriteJSON, a method of statedb's ReadTxn and a function in Strata,
+// writes the same shape ({"table": [objects...]}), but a table name that
+// is not registered is an error in Strata (ErrTableNotFound, before
+// anything is written) and skipped in statedb, and Strata writes the
+// named tables in the order given, statedb in registration order.
+func TestMigratingWriteJSON(t *testing.T) {
+	db, objs, _, sdb, sobjs, _ := migratingDBs(t)
+	w := db.WriteTxn(objs)
+	written(t)(objs.Insert(w, &Object{ID: 1, Name: "a"}))
+	rtxn, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := sdb.WriteTxn(sobjs)
+	sobjs.Insert(sw, &Object{ID: 1, Name: "a"})
+	srtxn := sw.Commit()
+
+	var out, sout bytes.Buffer
+	if err := strata.WriteJSON(&out, rtxn, "nosuch"); !errors.Is(err, strata.ErrTableNotFound) || out.Len() != 0 {
+		t.Errorf("strata: WriteJSON of an unknown table = %v, wrote %q", err, out.String())
+	}
+	if err := srtxn.WriteJSON(&sout, "nosuch"); err != nil {
+		t.Errorf("statedb: WriteJSON of an unknown table = %v", err)
+	}
+
+	out.Reset()
+	sout.Reset()
+	if err := strata.WriteJSON(&out, rtxn, "other", "objects"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srtxn.WriteJSON(&sout, "other", "objects"); err != nil {
+		t.Fatal(err)
+	}
+	before := func(data []byte, a, b string) bool {
+		return json.Valid(data) && bytes.Index(data, []byte(`"`+a+`"`)) < bytes.Index(data, []byte(`"`+b+`"`))
+	}
+	if !before(out.Bytes(), "other", "objects") {
+		t.Errorf("strata: tables not in the order given: %s", out.String())
+	}
+	if !before(sout.Bytes(), "objects", "other") {
+		t.Errorf("statedb: tables not in registration order: %s", sout.String())
+	}
+}
