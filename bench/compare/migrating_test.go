@@ -681,3 +681,29 @@ func TestMigratingWriteJSON(t *testing.T) {
 		t.Errorf("statedb: tables not in registration order: %s", sout.String())
 	}
 }
+
+// A second object with a key of a unique secondary index: go-memdb takes
+// it and points the key at the newer object; Strata refuses it.
+func TestMigratingMemdbUnique(t *testing.T) {
+	db, objs, _, _, _, _ := migratingDBs(t)
+	w := db.WriteTxn(objs)
+	defer w.Abort()
+	written(t)(objs.Insert(w, &Object{ID: 1, Name: "a"}))
+	if _, _, err := objs.Insert(w, &Object{ID: 2, Name: "a"}); !errors.Is(err, strata.ErrUniqueConstraint) {
+		t.Errorf("strata: a second object named a: %v, want ErrUniqueConstraint", err)
+	}
+	m, err := newMemdb(Schema{Name: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtxn := m.(*memdbDB).db.Txn(true)
+	defer mtxn.Abort()
+	for _, o := range []*Object{{ID: 1, Name: "a"}, {ID: 2, Name: "a"}} {
+		if err := mtxn.Insert(memdbTable, o); err != nil {
+			t.Fatalf("memdb: Insert(%d): %v", o.ID, err)
+		}
+	}
+	if raw, err := mtxn.First(memdbTable, "name", "a"); err != nil || raw.(*Object).ID != 2 {
+		t.Errorf("memdb: First by name a = %v, %v; want object 2", raw, err)
+	}
+}
