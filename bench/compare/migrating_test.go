@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"testing"
 
@@ -705,5 +706,89 @@ func TestMigratingMemdbUnique(t *testing.T) {
 	}
 	if raw, err := mtxn.First(memdbTable, "name", "a"); err != nil || raw.(*Object).ID != 2 {
 		t.Errorf("memdb: First by name a = %v, %v; want object 2", raw, err)
+	}
+}
+
+// An object encoding/json cannot encode: Strata's WriteJSON stops with an
+// error; statedb's writes the error into the dump and returns none.
+func TestMigratingWriteJSONEncodeError(t *testing.T) {
+	type bad struct {
+		ID uint64
+		F  func() // encoding/json refuses funcs
+	}
+	db := strata.New()
+	tbl, err := strata.NewTable(db, "bad", strata.Index[*bad, uint64]{
+		Name:       "id",
+		FromObject: func(b *bad) index.KeySet { return index.KeySetOf(index.Uint64(b.ID)) },
+		FromKey:    index.Uint64,
+		Unique:     true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := db.WriteTxn(tbl)
+	if _, _, err := tbl.Insert(w, &bad{ID: 1, F: func() {}}); err != nil {
+		t.Fatal(err)
+	}
+	rtxn, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strata.WriteJSON(io.Discard, rtxn); err == nil {
+		t.Error("strata: WriteJSON of an object that does not encode returned no error")
+	}
+
+	sdb := statedb.New()
+	stbl, err := statedb.NewTableAny(sdb, "bad", func() []string { return nil }, func(*bad) []string { return nil },
+		statedb.Index[*bad, uint64]{
+			Name:       "id",
+			FromObject: func(b *bad) sindex.KeySet { return sindex.NewKeySet(sindex.Uint64(b.ID)) },
+			FromKey:    sindex.Uint64,
+			Unique:     true,
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := sdb.WriteTxn(stbl)
+	stbl.Insert(sw, &bad{ID: 1, F: func() {}})
+	var out bytes.Buffer
+	if err := sw.Commit().WriteJSON(&out); err != nil || !bytes.Contains(out.Bytes(), []byte("marshalling error")) {
+		t.Errorf("statedb: WriteJSON = %v, %q; want no error and the error in the dump", err, out.String())
+	}
+}
+
+// A sequence read after a newer Next: Strata's yields nothing; statedb's
+// reads on from the feed's new position.
+func TestMigratingStaleSequence(t *testing.T) {
+	db, objs, _, sdb, sobjs, _ := migratingDBs(t)
+	w := db.WriteTxn(objs)
+	feed, err := objs.Changes(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+	written(t)(objs.Insert(w, named(1)))
+	rtxn, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := feed.Next(rtxn)
+	feed.Next(rtxn)
+	if n := len(collect2(old)); n != 0 {
+		t.Errorf("strata: a sequence read after a newer Next yielded %d changes", n)
+	}
+
+	sw := sdb.WriteTxn(sobjs)
+	sfeed, err := sobjs.Changes(sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sfeed.Close()
+	sobjs.Insert(sw, named(1))
+	srtxn := sw.Commit()
+	sold, _ := sfeed.Next(srtxn)
+	sfeed.Next(srtxn)
+	if n := len(collect2(sold)); n != 1 {
+		t.Errorf("statedb: a sequence read after a newer Next yielded %d changes, want 1", n)
 	}
 }
