@@ -205,8 +205,8 @@ func TestCodecPanicInCommit(t *testing.T) {
 				t.Fatalf("Commit recovered %v, want the codec's panic", r)
 			}
 		}()
-		txn.Commit()
-		t.Fatal("Commit returned")
+		_, err := txn.Commit()
+		t.Fatalf("Commit returned (error %v), want the codec's panic", err)
 	}()
 
 	now := db.ReadTxn()

@@ -36,7 +36,9 @@ func serveSnapshots(authorize bool) (url string, stop func()) {
 	txn := db.WriteTxn(hosts)
 	hosts.Insert(txn, &snapHost{"a1", "eu"})
 	hosts.Insert(txn, &snapHost{"b1", "us"})
-	txn.Commit()
+	if _, err := txn.Commit(); err != nil {
+		panic(err)
+	}
 
 	bindings := []persist.TableBinding{persist.Table(hosts, persist.JSON[*snapHost]())}
 	opts := httpapi.Options{

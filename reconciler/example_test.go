@@ -72,7 +72,10 @@ func ExamplePruneStrangers() {
 	routes := strata.MustNewTable(db, "routes", routeByPrefix)
 	wtxn := db.WriteTxn(routes)
 	routes.Insert(wtxn, &Route{Prefix: "10.0.0.0/8", NextHop: "eth0"})
-	txn, _ := wtxn.Commit()
+	txn, err := wtxn.Commit()
+	if err != nil {
+		panic(err)
+	}
 	held := map[string]string{"10.0.0.0/8": "eth0", "192.168.0.0/16": "eth9", "172.16.0.0/12": "eth8"}
 
 	// The context of a prune carries the reconciler's budget; outside
