@@ -33,6 +33,8 @@ type untypedTable interface {
 	// primary index.
 	indexPos(name string) (int, error)
 	parseKeyAt(pos int, text string) (index.Key, error)
+	// lpmAt reports whether the index at pos is an LPMIndex.
+	lpmAt(pos int) bool
 	keyStringAt(pos int, key index.Key) string
 	anyRead(txn ReadTxn, pos int, q AnyQuery, watch bool) (iter.Seq[AnyObject], <-chan struct{})
 	anyInsert(txn WriteTxn, obj any) (old any, hadOld bool, err error)
@@ -69,6 +71,10 @@ type IndexInfo struct {
 	// Text: the index takes keys typed as text, by its FromString or the
 	// default for its key type (see Index).
 	Text bool
+	// LPM: the index is an LPMIndex. QueryList with an address key (a
+	// Containing query) selects the prefixes that contain it, the longest
+	// first, and QueryPrefix with a prefix key the prefixes within it.
+	LPM bool
 }
 
 // Name returns the table's name.
@@ -232,6 +238,10 @@ func (t AnyTable) read(txn ReadTxn, q AnyQuery, watch bool) (iter.Seq[AnyObject]
 	if err != nil {
 		return nil, nil, err
 	}
+	if u.lpmAt(pos) && q.Op != QueryList && q.Op != QueryAll && (isContainingKey(q.Key) || isContainingKey(q.To)) {
+		return nil, nil, fmt.Errorf("table %q: index %q: %w: %v with an address key, which selects with list only",
+			t.Meta.Name(), q.Index, ErrInvalidQuery, q.Op)
+	}
 	seq, ch := u.anyRead(txn, pos, q, watch)
 	return seq, ch, nil
 }
@@ -333,7 +343,7 @@ func (t *table[Obj]) objectType() reflect.Type { return reflect.TypeFor[Obj]() }
 func (t *table[Obj]) indexInfo() []IndexInfo {
 	infos := make([]IndexInfo, len(t.indexes))
 	for i, ix := range t.indexes {
-		infos[i] = IndexInfo{Name: ix.name, Primary: i == 0, Unique: ix.unique, KeyType: ix.keyType, Text: ix.text}
+		infos[i] = IndexInfo{Name: ix.name, Primary: i == 0, Unique: ix.unique, KeyType: ix.keyType, Text: ix.text, LPM: ix.lpm}
 	}
 	return infos
 }
@@ -366,6 +376,8 @@ func (t *table[Obj]) parseKeyAt(pos int, text string) (index.Key, error) {
 }
 
 func (t *table[Obj]) keyStringAt(pos int, key index.Key) string { return t.indexes[pos].keyString(key) }
+
+func (t *table[Obj]) lpmAt(pos int) bool { return t.indexes[pos].lpm }
 
 func (t *table[Obj]) anyInsert(txn WriteTxn, obj any) (any, bool, error) {
 	o, ok := obj.(Obj)
@@ -454,6 +466,11 @@ func (t *table[Obj]) anyRead(txn ReadTxn, pos int, q AnyQuery, watch bool) (iter
 	st := t.read(txn)
 	tree := st.tree(pos)
 	unique := t.indexes[pos].unique
+	if t.indexes[pos].lpm {
+		if seq, ch, done := t.anyReadLPM(txn, pos, q, watch); done {
+			return seq, ch
+		}
+	}
 	s := anyScanOf(unique, &q)
 	s.dedup = st.dedup(pos)
 	var ch <-chan struct{}

@@ -22,6 +22,8 @@ var (
 	ErrDuplicateIndex = errors.New("duplicate index name")
 	// ErrPrimaryIndexNotUnique: the primary index must be unique.
 	ErrPrimaryIndexNotUnique = errors.New("primary index is not unique")
+	// ErrPrimaryIndexLPM: an LPMIndex cannot be the primary index.
+	ErrPrimaryIndexLPM = errors.New("an LPM index cannot be the primary index")
 	// ErrNoFromObject: an index has no FromObject function.
 	ErrNoFromObject = errors.New("index has no FromObject function")
 	// ErrTooManyIndexes: a table has more than MaxSecondaryIndexes
@@ -63,6 +65,12 @@ var (
 	// ErrObjectNotFound: CompareAndSwap or CompareAndDelete found no object
 	// with the primary key.
 	ErrObjectNotFound = errors.New("object not found")
+	// ErrInvalidPrefix: an LPMIndex's FromObject gave an invalid
+	// netip.Prefix (the zero Prefix, or a length out of range).
+	ErrInvalidPrefix = errors.New("invalid prefix")
+	// ErrPrefixHostBits: an LPMIndex's FromObject gave a prefix with host
+	// bits set (10.0.0.1/8); the index keeps networks only (Masked).
+	ErrPrefixHostBits = errors.New("prefix has host bits set")
 )
 
 // Errors from the persistence hooks (SetJournal, Restore).

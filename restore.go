@@ -17,8 +17,9 @@ import (
 // Objects given in primary key order build the table fastest. Change feeds
 // of the table get the restored objects at their own revisions, after the
 // changes committed before them, even where those revisions are lower.
-// Restore fails with ErrTableNotEmpty, ErrRestoreInput, ErrUniqueConstraint
-// or ErrPrimaryKey; after an error, abort the transaction.
+// Restore fails with ErrTableNotEmpty, ErrRestoreInput, ErrUniqueConstraint,
+// ErrPrimaryKey, or an LPMIndex's ErrInvalidPrefix or ErrPrefixHostBits;
+// after an error, abort the transaction.
 func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Revision], revision Revision) error {
 	t := tbl.(*table[Obj])
 	tt, err := t.writeState(txn)
@@ -74,7 +75,14 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 	// Every key is computed before the first change, so that an index
 	// function that panics leaves the table as it was.
 	for i := range t.nsec {
-		tt.newKeys[i] = t.indexes[i+1].fromObject(obj)
+		ix := &t.indexes[i+1]
+		tt.newKeys[i] = ix.fromObject(obj)
+		if ix.lpm {
+			if err := lpmCheckKeys(&tt.newKeys[i]); err != nil {
+				clear(tt.newKeys)
+				return fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
+			}
+		}
 	}
 	no := object[Obj]{obj: obj, rev: rev}
 	if _, dup, _ := tt.primary.Update(pk, func(_ object[Obj], found bool) (object[Obj], bool) { return no, !found }); dup {

@@ -230,6 +230,10 @@ type indexDef[Obj any] struct {
 	// text: fromString can parse keys (AnyTable's IndexInfo).
 	text    bool
 	keyType reflect.Type
+	// lpm: an LPMIndex, whose keys the write path checks (lpmCheckKeys)
+	// and whose reads of Containing and Prefix queries take their own
+	// path (lpm_read.go).
+	lpm bool
 }
 
 // object is what the index trees store: the object and the revision it was
@@ -296,7 +300,8 @@ type table[Obj any] struct {
 // may have up to MaxSecondaryIndexes secondary indexes. The errors are
 // ErrInvalidTableName, ErrDuplicateTable, ErrEmptyIndexName,
 // ErrInvalidIndexName, ErrDuplicateIndex, ErrPrimaryIndexNotUnique,
-// ErrNoFromObject and ErrTooManyIndexes, wrapped with the table's name.
+// ErrPrimaryIndexLPM, ErrNoFromObject and ErrTooManyIndexes, wrapped with
+// the table's name.
 func NewTable[Obj any](db *DB, name TableName, primary Indexer[Obj], secondary ...Indexer[Obj]) (RWTable[Obj], error) {
 	t, err := newTable(name, primary, secondary)
 	if err != nil {
@@ -324,6 +329,9 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 	}
 	if !primary.isUnique() {
 		return nil, ErrPrimaryIndexNotUnique
+	}
+	if _, lpm := primary.(lpmIndexer); lpm {
+		return nil, fmt.Errorf("index %q: %w", primary.indexName(), ErrPrimaryIndexLPM)
 	}
 	if len(secondary) > MaxSecondaryIndexes {
 		return nil, fmt.Errorf("%w: %d > %d", ErrTooManyIndexes, len(secondary), MaxSecondaryIndexes)
@@ -371,6 +379,7 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 		if keys == nil && n != RevisionIndexName {
 			return nil, fmt.Errorf("index %q: %w", n, ErrNoFromObject)
 		}
+		_, lpm := ix.(lpmIndexer)
 		t.meta.indexes = append(t.meta.indexes, n)
 		t.indexes = append(t.indexes, indexDef[Obj]{
 			name:       n,
@@ -381,6 +390,7 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 			keyString:  ix.keyString,
 			text:       ix.parsesText(),
 			keyType:    ix.keyType(),
+			lpm:        lpm,
 		})
 	}
 	t.empty = &tableState[Obj]{

@@ -78,6 +78,9 @@ func (t *table[Obj]) Revision(txn ReadTxn) Revision {
 func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, found bool) {
 	ix := t.index(q.index)
 	key := q.key.bytes()
+	if ix.lpm && isContainingKey(key) {
+		return lpmGet(t.read(txn).tree(ix.pos), key, !ix.unique) // BenchmarkDB_LPMIndex_Get
+	}
 	var tree part.Tree[object[Obj]]
 	if r, ok := txn.(*dbRoot); ok {
 		tree = t.stateIn(r).tree(ix.pos) // a read transaction: the common case
@@ -117,6 +120,10 @@ func (t *table[Obj]) GetWatch(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision,
 	ix := t.index(q.index)
 	tree := t.read(txn).tree(ix.pos)
 	key := q.key.bytes()
+	if ix.lpm && isContainingKey(key) {
+		obj, rev, found = lpmGet(tree, key, !ix.unique)
+		return obj, rev, lpmWatch(tree, key), found
+	}
 	if ix.unique {
 		o, w, found := tree.GetWatch(key)
 		return o.obj, o.rev, w, found
@@ -140,6 +147,15 @@ func (t *table[Obj]) ListWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revisi
 // is set.
 func (t *table[Obj]) list(txn ReadTxn, q Query[Obj], watch bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	ix := t.index(q.index)
+	if ix.lpm && isContainingKey(q.key.bytes()) {
+		st := t.read(txn)
+		tree := st.tree(ix.pos)
+		var w <-chan struct{}
+		if watch {
+			w = lpmWatch(tree, q.key.bytes())
+		}
+		return lpmList(tree, q.key.bytes(), !ix.unique, st.dedup(ix.pos)), w
+	}
 	tree := t.read(txn).tree(ix.pos)
 	if ix.unique {
 		var o object[Obj]
@@ -190,6 +206,9 @@ func (t *table[Obj]) ReversePrefixWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Ob
 func (t *table[Obj]) prefix(txn ReadTxn, q Query[Obj], reverse, watch bool) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	ix := t.index(q.index)
 	st := t.read(txn)
+	if ix.lpm {
+		return t.lpmPrefix(ix, st, q, reverse, watch)
+	}
 	tree := st.tree(ix.pos)
 	s := scan{op: scanPrefix, reverse: reverse, dedup: st.dedup(ix.pos), nonUnique: !ix.unique, lower: q.key}
 	var w <-chan struct{}
@@ -251,6 +270,9 @@ func (t *table[Obj]) ranged(txn ReadTxn, from, to Query[Obj], reverse bool) (ite
 // watch channel is the index's root: any change to the index closes it.
 func (t *table[Obj]) bounded(txn ReadTxn, indexName string, s scan) (iter.Seq2[Obj, Revision], <-chan struct{}) {
 	ix := t.index(indexName)
+	if ix.lpm {
+		t.lpmCheckBounds(ix, &s)
+	}
 	st := t.read(txn)
 	tree := st.tree(ix.pos)
 	s.op, s.dedup, s.nonUnique = scanBounded, st.dedup(ix.pos), !ix.unique

@@ -424,6 +424,11 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 				return obj, fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
 			}
 		}
+		if ix.lpm {
+			if err := lpmCheckKeys(keys); err != nil {
+				return obj, fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
+			}
+		}
 		if !ix.unique {
 			continue
 		}
