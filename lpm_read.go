@@ -21,7 +21,7 @@ import (
 // which decrease as B does: mask(A, B) cannot grow as B shrinks, and at
 // one address the shorter length sorts first. The search keeps a bound B
 // such that no candidate above c(B) is left to find, and takes K = P/L,
-// the greatest key at most c(B): one descent of the tree, a reverse seek.
+// the greatest key at most c(B): one descent of the tree (part's Floor).
 // Then one of these holds:
 //
 //  1. K = c(L) for some L <= B: the longest match left. It is yielded and
@@ -40,7 +40,7 @@ import (
 // branches off towards keys that do not contain it.
 //
 // A non-unique index stores escape(K) 0x00 0x01 and the primary key: the
-// reverse seek starts from escape(c(B)) 0x00 0x02, above every entry of
+// descent looks for the floor of escape(c(B)) 0x00 0x02, above every entry of
 // c(B) and below those of greater keys, and a match's entries are read
 // forward, in primary key order.
 
@@ -68,8 +68,6 @@ func isContainingKey(key []byte) bool { return len(key) > 0 && key[0]&lpmContain
 // in key order, until yield returns false. nonUnique: the entries are
 // those of a non-unique index.
 func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func(entry []byte, v T) bool) {
-	var it part.Iterator[T]
-	it.Reset(tree)
 	var kb [lpmLen6]byte
 	var eb [2*lpmLen6 + 2]byte
 	for b := t.bits; b >= 0; {
@@ -78,8 +76,7 @@ func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func
 		if nonUnique {
 			c = append(index.AppendEscapedPrefix(eb[:0], c), 0x00, 0x02)
 		}
-		it.SeekReverseLowerBound(c)
-		e, v, ok := it.Next()
+		e, v, ok := tree.Floor(c) // BenchmarkDB_LPMIndex_Get_Routes
 		if !ok {
 			return
 		}
@@ -98,13 +95,8 @@ func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func
 				if !yield(e, v) {
 					return
 				}
-			} else {
-				it.SeekPrefix(index.AppendEscaped(eb[:0], k))
-				for e, v, ok := it.Next(); ok; e, v, ok = it.Next() {
-					if !yield(e, v) {
-						return
-					}
-				}
+			} else if !yieldEntries(tree, index.AppendEscaped(eb[:0], k), yield) {
+				return
 			}
 			b = l - 1
 			continue
@@ -115,6 +107,20 @@ func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func
 		}
 		b = min(m, b-1)
 	}
+}
+
+// yieldEntries calls yield with the entries of tree that start with
+// prefix, in key order, and reports whether yield asked for more.
+func yieldEntries[T any](tree part.Tree[T], prefix []byte, yield func(entry []byte, v T) bool) bool {
+	var it part.Iterator[T]
+	it.Reset(tree)
+	it.SeekPrefix(prefix)
+	for e, v, ok := it.Next(); ok; e, v, ok = it.Next() {
+		if !yield(e, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // lpmEntryKey decodes the LPM key at the start of e, an entry of a
