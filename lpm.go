@@ -68,11 +68,14 @@ import (
 //
 // # Watching
 //
-// The channel of a Containing read closes on any change to the index's
-// prefixes of the same address family as the query (the answer may
-// depend on any of them); that of a Get or List of Query(p) closes when
-// the objects of p change, and that of a Prefix read when a prefix within
-// p does (or, for lengths that are not a multiple of 8, a prefix near it).
+// The channel of a Get of a Containing query (GetWatch) closes when the
+// longest match may change: when an object of the matched prefix changes,
+// or a longer prefix is added that may contain the address. That of a
+// List of a Containing query (ListWatch) closes on any change to the
+// index's prefixes of the address's family, any of which may be an
+// answer. That of a Get or List of Query(p) closes when the objects of p
+// change, and that of a Prefix read when a prefix within p does. Each may
+// also close when nearby keys change.
 //
 // # Text
 //
@@ -142,6 +145,14 @@ func (i LPMIndex[Obj]) ContainingPrefix(p netip.Prefix) Query[Obj] {
 	q := Query[Obj]{index: i.Name}
 	q.key.set(lpmQueryKey(b[:0], p, lpmContaining))
 	return q
+}
+
+// QueryKey returns a query for an already encoded key: one of the
+// index's own (from AnyTable.ParseKey, or a Query's Key), which reads as
+// the query that made it. A key the index cannot have made selects
+// nothing in Get, List and Prefix.
+func (i LPMIndex[Obj]) QueryKey(key index.Key) Query[Obj] {
+	return Query[Obj]{index: i.Name, key: sliceKey(key)}
 }
 
 // KeyString renders an encoded key of the index for people: a prefix

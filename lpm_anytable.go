@@ -20,7 +20,7 @@ func (t *table[Obj]) anyReadLPM(txn ReadTxn, pos int, q AnyQuery, watch bool) (s
 	switch {
 	case q.Op == QueryList && isContainingKey(q.Key):
 		if watch {
-			ch = lpmWatch(tree, q.Key)
+			ch = lpmFamilyWatch(tree, q.Key)
 		}
 		return anyContaining(tree, q, !ix.unique, st.dedup(pos)), ch, true
 	case q.Op == QueryPrefix:
@@ -67,9 +67,9 @@ func anyContaining[Obj any](tree part.Tree[object[Obj]], q AnyQuery, nonUnique, 
 			return
 		}
 		var seen map[Revision]struct{}
-		lpmSearch(tree, target, nonUnique, func(e []byte, o object[Obj]) bool {
+		lpmSearch(tree, target, nonUnique, func(e []byte, l int, o object[Obj]) bool {
 			if q.After != nil {
-				if l := lpmEntryLen(e, nonUnique); l > afterLen || l == afterLen && bytes.Compare(e, q.After) <= 0 {
+				if l > afterLen || l == afterLen && bytes.Compare(e, q.After) <= 0 {
 					return true
 				}
 			}

@@ -162,7 +162,78 @@ func prefixesOf(r *route) []netip.Prefix {
 	return ps
 }
 
+// watched is a read taken before a transaction: its answer and channel.
+type watched struct {
+	what   string
+	read   func(ReadTxn) ([]uint64, <-chan struct{})
+	answer []uint64
+	ch     <-chan struct{}
+}
+
+// watchedReads returns reads of random queries, with their Watch forms.
+func (m *lpmModel) watchedReads() []watched {
+	var ws []watched
+	for range 6 {
+		a, p := m.addr(), m.prefix()
+		ws = append(ws,
+			watched{what: "GetWatch(Containing(" + a.String() + "))", read: func(txn ReadTxn) ([]uint64, <-chan struct{}) {
+				r, _, ch, found := m.tbl.GetWatch(txn, m.ix.Containing(a))
+				if !found {
+					return nil, ch
+				}
+				return []uint64{r.ID}, ch
+			}},
+			watched{what: "ListWatch(ContainingPrefix(" + p.String() + "))", read: func(txn ReadTxn) ([]uint64, <-chan struct{}) {
+				seq, ch := m.tbl.ListWatch(txn, m.ix.ContainingPrefix(p))
+				return routeIDs(seq), ch
+			}},
+			watched{what: "GetWatch(Query(" + p.String() + "))", read: func(txn ReadTxn) ([]uint64, <-chan struct{}) {
+				r, _, ch, found := m.tbl.GetWatch(txn, m.ix.Query(p))
+				if !found {
+					return nil, ch
+				}
+				return []uint64{r.ID}, ch
+			}},
+			watched{what: "PrefixWatch(Query(" + p.String() + "))", read: func(txn ReadTxn) ([]uint64, <-chan struct{}) {
+				seq, ch := m.tbl.PrefixWatch(txn, m.ix.Query(p))
+				return routeIDs(seq), ch
+			}},
+		)
+	}
+	return ws
+}
+
 func (m *lpmModel) runTxn() {
+	// The channels of reads before the transaction must close if it
+	// changes their answer (an answer changes with the objects it holds,
+	// which every replacement is).
+	txn := m.db.ReadTxn()
+	ws := m.watchedReads()
+	for i := range ws {
+		ws[i].answer, ws[i].ch = ws[i].read(txn)
+	}
+	revs := map[uint64]Revision{}
+	for r, rev := range m.tbl.All(txn) {
+		revs[r.ID] = rev
+	}
+	defer func() {
+		after := m.db.ReadTxn()
+		newRevs := map[uint64]Revision{}
+		for r, rev := range m.tbl.All(after) {
+			newRevs[r.ID] = rev
+		}
+		for _, w := range ws {
+			answer, _ := w.read(after)
+			changed := !slices.Equal(answer, w.answer)
+			for _, id := range w.answer {
+				changed = changed || newRevs[id] != revs[id]
+			}
+			if changed && !closed(w.ch) {
+				m.t.Fatalf("%s changed from %v to %v, and its channel is open", w.what, w.answer, answer)
+			}
+		}
+	}()
+
 	m.pending = maps.Clone(m.committed)
 	w := m.db.WriteTxn(m.tbl)
 	for range 1 + m.r.IntN(6) {

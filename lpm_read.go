@@ -67,7 +67,7 @@ func isContainingKey(key []byte) bool { return len(key) > 0 && key[0]&lpmContain
 // whose prefix contains t: the longest prefix first, each prefix's entries
 // in key order, until yield returns false. nonUnique: the entries are
 // those of a non-unique index.
-func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func(entry []byte, v T) bool) {
+func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func(entry []byte, bits int, v T) bool) {
 	var kb [lpmLen6]byte
 	var eb [2*lpmLen6 + 2]byte
 	for b := t.bits; b >= 0; {
@@ -92,10 +92,10 @@ func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func
 		}
 		if l <= b && t.addr.mask(l) == p {
 			if !nonUnique {
-				if !yield(e, v) {
+				if !yield(e, l, v) {
 					return
 				}
-			} else if !yieldEntries(tree, index.AppendEscaped(eb[:0], k), yield) {
+			} else if !yieldEntries(tree, index.AppendEscaped(eb[:0], k), l, yield) {
 				return
 			}
 			b = l - 1
@@ -110,13 +110,14 @@ func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func
 }
 
 // yieldEntries calls yield with the entries of tree that start with
-// prefix, in key order, and reports whether yield asked for more.
-func yieldEntries[T any](tree part.Tree[T], prefix []byte, yield func(entry []byte, v T) bool) bool {
+// prefix, those of a prefix of length bits, in key order, and reports
+// whether yield asked for more.
+func yieldEntries[T any](tree part.Tree[T], prefix []byte, bits int, yield func(entry []byte, bits int, v T) bool) bool {
 	var it part.Iterator[T]
 	it.Reset(tree)
 	it.SeekPrefix(prefix)
 	for e, v, ok := it.Next(); ok; e, v, ok = it.Next() {
-		if !yield(e, v) {
+		if !yield(e, bits, v) {
 			return false
 		}
 	}
@@ -153,9 +154,9 @@ func lpmEntryKey(dst *[lpmLen6]byte, e []byte) ([]byte, bool) {
 	return dst[:n], true
 }
 
-// lpmWatch returns the channel of a Containing read of key: that of the
-// keys of its family, any of which may be the answer.
-func lpmWatch[T any](tree part.Tree[T], key []byte) <-chan struct{} {
+// lpmFamilyWatch returns the channel of List of the Containing query key:
+// that of the keys of its family, any of which may be an answer.
+func lpmFamilyWatch[T any](tree part.Tree[T], key []byte) <-chan struct{} {
 	var fam [1]byte
 	if len(key) > 0 {
 		fam[0] = key[0] &^ lpmContaining
@@ -163,18 +164,40 @@ func lpmWatch[T any](tree part.Tree[T], key []byte) <-chan struct{} {
 	return tree.WatchPrefix(fam[:])
 }
 
+// lpmGetWatch returns the channel of Get of the Containing query key,
+// whose longest match has the length bits (-1 for none): that of the keys
+// that start with the query's tag and its first bits/8 address bytes. The
+// answer changes only if the match's entries change or a longer prefix
+// that contains the target is added, and all of their keys start so
+// (those of a prefix of length L > bits share its first L/8 bytes with
+// the target). Without a match, every key of the family may be one.
+func lpmGetWatch[T any](tree part.Tree[T], key []byte, bits int, nonUnique bool) <-chan struct{} {
+	if bits < 0 || len(key) < 1+bits/8 {
+		return lpmFamilyWatch(tree, key)
+	}
+	var b [lpmLen6]byte
+	var eb [2 * lpmLen6]byte
+	p := append(append(b[:0], key[0]&^lpmContaining), key[1:1+bits/8]...)
+	if nonUnique {
+		p = index.AppendEscapedPrefix(eb[:0], p)
+	}
+	return tree.WatchPrefix(p)
+}
+
 // lpmGet is Get of the Containing query key on tree: the first object of
-// the longest prefix that contains it.
-func lpmGet[Obj any](tree part.Tree[object[Obj]], key []byte, nonUnique bool) (obj Obj, rev Revision, found bool) {
+// the longest prefix that contains it, and that prefix's length (-1 if
+// none does).
+func lpmGet[Obj any](tree part.Tree[object[Obj]], key []byte, nonUnique bool) (obj Obj, rev Revision, bits int, found bool) {
 	t, ok := containingTarget(key)
 	if !ok {
-		return obj, 0, false
+		return obj, 0, -1, false
 	}
-	lpmSearch(tree, t, nonUnique, func(_ []byte, o object[Obj]) bool {
-		obj, rev, found = o.obj, o.rev, true
+	bits = -1
+	lpmSearch(tree, t, nonUnique, func(_ []byte, l int, o object[Obj]) bool {
+		obj, rev, bits, found = o.obj, o.rev, l, true
 		return false
 	})
-	return obj, rev, found
+	return obj, rev, bits, found
 }
 
 // lpmList is List of the Containing query key on tree; dedup: skip the
@@ -186,7 +209,7 @@ func lpmList[Obj any](tree part.Tree[object[Obj]], key []byte, nonUnique, dedup 
 			return
 		}
 		var seen map[Revision]struct{}
-		lpmSearch(tree, t, nonUnique, func(_ []byte, o object[Obj]) bool {
+		lpmSearch(tree, t, nonUnique, func(_ []byte, _ int, o object[Obj]) bool {
 			if dedup {
 				if _, dup := seen[o.rev]; dup {
 					return true

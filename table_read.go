@@ -79,7 +79,8 @@ func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, foun
 	ix := t.index(q.index)
 	key := q.key.bytes()
 	if ix.lpm && isContainingKey(key) {
-		return lpmGet(t.read(txn).tree(ix.pos), key, !ix.unique) // BenchmarkDB_LPMIndex_Get
+		obj, rev, _, found = lpmGet(t.read(txn).tree(ix.pos), key, !ix.unique) // BenchmarkDB_LPMIndex_Get
+		return obj, rev, found
 	}
 	var tree part.Tree[object[Obj]]
 	if r, ok := txn.(*dbRoot); ok {
@@ -121,8 +122,8 @@ func (t *table[Obj]) GetWatch(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision,
 	tree := t.read(txn).tree(ix.pos)
 	key := q.key.bytes()
 	if ix.lpm && isContainingKey(key) {
-		obj, rev, found = lpmGet(tree, key, !ix.unique)
-		return obj, rev, lpmWatch(tree, key), found
+		obj, rev, bits, found := lpmGet(tree, key, !ix.unique)
+		return obj, rev, lpmGetWatch(tree, key, bits, !ix.unique), found
 	}
 	if ix.unique {
 		o, w, found := tree.GetWatch(key)
@@ -152,7 +153,7 @@ func (t *table[Obj]) list(txn ReadTxn, q Query[Obj], watch bool) (iter.Seq2[Obj,
 		tree := st.tree(ix.pos)
 		var w <-chan struct{}
 		if watch {
-			w = lpmWatch(tree, q.key.bytes())
+			w = lpmFamilyWatch(tree, q.key.bytes())
 		}
 		return lpmList(tree, q.key.bytes(), !ix.unique, st.dedup(ix.pos)), w
 	}
