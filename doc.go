@@ -24,6 +24,22 @@
 // keys in errors without more code; other indexes set Index.FromString
 // and Index.ToString, built from package index's parsers and formatters.
 //
+// # Longest-prefix match
+//
+// An LPMIndex is a secondary index of network prefixes (netip.Prefix)
+// read through the same Get and List: Get with Containing(addr) returns
+// the object of the most specific prefix that contains the address, List
+// every object whose prefix does, longest first; Query(p) selects exactly
+// p, and Prefix with it p and its subnets. Objects give their prefixes
+// with PrefixSetOf or NewPrefixSet; a prefix with host bits set is
+// refused (ErrPrefixHostBits) rather than masked.
+//
+//	var byDst = strata.LPMIndex[*Route]{
+//		Name:       "dst",
+//		FromObject: func(r *Route) strata.PrefixSet { return strata.PrefixSetOf(r.Dst) },
+//	}
+//	route, _, found := routes.Get(txn, byDst.Containing(addr))
+//
 // # Snapshots and transactions
 //
 // Every table index is a persistent adaptive radix tree (package part). A
