@@ -37,6 +37,12 @@ func BenchmarkCompare(b *testing.B) {
 					b.Run("impl="+f.Name, func(b *testing.B) { w.Read(b, f); checkFailures(b) })
 				}
 			})
+		case KindLPM:
+			b.Run(w.Name, func(b *testing.B) {
+				for _, f := range lpmDBs {
+					b.Run("impl="+f.Name, func(b *testing.B) { w.LPM(b, f); checkFailures(b) })
+				}
+			})
 		case KindRadix:
 			b.Run(w.Name, func(b *testing.B) {
 				for _, f := range radixTrees {

@@ -97,6 +97,12 @@ func implNames(k Kind) []string {
 		}
 		return names
 	}
+	if k == KindLPM {
+		for _, f := range lpmDBs {
+			names = append(names, f.Name)
+		}
+		return names
+	}
 	for _, f := range databases {
 		names = append(names, f.Name)
 	}
@@ -228,6 +234,9 @@ func measure(w Workload, i int) (sample, []string) {
 	} else if w.Kind == KindRead {
 		f := readDBs[i]
 		res = testing.Benchmark(func(b *testing.B) { b.ReportAllocs(); w.Read(b, f) })
+	} else if w.Kind == KindLPM {
+		f := lpmDBs[i]
+		res = testing.Benchmark(func(b *testing.B) { b.ReportAllocs(); w.LPM(b, f) })
 	} else {
 		f := databases[i]
 		res = testing.Benchmark(func(b *testing.B) { b.ReportAllocs(); w.DB(b, f) })
@@ -319,7 +328,7 @@ func printTables(out io.Writer, rows []*row, cfg config) {
 	fmt.Fprintf(out, "compare: medians of %d round(s), benchtime %s, %s %s/%s, GOMAXPROCS=%d\n",
 		cfg.count, cfg.benchtime, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 	fmt.Fprintln(out, "ratio = peer/strata: above 1x strata is faster (smaller). ±: largest deviation from the median.")
-	for _, kind := range []Kind{KindDB, KindRead, KindRadix, KindMemory} {
+	for _, kind := range []Kind{KindDB, KindRead, KindLPM, KindRadix, KindMemory} {
 		var rs []*row
 		for _, r := range rows {
 			if r.w.Kind == kind {

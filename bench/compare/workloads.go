@@ -15,6 +15,7 @@ const (
 	KindRadix              // part, statedb/part, iradix through Radix
 	KindMemory             // strata, statedb, memdb: heap bytes per object
 	KindRead               // strata, statedb, bare iradix through Reads (reads.go)
+	KindLPM                // strata, statedb through LPMDB (lpm.go)
 )
 
 // Workload is one comparison, written once for every implementation.
@@ -29,6 +30,7 @@ type Workload struct {
 	NA    []string
 	Radix func(b *testing.B, f RadixFactory)
 	Read  func(b *testing.B, f ReadFactory)
+	LPM   func(b *testing.B, f LPMFactory)
 	// Memory builds the data set and returns the heap bytes per object.
 	Memory func(f Factory) (float64, error)
 }
@@ -637,7 +639,8 @@ func workloads() []Workload {
 	}
 	ws = append(ws, byRevisionWorkloads()...)
 	ws = append(ws, deletePrefixWorkloads()...)
-	return append(ws, readWorkloads()...)
+	ws = append(ws, readWorkloads()...)
+	return append(ws, lpmWorkloads()...)
 }
 
 // clearCaches drops the shared data sets of a finished group.
