@@ -33,16 +33,17 @@ import (
 //     longest prefix first; among objects of one prefix, in primary key
 //     order. Get returns the first of them, the longest-prefix match, and
 //     List all of them. They are for Get, List, their Watch forms and
-//     DeleteMatches: Prefix, LowerBound, Range and their reverse forms
-//     panic on them, as they do on a query of another index.
+//     DeleteMatches: Prefix, LowerBound, Range, their reverse forms and the
+//     deletes built on them panic on them, a programming error like the
+//     query of an index the table does not have.
 //   - Query(p) selects the objects whose prefix is exactly p with Get and
 //     List; with Prefix (and ReversePrefix, DeletePrefix) it selects p and
 //     all its subnets, the prefixes within p; LowerBound and Range read the
 //     index in its order from it.
 //
 // The index is ordered by address family (IPv4 first), then by masked
-// address, then by prefix length: the order of netip.Prefix.Compare. A
-// prefix comes right before its subnets.
+// address, then by prefix length, so that a prefix comes right before its
+// subnets.
 //
 // # Prefixes
 //
@@ -235,13 +236,10 @@ func (s *PrefixSet) keys() index.KeySet {
 		var b [lpmLen6]byte
 		return index.KeySetOf(lpmObjectKey(b[:0], s.one))
 	}
-	switch len(s.many) {
-	case 0:
+	if len(s.many) == 0 {
 		return index.KeySet{}
-	case 1:
-		var b [lpmLen6]byte
-		return index.KeySetOf(lpmObjectKey(b[:0], s.many[0]))
 	}
+	// NewPrefixSet keeps a single prefix as one: these are two or more.
 	buf := make([]byte, 0, lpmLen6*len(s.many))
 	keys := make([]index.Key, len(s.many))
 	for i, p := range s.many {
@@ -261,8 +259,7 @@ func (s *PrefixSet) keys() index.KeySet {
 // byte: 6 or 18 bytes, one length per family. What the reads rely on
 // (lpm_read.go):
 //
-//  1. Key order is family, then address, then length: netip.Prefix.Compare
-//     on masked prefixes.
+//  1. Key order is family, then address, then length.
 //  2. The keys of a family have one length: no key is a prefix of another,
 //     so the escaped entries of a non-unique index sort as their keys do.
 //  3. The prefixes within P/L (P/L and its subnets) are exactly the keys

@@ -39,10 +39,11 @@ import (
 // in practice one per match, and one for each place where the path to A
 // branches off towards keys that do not contain it.
 //
-// A non-unique index stores escape(K) 0x00 0x01 and the primary key: the
-// descent looks for the floor of escape(c(B)) 0x00 0x02, above every entry of
-// c(B) and below those of greater keys, and a match's entries are read
-// forward, in primary key order.
+// A non-unique index stores an entry as K escaped, the terminator 0x00
+// 0x01, then the primary key. The search takes the floor of c(B) escaped
+// and followed by 0x00 0x02, which is above every entry of c(B) and below
+// those of greater keys, and reads a match's entries forward, in primary
+// key order.
 
 // lpmTarget is what a Containing query looks for: the prefixes of the
 // family tag that contain addr/bits.
