@@ -209,10 +209,11 @@ type AnyObject struct {
 }
 
 // Read returns the objects q selects, in the order of their keys in q's
-// index. The iterator reads txn's snapshot however often it runs. The
-// error wraps ErrIndexNotFound or ErrInvalidQuery (an op out of range, or
-// To set outside QueryRange); a bad query changes nothing and reads
-// nothing.
+// index (for an LPMIndex's address key, the longest prefix first). The
+// iterator reads txn's snapshot however often it runs. The error wraps
+// ErrIndexNotFound or ErrInvalidQuery (an op out of range, To set outside
+// QueryRange, or an LPMIndex's address key outside QueryList); a bad
+// query changes nothing and reads nothing.
 func (t AnyTable) Read(txn ReadTxn, q AnyQuery) (iter.Seq[AnyObject], error) {
 	seq, _, err := t.read(txn, q, false)
 	return seq, err

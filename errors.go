@@ -97,7 +97,8 @@ var (
 	// FromString, and its key type no default text form (see Index).
 	ErrNoFromString = errors.New("index does not parse keys from text (no FromString)")
 	// ErrInvalidQuery: an AnyQuery's op is unknown, or it sets To for an
-	// op other than QueryRange.
+	// op other than QueryRange, or it gives an LPMIndex an address key
+	// (a Containing query) with an op other than QueryList.
 	ErrInvalidQuery = errors.New("invalid query")
 	// ErrObjectType: an object given to AnyTable is not of the table's
 	// type.
