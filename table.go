@@ -89,12 +89,15 @@ type Table[Obj any] interface {
 	PrimaryIndexer() Indexer[Obj]
 
 	// Get returns the first object whose key in the query's index is the
-	// query's key.
+	// query's key (for an LPMIndex's Containing query, the object of the
+	// longest prefix that contains the address: see LPMIndex).
 	Get(ReadTxn, Query[Obj]) (obj Obj, rev Revision, found bool)
 	// GetWatch is Get with a watch channel.
 	GetWatch(ReadTxn, Query[Obj]) (obj Obj, rev Revision, watch <-chan struct{}, found bool)
 	// List returns the objects whose key in the query's index is the
-	// query's key: at most one in a unique index.
+	// query's key: at most one in a unique index (for an LPMIndex's
+	// Containing query, those of every prefix that contains the address,
+	// the longest first).
 	List(ReadTxn, Query[Obj]) iter.Seq2[Obj, Revision]
 	// ListWatch is List with a watch channel.
 	ListWatch(ReadTxn, Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{})
