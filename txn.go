@@ -366,8 +366,11 @@ func (h *txnHandle) Commit() (ReadTxn, error) {
 	if w == nil {
 		return nil, ErrTransactionClosed
 	}
+	// Deferred, so that the handle is closed even if the commit panics
+	// (a bug in a writer, or the journal's panic, raised again below):
+	// a later Abort of the handle must not unlock the tables again.
+	defer h.end()
 	root, err := w.commit()
-	h.end()
 	if err != nil {
 		if p, ok := err.(*journalPanic); ok {
 			panic(p.value)
@@ -379,8 +382,8 @@ func (h *txnHandle) Commit() (ReadTxn, error) {
 
 func (h *txnHandle) Abort() {
 	if w := h.w; w != nil {
+		defer h.end() // as in Commit
 		w.abort()
-		h.end()
 	}
 }
 
@@ -415,7 +418,19 @@ func abortForgotten(open *openTxns) {
 
 // commit publishes the transaction's writes and ends it, returning the new
 // snapshot. Afterwards w.root is the snapshot reads through the handle see.
+//
+// The tables are unlocked however commit ends, a panic included (a bug in
+// a writer): until the new root is published the transaction is aborted,
+// and after that it ends as committed.
 func (w *writeTxn) commit() (*dbRoot, error) {
+	committed := false
+	defer func() {
+		if committed {
+			w.end(true)
+		} else {
+			w.abort()
+		}
+	}()
 	changed := false
 	for i := range w.locked {
 		lt := &w.locked[i]
@@ -427,32 +442,20 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 	if !changed {
 		// Nothing to publish, but the writers end as committed
 		// (registered feeds, attached journals).
+		committed = true
+		w.root = w.db.root.Load()
 		for i := range w.locked {
 			if lt := &w.locked[i]; lt.w != nil {
 				lt.w.notify()
 			}
-		}
-		w.root = w.db.root.Load()
-		w.release()
-		if w.db.opts.metricsOn {
-			w.report(true)
 		}
 		return w.root, nil
 	}
 
 	db := w.db
 	if err := w.writeJournal(); err != nil {
-		for i := range w.locked {
-			if lt := &w.locked[i]; lt.w != nil {
-				lt.w.abort()
-			}
-		}
 		w.root = db.root.Load()
-		w.release()
-		if db.opts.metricsOn {
-			w.report(false)
-		}
-		return w.root, err
+		return w.root, err // aborted, deferred
 	}
 	db.mu.Lock()
 	root := newRoot(db.first, db.root.Load().tables())
@@ -465,6 +468,7 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 	db.root.Store(root)
 	db.commits++
 	db.mu.Unlock()
+	committed = true
 
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.w != nil {
@@ -472,10 +476,6 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 		}
 	}
 	w.root = root
-	w.release()
-	if db.opts.metricsOn {
-		w.report(true)
-	}
 	return root, nil
 }
 
@@ -552,16 +552,24 @@ func (w *writeTxn) report(committed bool) {
 	}
 }
 
-// abort throws the transaction's writes away and ends it.
+// abort throws the transaction's writes away and ends it. The tables are
+// unlocked even if a writer's abort panics (a bug): a table left locked
+// would block every later writer for ever.
 func (w *writeTxn) abort() {
+	defer w.end(false)
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.w != nil {
 			lt.w.abort()
 		}
 	}
+}
+
+// end ends the transaction, committed or not: it unlocks the tables, then
+// reports to the metrics.
+func (w *writeTxn) end(committed bool) {
 	w.release()
 	if w.db.opts.metricsOn {
-		w.report(false)
+		w.report(committed)
 	}
 }
 
