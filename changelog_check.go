@@ -1,15 +1,17 @@
 package strata
 
 import (
+	"errors"
 	"fmt"
-	"math"
 )
 
 // checkLog checks the invariants of the table's change log
-// (changelog.go, changelog_writer.go, feeds.go) at the end of a
-// transaction, when tt.log is the committed end of the log. It panics on a
-// violation. It runs only under the invariants build tag: it walks the
-// whole log the writer can reach.
+// (changelog.go, changelog_writer.go, feeds.go, changes.go) at the end of
+// a transaction, when tt.log is the committed end of the log: the
+// segments the writer can reach, and what every open feed may still read,
+// by its pin and by the positions it published (changeIterator.publishHeld).
+// It panics on a violation. It runs only under the invariants build tag:
+// it walks the whole log the writer can reach.
 func (tt *tableTxn[Obj]) checkLog() {
 	if err := tt.logError(); err != nil {
 		panic(fmt.Sprintf("strata: table %q: change log: %v", tt.t.meta.name, err))
@@ -18,10 +20,10 @@ func (tt *tableTxn[Obj]) checkLog() {
 
 func (tt *tableTxn[Obj]) logError() error {
 	end := tt.log
-	pins := tt.t.meta.feeds.pins()
+	holds := tt.t.meta.feeds.holds()
 	if end.seg == nil {
-		if len(pins) > 0 {
-			return fmt.Errorf("%d open feeds, and no log", len(pins))
+		if len(holds) > 0 {
+			return fmt.Errorf("%d open feeds, and no log", len(holds))
 		}
 		return nil
 	}
@@ -33,7 +35,9 @@ func (tt *tableTxn[Obj]) logError() error {
 		return fmt.Errorf("the writer's head is not in the log")
 	}
 	last := Revision(0)
+	kept := map[*logSegment[Obj]]bool{} // the segments the writer keeps
 	for s := h; ; s = s.next {
+		kept[s] = true
 		n := changeLogSegment
 		if s == end.seg {
 			n = end.n()
@@ -64,13 +68,43 @@ func (tt *tableTxn[Obj]) logError() error {
 			return fmt.Errorf("segment at %d counts %d deletes before it, want %d", next.seq, next.deletes, s.deletes+s.sum.deletes)
 		}
 	}
-	for _, pin := range pins {
-		if pin == math.MaxUint64 {
-			continue
+	for _, fh := range holds {
+		var errs []error
+		if fh.pin < h.seq || fh.pin > end.seq {
+			errs = append(errs, fmt.Errorf("the pin outside the log the writer keeps [%d, %d]", h.seq, end.seq))
 		}
-		if pin < h.seq || pin > end.seq {
-			return fmt.Errorf("a feed pins %d, outside the log the writer keeps [%d, %d]", pin, h.seq, end.seq)
+		held, _ := fh.held.([]heldPos[Obj])
+		for _, hp := range held {
+			if hp.what == heldNextState && hp.pos.seg.chain != end.seg.chain {
+				continue // a state of a log dropped before the feed's
+			}
+			if err := posError(hp.pos, fh.pin, end, kept); err != nil {
+				errs = append(errs, fmt.Errorf("its %s: %w", hp.what, err))
+			}
 		}
+		if errs != nil {
+			return fmt.Errorf("a feed pinning %d: %w", fh.pin, errors.Join(errs...))
+		}
+	}
+	return nil
+}
+
+// posError checks that a feed pinning pin may read from or up to p: p is
+// in a segment the writer keeps (not reused nor dropped, so in the log,
+// with the sequence number the position expects), within that segment,
+// and between the pin and the end of the log.
+func posError[Obj any](p logPos[Obj], pin uint64, end logPos[Obj], kept map[*logSegment[Obj]]bool) error {
+	switch {
+	case p.seg.chain != end.seg.chain:
+		return fmt.Errorf("at %d, in another log", p.seq)
+	case !kept[p.seg]:
+		return fmt.Errorf("at %d, in a segment the writer no longer keeps", p.seq)
+	case p.seq < p.seg.seq || p.seq > p.seg.seq+changeLogSegment:
+		return fmt.Errorf("at %d, outside its segment [%d, %d]: the segment was reused", p.seq, p.seg.seq, p.seg.seq+changeLogSegment)
+	case p.seq < pin:
+		return fmt.Errorf("at %d, before the pin", p.seq)
+	case p.seq > end.seq:
+		return fmt.Errorf("at %d, after the end of the log at %d", p.seq, end.seq)
 	}
 	return nil
 }

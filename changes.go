@@ -123,6 +123,9 @@ func (t *table[Obj]) Changes(txn WriteTxn, opts ...FeedOption) (ChangeIterator[O
 	e := t.meta.feeds.register(tt.log.seq, tt.revision, tt.log.deletes())
 	tt.newFeeds = append(tt.newFeeds, e)
 	it := &changeIterator[Obj]{t: t, entry: e, pos: tt.log, rev: tt.revision, created: o.created}
+	if invariants {
+		it.publishHeld()
+	}
 	it.cleanup = runtime.AddCleanup(it, func(e *feedEntry) {
 		t.meta.feeds.release(e)
 		t.dropUnobservedLog()
@@ -163,6 +166,9 @@ type changeIterator[Obj any] struct {
 func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revision], <-chan struct{}) {
 	it.gen++
 	it.next = nil
+	if invariants {
+		it.publishHeld()
+	}
 	if it.closed || it.entry.closed.Load() {
 		return noChanges[Obj], nil
 	}
@@ -198,6 +204,9 @@ func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revisio
 		return noChanges[Obj], watch
 	}
 	it.next = st
+	if invariants {
+		it.publishHeld()
+	}
 	return it.sequence(), watch
 }
 
@@ -232,6 +241,9 @@ func (it *changeIterator[Obj]) deliver(yield func(Change[Obj], Revision) bool) {
 		it.next = nil
 		it.startBatch(st)
 		it.inBatch = true
+		if invariants {
+			it.publishHeld()
+		}
 	}
 	var done bool
 	if b.isList {
@@ -240,10 +252,16 @@ func (it *changeIterator[Obj]) deliver(yield func(Change[Obj], Revision) bool) {
 		done = b.deliverLog(yield)
 	}
 	if !done {
+		if invariants {
+			it.publishHeld()
+		}
 		return
 	}
 	it.inBatch = false
 	it.pos, it.rev, it.started = b.to, b.toRev, true
+	if invariants {
+		it.publishHeld() // before the pin moves (feedRegistry.holds)
+	}
 	it.entry.advance(b.to.seq, b.toRev, b.to.deletes())
 	b.release()
 }
@@ -273,10 +291,44 @@ func (it *changeIterator[Obj]) release() {
 	it.inBatch = false
 	it.batch.release()
 	it.pos = logPos[Obj]{}
+	if invariants {
+		it.publishHeld()
+	}
 	it.cleanup.Stop()
 	it.t.meta.feeds.release(it.entry)
 	it.t.reportFeeds(it.rev)
 	it.t.dropUnobservedLog()
+}
+
+// heldPos is a log position a feed may read from or up to, and what it
+// is to the feed, for checkLog.
+type heldPos[Obj any] struct {
+	what string
+	pos  logPos[Obj]
+}
+
+// heldNextState names the end of the state of the latest Next's
+// sequence, which may be in a log the table dropped before the feed's
+// began (see Next): the feed then reads nothing of it.
+const heldNextState = "end of the latest Next's state"
+
+// publishHeld publishes, under the invariants build tag, the log
+// positions the feed may read from or up to (feedEntry.held): its own,
+// the end of the latest Next's state, and its batch's place and end while
+// it delivers one. It runs after each change of them, and before the feed
+// moves its pin (feedRegistry.holds).
+func (it *changeIterator[Obj]) publishHeld() {
+	var held []heldPos[Obj]
+	if it.pos.seg != nil {
+		held = append(held, heldPos[Obj]{"position", it.pos})
+	}
+	if it.next != nil && it.next.log.seg != nil {
+		held = append(held, heldPos[Obj]{heldNextState, it.next.log})
+	}
+	if it.inBatch {
+		held = append(held, heldPos[Obj]{"batch's place", it.batch.at}, heldPos[Obj]{"batch's end", it.batch.to})
+	}
+	it.entry.held.Store(held)
 }
 
 // batch is the changes a feed delivers from its position up to a state:

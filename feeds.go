@@ -57,6 +57,11 @@ type feedEntry struct {
 	// metrics (lag, graveyard).
 	seen    atomic.Uint64
 	deletes atomic.Uint64
+	// held, under the invariants build tag, is what the feed may still
+	// read: the log positions it reads from or up to, as its consumer
+	// last published them (changeIterator.publishHeld), for checkLog. A
+	// []heldPos[Obj] of the table's type; unused otherwise.
+	held atomic.Value
 }
 
 // register adds a feed at log position pos, whose state is at revision
@@ -212,13 +217,24 @@ func (t *table[Obj]) dropUnobservedLog() {
 	}
 }
 
-// pins returns the pins of the open feeds, for checks.
-func (r *feedRegistry) pins() []uint64 {
+// feedHold is what an open feed holds of the change log, for checks: its
+// pin, and the positions it published (feedEntry.held).
+type feedHold struct {
+	pin  uint64
+	held any
+}
+
+// holds returns what the open feeds hold of the change log, for checks.
+// Each feed's pin is read before its positions, which its consumer
+// publishes before it moves the pin: so every position read lies at or
+// after the pin read, however the two race.
+func (r *feedRegistry) holds() []feedHold {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pins := make([]uint64, len(r.entries))
+	holds := make([]feedHold, len(r.entries))
 	for i, e := range r.entries {
-		pins[i] = e.pin.Load()
+		holds[i].pin = e.pin.Load()
+		holds[i].held = e.held.Load()
 	}
-	return pins
+	return holds
 }
