@@ -73,3 +73,55 @@ func expectCheckPanic(t *testing.T, db *DB, tbl RWTable[*testObject], raise uint
 		t.Fatal("the table stayed locked after the check's panic")
 	}
 }
+
+// TestCheckLogOnAbortThatStartedOrDroppedALog: the change log's checks run
+// at the abort of a transaction that started the table's log (it
+// registered the first feed) or dropped it (the table had none left), as
+// at every other commit and abort. Each case plants a fault the check
+// must report: an open feed nobody registered in the transaction, with no
+// log left; a summary that does not match the committed log's entries.
+func TestCheckLogOnAbortThatStartedOrDroppedALog(t *testing.T) {
+	t.Run("started", func(t *testing.T) {
+		db := New()
+		tbl := newTestTable(t, db, "t")
+		impl := tbl.(*table[*testObject])
+		txn := db.WriteTxn(tbl)
+		_, err := tbl.Changes(txn)
+		must(t, err)
+		mustInsert(t, tbl, txn, &testObject{ID: 1})
+		stray := impl.meta.feeds.register(0, 0, 0) // not the transaction's: stays open
+		p := catch(txn.Abort)
+		impl.meta.feeds.release(stray)
+		if msg := fmt.Sprint(p); !strings.Contains(msg, "1 open feeds, and no log") {
+			t.Fatalf("Abort of a transaction that started the log, with a feed left open: panic %q", msg)
+		}
+	})
+	t.Run("dropped", func(t *testing.T) {
+		db := New()
+		tbl := newTestTable(t, db, "t")
+		impl := tbl.(*table[*testObject])
+		txn := db.WriteTxn(tbl)
+		it, err := tbl.Changes(txn)
+		must(t, err)
+		mustInsert(t, tbl, txn, &testObject{ID: 1})
+		rtxn, err := txn.Commit()
+		must(t, err)
+		// Released without dropping the log: the next writer drops it.
+		impl.meta.feeds.release(it.(*changeIterator[*testObject]).entry)
+		seg := impl.stateIn(rtxn.committed()).log.seg
+		txn = db.WriteTxn(tbl)
+		mustInsert(t, tbl, txn, &testObject{ID: 2})
+		if impl.writer.log.seg != nil {
+			t.Fatal("the transaction kept the change log of a table without feeds")
+		}
+		seg.sum.maxPrev += 100
+		p := catch(txn.Abort)
+		seg.sum.maxPrev -= 100
+		if msg := fmt.Sprint(p); !strings.Contains(msg, "summary") {
+			t.Fatalf("Abort of a transaction that dropped the log, with a wrong summary: panic %q", msg)
+		}
+		if !lockFree(db, tbl) {
+			t.Fatal("the table stayed locked after the check's panic")
+		}
+	})
+}

@@ -59,9 +59,10 @@ func (tt *tableTxn[Obj]) beginLog(base *tableState[Obj]) {
 		// The last feed closed.
 		tt.dropLog()
 	case tt.log.seg != nil && (tt.logHead == nil || tt.logHead.chain != tt.log.seg.chain):
-		// The writer's head belongs to another log (one that an aborted
-		// transaction started): the committed end is the oldest segment
-		// it can reach.
+		// The writer's head belongs to no log, or to another. A guard:
+		// every transaction ends with the head in the committed log
+		// (abort sets it to the committed end's segment when it threw
+		// a log away; checkLog checks it), so this is not expected.
 		tt.logHead = tt.log.seg
 	}
 }

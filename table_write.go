@@ -250,8 +250,9 @@ func (tt *tableTxn[Obj]) abort() {
 		base.log.discard(tt.log)
 	} else {
 		// The transaction started or dropped a log: the writer's head
-		// is not in the committed one (beginLog finds it again).
-		tt.logHead = nil
+		// is not in the committed one, if any. Its end's segment is the
+		// oldest the writer knows it may reach.
+		tt.logHead = base.log.seg
 	}
 	if tt.init != nil {
 		tt.init.aborted(base.init)
@@ -264,7 +265,7 @@ func (tt *tableTxn[Obj]) abort() {
 		tt.t.attachAborted()
 		tt.attach = nil
 	}
-	if invariants && sameLog {
+	if invariants {
 		tt.log = base.log
 		tt.checkLog()
 	}
