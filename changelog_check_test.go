@@ -54,7 +54,7 @@ func expectCheckPanic(t *testing.T, db *DB, tbl RWTable[*testObject], raise uint
 	txn := db.WriteTxn(tbl)
 	mustInsert(t, tbl, txn, &testObject{ID: 5000}) // begins the table's write state
 	tt := &tbl.(*table[*testObject]).writer
-	tt.pin, tt.pinRead = tt.t.meta.feeds.lowestPin()+raise, true
+	tt.lowestPin, tt.lowestPinRead = tt.t.meta.feeds.lowestPin()+raise, true
 	for id := range uint64(n) {
 		mustInsert(t, tbl, txn, &testObject{ID: 5001 + id})
 	}

@@ -49,7 +49,7 @@ func (tt *tableTxn[Obj]) dropLog() {
 // beginLog sets the log up for a transaction beginning from base: kept,
 // started or dropped as the table has feeds.
 func (tt *tableTxn[Obj]) beginLog(base *tableState[Obj]) {
-	tt.log, tt.segments, tt.pinRead = base.log, 0, false
+	tt.log, tt.segments, tt.lowestPinRead = base.log, 0, false
 	tt.reuseBelow = base.log.seq
 	switch {
 	case tt.observed && tt.log.seg == nil:
@@ -135,17 +135,17 @@ func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 // a next.
 func (tt *tableTxn[Obj]) reusable(s *logSegment[Obj]) bool {
 	end := s.seq + changeLogSegment
-	return end < tt.reuseBelow && end < tt.feedsPin()
+	return end < tt.reuseBelow && end < tt.lowestFeedPin()
 }
 
-// feedsPin returns the lowest pin of the table's feeds, as the transaction
-// first read it (tableTxn.pin): a safe value for the whole transaction
-// (invariant 4).
-func (tt *tableTxn[Obj]) feedsPin() uint64 {
-	if !tt.pinRead {
-		tt.pin, tt.pinRead = tt.t.meta.feeds.lowestPin(), true
+// lowestFeedPin returns the lowest pin of the table's feeds, as the
+// transaction first read it (tableTxn.lowestPin): a safe value for the
+// whole transaction (invariant 4).
+func (tt *tableTxn[Obj]) lowestFeedPin() uint64 {
+	if !tt.lowestPinRead {
+		tt.lowestPin, tt.lowestPinRead = tt.t.meta.feeds.lowestPin(), true
 	}
-	return tt.pin
+	return tt.lowestPin
 }
 
 // trimLog leaves to the garbage collector the reusable segments but as

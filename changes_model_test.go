@@ -530,19 +530,19 @@ func (mt *mdlTable[Obj, PK]) feedReleased(m *mdlRun, where string) {
 		return
 	}
 	if mt.locked {
-		mt.collectFlag = true
-		m.stats["Collect.deferred"]++
+		mt.dropLogAtUnlock = true
+		m.stats["DropLog.atUnlock"]++
 		return
 	}
-	mt.collectTxn()
+	mt.dropLogTxn()
 	mt.checkGraveyard(m, where)
 	m.checkWatchesCommitted()
 }
 
-// collectTxn models dropUnobservedLog's transaction on the table, which the
-// open transaction (if any) does not lock: it begins (dropping the change
-// log if the table has no feeds) and commits.
-func (mt *mdlTable[Obj, PK]) collectTxn() {
+// dropLogTxn models dropUnobservedLog's transaction on the table, which
+// the open transaction (if any) does not lock: it begins (dropping the
+// change log if the table has no feeds) and commits.
+func (mt *mdlTable[Obj, PK]) dropLogTxn() {
 	mt.touch()
 	mt.publish()
 	mt.touched, mt.observed = false, false
@@ -671,10 +671,10 @@ func (mt *mdlTable[Obj, PK]) released(m *mdlRun) {
 		return
 	}
 	mt.wasLocked = false
-	if mt.collectFlag {
-		mt.collectFlag = false
-		mt.collectTxn()
-		m.stats["Collect.after"+strings.Fields(mt.ended)[0]]++
+	if mt.dropLogAtUnlock {
+		mt.dropLogAtUnlock = false
+		mt.dropLogTxn()
+		m.stats["DropLog.after"+strings.Fields(mt.ended)[0]]++
 	}
 	mt.checkGraveyard(m, mt.ended)
 }
@@ -1006,8 +1006,8 @@ func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
 	}
 	if round := mdlRace(3*time.Second, setup, lockOnly, func() { it.Close() }, bad); round > 0 {
 		st := tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
-		t.Errorf("round %d: the last feed closed while a transaction ended: change log kept: %v, collect flag: %v",
-			round, st.logged(), tbl.(*table[*testObject]).meta.feeds.dropLog.Load())
+		t.Errorf("round %d: the last feed closed while a transaction ended: change log kept: %v, drop-at-unlock flag: %v",
+			round, st.logged(), tbl.(*table[*testObject]).meta.feeds.dropLogAtUnlock.Load())
 	}
 }
 

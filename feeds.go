@@ -38,9 +38,10 @@ type feedRegistry struct {
 	// registered feeds ends; guarded by mu. Next hands it to callers whose
 	// snapshot is older than their feed's registration.
 	registrationEnd chan struct{}
-	// dropLog: the last feed was released while the table was locked, so
-	// the transaction holding the lock drops the change log when it ends.
-	dropLog atomic.Bool
+	// dropLogAtUnlock: the last feed was released while the table was
+	// locked, so the transaction holding the lock drops the change log
+	// when it unlocks the table (writeTxn.release).
+	dropLogAtUnlock atomic.Bool
 }
 
 // feedEntry is a feed's entry in the registry. It is separate from the
@@ -202,11 +203,11 @@ func (t *table[Obj]) dropUnobservedLog() {
 	}
 	// The flag is set before trying the lock: a holder that unlocks after
 	// the failed try then sees it (writeTxn.release).
-	t.meta.feeds.dropLog.Store(true)
+	t.meta.feeds.dropLogAtUnlock.Store(true)
 	if !t.meta.lock.tryLock() {
 		return
 	}
-	t.meta.feeds.dropLog.Store(false)
+	t.meta.feeds.dropLogAtUnlock.Store(false)
 	w := t.meta.db.lockedWriteTxn(&t.meta)
 	if _, err := t.writeState(w); err != nil {
 		w.Abort()

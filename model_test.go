@@ -508,16 +508,17 @@ type mdlTable[Obj comparable, PK cmp.Ordered] struct {
 	// transaction and not closed since (kept reachable, so that their
 	// cleanup does not run at a random moment).
 	dead []*mdlFeed[Obj, PK]
-	// collectFlag: a feed was released while the open transaction held
-	// the table's lock; the graveyard is collected when it ends.
+	// dropLogAtUnlock: the last feed was released while the open
+	// transaction held the table's lock; the change log (and the
+	// graveyard in it) is dropped when the transaction unlocks it.
 	// wasLocked: the transaction that just ended locked the table; ended
 	// says how it ended.
-	collectFlag bool
-	wasLocked   bool
-	ended       string
-	feedSeq     int // numbers the feeds, for messages
-	revRoots    int // numbers the primary index roots
-	pubs        int // numbers the committed states
+	dropLogAtUnlock bool
+	wasLocked       bool
+	ended           string
+	feedSeq         int // numbers the feeds, for messages
+	revRoots        int // numbers the primary index roots
+	pubs            int // numbers the committed states
 }
 
 func (mt *mdlTable[Obj, PK]) meta() TableMeta { return mt.tbl }
@@ -531,7 +532,7 @@ func (mt *mdlTable[Obj, PK]) register(db *DB) error {
 	mt.tbl = tbl
 	mt.committed = mt.emptyState().(*mdlState[Obj, PK])
 	mt.insWatch = map[PK]mdlInsertWatch[Obj]{}
-	mt.feeds, mt.dead, mt.gy, mt.gyPending, mt.collectFlag = nil, nil, nil, nil, false
+	mt.feeds, mt.dead, mt.gy, mt.gyPending, mt.dropLogAtUnlock = nil, nil, nil, nil, false
 	mt.hist, mt.chains, mt.journaled = nil, 0, false
 	return nil
 }

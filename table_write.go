@@ -42,10 +42,10 @@ type tableTxn[Obj any] struct {
 	// transaction began to write it: the writer reuses no segment at or
 	// after it (changelog_writer.go).
 	reuseBelow uint64
-	// pin is the lowest pin of the feeds, as the transaction first read it
-	// (feedsPin, pinRead).
-	pin     uint64
-	pinRead bool
+	// lowestPin is the lowest of the feeds' pins (feedEntry.pin), as the
+	// transaction first read it (lowestFeedPin; set once lowestPinRead).
+	lowestPin     uint64
+	lowestPinRead bool
 	// lastDelete is the revision of the newest delete the table logged
 	// (or a higher one: an aborted transaction's). Kept across
 	// transactions; see logEntry.prev.

@@ -587,7 +587,7 @@ func (w *writeTxn) release() {
 			lt.objects, lt.logDeletes = lt.meta.table.stateStats(lt.state)
 		}
 		lt.meta.lock.unlock()
-		if lt.meta.feeds.dropLog.Load() && lt.meta.feeds.dropLog.CompareAndSwap(true, false) {
+		if lt.meta.feeds.dropLogAtUnlock.Load() && lt.meta.feeds.dropLogAtUnlock.CompareAndSwap(true, false) {
 			// The last feed closed while the table was locked.
 			lt.meta.table.dropUnobservedLog()
 		}
