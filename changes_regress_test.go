@@ -476,6 +476,159 @@ func checkIndexesAgree(t *testing.T, tbl RWTable[*testObject], txn ReadTxn) {
 	}
 }
 
+// Case 8, for the writes of many objects: DeletePrefix (on the primary
+// index, in one cut; on a secondary one, object by object), DeleteRange,
+// DeleteMatches and Restore. An index function that panics for one object,
+// after others were written, must leave the table as it was too, and the
+// change log in step with it: a transaction recovered from the panic and
+// committed publishes consistent indexes, and a feed's view of the table
+// stays the table. The index panics, once armed, for objects of value 5.
+func TestRegressPanickingIndexManyObjects(t *testing.T) {
+	armed := false
+	ix := Index[*testObject, int]{
+		Name: "flaky",
+		FromObject: func(o *testObject) index.KeySet {
+			if armed && o.Value == 5 {
+				panic("index function failed")
+			}
+			return index.NewKeySet(index.Int(o.Value), index.Int(-1))
+		},
+		FromKey: index.Int,
+	}
+	// Objects 1, 2, 3 at values 3, 5, 7 (and all under key -1): in the
+	// order of either index, the one that panics comes after another.
+	objs := []*testObject{{ID: 1, Value: 3}, {ID: 2, Value: 5}, {ID: 3, Value: 7}}
+	for _, op := range []string{"DeletePrefix(primary)", "DeletePrefix(secondary)", "DeleteRange", "DeleteMatches", "Restore"} {
+		t.Run(op, func(t *testing.T) {
+			db := New()
+			tbl := newTestTable(t, db, "t", ix)
+			armed = false
+			txn := db.WriteTxn(tbl)
+			it, err := tbl.Changes(txn)
+			must(t, err)
+			mustInsert(t, tbl, txn, objs...)
+			rtxn, err := txn.Commit()
+			must(t, err)
+			view := map[uint64]*testObject{}
+			mdlFeedView(t, view, it, rtxn)
+
+			txn = db.WriteTxn(tbl)
+			want := []uint64{1, 2, 3, 4}
+			if op == "Restore" {
+				must(t, tbl.DeleteAll(txn)) // Restore fills an empty table
+				want = []uint64{4}
+			}
+			armed = true
+			p := catch(func() {
+				switch op {
+				case "DeletePrefix(primary)":
+					tbl.DeletePrefix(txn, idIndex.QueryKey(index.Uint64(0)[:7]))
+				case "DeletePrefix(secondary)":
+					tbl.DeletePrefix(txn, ix.QueryKey(nil))
+				case "DeleteRange":
+					tbl.DeleteRange(txn, idIndex.Query(0), idIndex.Query(100))
+				case "DeleteMatches":
+					tbl.DeleteMatches(txn, ix.Query(-1)) // every object
+				case "Restore":
+					Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+						_ = yield(&testObject{ID: 10, Value: 3}, 50) && yield(&testObject{ID: 11, Value: 5}, 51)
+					}, 0)
+				}
+			})
+			armed = false
+			if p != "index function failed" {
+				t.Fatalf("the index function did not panic, but: %v", p)
+			}
+			mustInsert(t, tbl, txn, &testObject{ID: 4, Value: 8}) // the transaction goes on
+			rtxn, err = txn.Commit()
+			must(t, err)
+			checkIndexesAgree(t, tbl, rtxn)
+			if got := ids(tbl.All(rtxn)); !slices.Equal(got, want) {
+				t.Fatalf("after the panic the table holds %v, want %v", got, want)
+			}
+			mdlFeedView(t, view, it, rtxn)
+			if got := slices.Sorted(maps.Keys(view)); !slices.Equal(got, want) {
+				t.Fatalf("after the panic a feed's view holds %v, the table %v", got, want)
+			}
+			revs := map[Revision]bool{}
+			for o, rev := range tbl.All(rtxn) {
+				if revs[rev] || rev > tbl.Revision(rtxn) {
+					t.Fatalf("object %d at revision %d: twice, or above the table's %d", o.ID, rev, tbl.Revision(rtxn))
+				}
+				revs[rev] = true
+			}
+			it.Close()
+		})
+	}
+}
+
+// TestRestoreErrorLeavesTableAsItWas: a Restore that fails on its input
+// after adding objects leaves the table, its journal's record and its
+// feeds as they were, so the transaction may go on.
+func TestRestoreErrorLeavesTableAsItWas(t *testing.T) {
+	type restored struct {
+		id  uint64
+		rev Revision
+	}
+	for _, c := range []struct {
+		name string
+		objs []restored
+		err  error
+	}{
+		{"primary key twice", []restored{{10, 50}, {11, 51}, {10, 52}}, ErrRestoreInput},
+		{"revision twice", []restored{{10, 50}, {11, 50}}, ErrRestoreInput},
+		{"unique key twice", []restored{{10, 50}, {12, 51}}, ErrUniqueConstraint},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := New()
+			tbl := newTestTable(t, db, "t", nameIndex)
+			j := &memJournal{objects: map[string]int{}}
+			txn := db.WriteTxn(tbl)
+			must(t, SetJournal(txn, tbl, j, memTableJournal{}))
+			it, err := tbl.Changes(txn)
+			must(t, err)
+			rtxn, err := txn.Commit()
+			must(t, err)
+			view := map[uint64]*testObject{}
+			mdlFeedView(t, view, it, rtxn)
+
+			txn = db.WriteTxn(tbl)
+			err = Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+				for _, o := range c.objs {
+					name := fmt.Sprint(o.id)
+					if o.id == 12 {
+						name = "10" // the name of object 10
+					}
+					if !yield(&testObject{ID: o.id, Name: name}, o.rev) {
+						return
+					}
+				}
+			}, 0)
+			if !errors.Is(err, c.err) {
+				t.Fatalf("Restore: err = %v, want %v", err, c.err)
+			}
+			if n := tbl.NumObjects(txn); n != 0 {
+				t.Fatalf("after the failed Restore the transaction sees %d objects", n)
+			}
+			mustInsert(t, tbl, txn, &testObject{ID: 4, Name: "4"})
+			rtxn, err = txn.Commit()
+			must(t, err)
+			checkIndexesAgree(t, tbl, rtxn)
+			if got := ids(tbl.All(rtxn)); !slices.Equal(got, []uint64{4}) {
+				t.Fatalf("after the failed Restore the table holds %v, want [4]", got)
+			}
+			if len(j.objects) != 1 {
+				t.Fatalf("after the failed Restore the journal holds %v, want object 4 alone", j.objects)
+			}
+			mdlFeedView(t, view, it, rtxn)
+			if got := slices.Sorted(maps.Keys(view)); !slices.Equal(got, []uint64{4}) {
+				t.Fatalf("after the failed Restore a feed's view holds %v, want [4]", got)
+			}
+			it.Close()
+		})
+	}
+}
+
 // Case 9: a feed closed by the abort of the transaction that registered
 // it must say so, never make its consumer spin: Next returns no changes
 // and a nil channel, and the same after Close.

@@ -18,8 +18,8 @@ import (
 // of the table get the restored objects at their own revisions, after the
 // changes committed before them, even where those revisions are lower.
 // Restore fails with ErrTableNotEmpty, ErrRestoreInput, ErrUniqueConstraint,
-// ErrPrimaryKey, or an LPMIndex's ErrInvalidPrefix or ErrPrefixHostBits;
-// after an error, abort the transaction.
+// ErrPrimaryKey, or an LPMIndex's ErrInvalidPrefix or ErrPrefixHostBits; an
+// error, or a panic of an index function, leaves the table as it was.
 func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Revision], revision Revision) error {
 	t := tbl.(*table[Obj])
 	tt, err := t.writeState(txn)
@@ -30,7 +30,11 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 		return fmt.Errorf("table %q: %w", t.meta.name, ErrTableNotEmpty)
 	}
 	maxRev := revision
+	ops, multiKey, done := len(tt.ops), tt.multiKey, false
 	defer func() {
+		if !done && len(tt.restored) > 0 {
+			tt.unrestore(ops, multiKey)
+		}
 		clear(tt.restored)
 		tt.restored = tt.restored[:0]
 	}()
@@ -55,7 +59,20 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 	}
 	tt.revision = max(tt.revision, maxRev)
 	tt.dirty, tt.written = true, true
+	done = true
 	return nil
+}
+
+// unrestore takes back what a Restore that failed added to the table,
+// which was empty before it: the objects in its trees, the journal's ops
+// after the first ops, and multiKey as it was. Nothing was logged yet.
+func (tt *tableTxn[Obj]) unrestore(ops int, multiKey uint64) {
+	tt.primary.DeletePrefix(nil)
+	for i := range tt.secondary {
+		tt.secondary[i].DeletePrefix(nil)
+	}
+	clear(tt.ops[ops:])
+	tt.ops, tt.multiKey = tt.ops[:ops], multiKey
 }
 
 // restore adds one object at its own revision.

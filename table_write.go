@@ -611,11 +611,19 @@ func (t *table[Obj]) DeleteMatches(txn WriteTxn, q Query[Obj]) (int, error) {
 }
 
 // removeEach removes the objects objs yields, which it reads to the end
-// first: they come from a snapshot of the transaction.
+// first: they come from a snapshot of the transaction. It computes the
+// keys of every object as it reads them, before the first change, so that
+// an index function that panics leaves the table as it was (remove
+// computes them again).
 func (tt *tableTxn[Obj]) removeEach(objs iter.Seq2[Obj, Revision]) (int, error) {
+	t := tt.t
 	var list []Obj
 	for o := range objs {
 		list = append(list, o)
+		tt.pkBuf, _ = t.primaryKey(tt.pkBuf, o)
+		for i := range t.nsec {
+			t.indexes[i+1].fromObject(o)
+		}
 	}
 	n := 0
 	for _, o := range list {
