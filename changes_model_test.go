@@ -532,11 +532,31 @@ func (mt *mdlTable[Obj, PK]) feedReleased(m *mdlRun, where string) {
 	if mt.locked {
 		mt.dropLogAtUnlock = true
 		m.stats["DropLog.atUnlock"]++
+		if mt.touched && mt.observed && mt.lastFeedGone < 0 {
+			mt.lastFeedGone = len(mt.hist)
+			if m.r.IntN(2) == 0 {
+				mt.longTxnAfterLastFeed(m)
+			}
+		}
 		return
 	}
 	mt.dropLogTxn()
 	mt.checkGraveyard(m, where)
 	m.checkWatchesCommitted()
+}
+
+// longTxnAfterLastFeed plays the trial's case 1 in the open transaction,
+// which began the table's write state while it had feeds, the last of
+// which was just released: more than two log segments of writes, then an
+// abort, or a commit that the journal fails.
+func (mt *mdlTable[Obj, PK]) longTxnAfterLastFeed(m *mdlRun) {
+	op := mt.bulk(m, m.txn, 2*changeLogSegment+1+m.r.IntN(2*changeLogSegment))
+	m.log(mt.tbl.Name() + ": " + op + " after the last feed")
+	if mt.journaled && m.r.IntN(2) == 0 {
+		m.commitJournal(true)
+	} else {
+		m.abort()
+	}
 }
 
 // dropLogTxn models dropUnobservedLog's transaction on the table, which

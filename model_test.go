@@ -516,9 +516,13 @@ type mdlTable[Obj comparable, PK cmp.Ordered] struct {
 	dropLogAtUnlock bool
 	wasLocked       bool
 	ended           string
-	feedSeq         int // numbers the feeds, for messages
-	revRoots        int // numbers the primary index roots
-	pubs            int // numbers the committed states
+	// lastFeedGone is the length of hist when the last feed was released
+	// in the open transaction after it began the table's write state with
+	// a change log (the trial's case 1, changes_model_test.go), or -1.
+	lastFeedGone int
+	feedSeq      int // numbers the feeds, for messages
+	revRoots     int // numbers the primary index roots
+	pubs         int // numbers the committed states
 }
 
 func (mt *mdlTable[Obj, PK]) meta() TableMeta { return mt.tbl }
@@ -555,6 +559,7 @@ func (mt *mdlTable[Obj, PK]) viewState() any      { return mt.view() }
 func (mt *mdlTable[Obj, PK]) begin(locked bool) {
 	mt.pending, mt.locked, mt.written = nil, locked, false
 	mt.touched, mt.observed, mt.gyPending = false, false, nil
+	mt.lastFeedGone = -1
 }
 
 func (mt *mdlTable[Obj, PK]) commit(m *mdlRun) {
@@ -576,6 +581,10 @@ func (mt *mdlTable[Obj, PK]) commit(m *mdlRun) {
 }
 
 func (mt *mdlTable[Obj, PK]) abort(m *mdlRun) {
+	if mt.lastFeedGone >= 0 && len(mt.hist)-mt.lastFeedGone > 2*changeLogSegment {
+		// The trial's case 1, ended by Abort or a failed commit.
+		m.stats["Abort.afterLastFeedInLongTxn"]++
+	}
 	mt.wasLocked = mt.locked
 	mt.pending, mt.locked = nil, false
 	clear(mt.hist[mt.committed.logLen:])
@@ -957,25 +966,7 @@ func (mt *mdlTable[Obj, PK]) writeOp(m *mdlRun, txn WriteTxn) (op string) {
 		return "Insert(stored) -> " + fmt.Sprint(err)
 
 	case n < 91: // a long run of inserts and deletes: several log segments
-		k := changeLogSegment + r.IntN(3*changeLogSegment)
-		for range k {
-			pk := mt.pkGen(r)
-			old, had := mt.view().objs[pk]
-			if had && r.IntN(3) == 0 {
-				gotOld, gotHad, err := tbl.Delete(txn, old.obj)
-				mt.expectWrite(m, "Delete(bulk)", nil, old, true, gotOld, gotHad, err)
-				mt.del(pk)
-				continue
-			}
-			obj := mt.gen(r, pk)
-			wantErr := mt.upsertErr(mt.view(), pk, obj, old, had)
-			gotOld, gotHad, err := tbl.Insert(txn, obj)
-			mt.expectWrite(m, "Insert(bulk)", wantErr, old, had, gotOld, gotHad, err)
-			if wantErr == nil {
-				mt.put(pk, obj)
-			}
-		}
-		return fmt.Sprintf("Bulk(%d writes)", k)
+		return mt.bulk(m, txn, changeLogSegment+r.IntN(3*changeLogSegment))
 
 	case n < 94: // Restore, into the table emptied first
 		return mt.restoreOp(m, txn)
@@ -1002,6 +993,29 @@ func (mt *mdlTable[Obj, PK]) writeOp(m *mdlRun, txn WriteTxn) (op string) {
 	default: // reads through the transaction, checked below
 		return "nop"
 	}
+}
+
+// bulk makes k inserts and deletes in txn, which locked the table.
+func (mt *mdlTable[Obj, PK]) bulk(m *mdlRun, txn WriteTxn, k int) string {
+	r, tbl := m.r, mt.tbl
+	for range k {
+		pk := mt.pkGen(r)
+		old, had := mt.view().objs[pk]
+		if had && r.IntN(3) == 0 {
+			gotOld, gotHad, err := tbl.Delete(txn, old.obj)
+			mt.expectWrite(m, "Delete(bulk)", nil, old, true, gotOld, gotHad, err)
+			mt.del(pk)
+			continue
+		}
+		obj := mt.gen(r, pk)
+		wantErr := mt.upsertErr(mt.view(), pk, obj, old, had)
+		gotOld, gotHad, err := tbl.Insert(txn, obj)
+		mt.expectWrite(m, "Insert(bulk)", wantErr, old, had, gotOld, gotHad, err)
+		if wantErr == nil {
+			mt.put(pk, obj)
+		}
+	}
+	return fmt.Sprintf("Bulk(%d writes)", k)
 }
 
 // restoreOp empties the table (DeleteAll) if it is not empty, and restores
@@ -1478,12 +1492,15 @@ func (m *mdlRun) beginTxn(only int) {
 	m.log("WriteTxn(" + m.txnDesc + ")")
 }
 
-func (m *mdlRun) commit() {
+// commit commits the open transaction, which now and then the journal
+// fails.
+func (m *mdlRun) commit() { m.commitJournal(m.r.IntN(10) == 0) }
+
+// commitJournal commits the open transaction, with a journal that fails
+// it if fail is set: then nothing is published, as after Abort, if the
+// transaction wrote a table attached to it.
+func (m *mdlRun) commitJournal(fail bool) {
 	txn := m.txn
-	// Now and then the journal fails the commit: then nothing is
-	// published, as after Abort, if the transaction wrote a table
-	// attached to it.
-	fail := m.r.IntN(10) == 0
 	wantErr := false
 	for _, mt := range m.tables {
 		wantErr = wantErr || (fail && mt.journalWrite())
@@ -1496,6 +1513,7 @@ func (m *mdlRun) commit() {
 			m.fatalf("Commit with a failing journal: err = %v", err)
 		}
 		m.log("Commit(" + m.txnDesc + ") -> journal failed")
+		m.stats["Commit.journalFailed"]++
 		m.aborted(txn)
 		return
 	}
