@@ -17,6 +17,9 @@ package strata
 //     (gen), and a sequence of an older number yields nothing. So no
 //     change is delivered twice or lost, whenever and however often
 //     sequences are consumed.
+//  4. Under the invariants build tag, a feed publishes the log positions
+//     it may read from or up to (publishHeld) after each change of them,
+//     and before it moves its pin, for checkLog.
 
 import (
 	"cmp"
