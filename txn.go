@@ -251,6 +251,9 @@ type writeTxn struct {
 	// acquired is when the last lock was taken (monotonic); set only if
 	// the database has metrics.
 	acquired time.Duration
+	// committed: commit published the transaction's writes (or had none
+	// to publish), so it ends as committed.
+	committed bool
 }
 
 type lockedTable struct {
@@ -366,10 +369,10 @@ func (h *txnHandle) Commit() (ReadTxn, error) {
 	if w == nil {
 		return nil, ErrTransactionClosed
 	}
-	// Deferred, so that the handle is closed even if the commit panics
-	// (a bug in a writer, or the journal's panic, raised again below):
-	// a later Abort of the handle must not unlock the tables again.
-	defer h.end()
+	// Deferred, so that the transaction ends, unlocking its tables, and
+	// the handle closes, however commit ends: with a panic too (a bug in
+	// a writer, or the journal's panic, raised again below).
+	defer h.endCommit(w)
 	root, err := w.commit()
 	if err != nil {
 		if p, ok := err.(*journalPanic); ok {
@@ -382,16 +385,33 @@ func (h *txnHandle) Commit() (ReadTxn, error) {
 
 func (h *txnHandle) Abort() {
 	if w := h.w; w != nil {
-		defer h.end() // as in Commit
+		h.close(w)
 		w.abort()
+		recycle(w)
 	}
 }
 
-// end closes the handle once its transaction ended, and recycles the
-// transaction's state.
-func (h *txnHandle) end() {
-	w := h.w
-	h.root, h.w, *h.open = w.root, nil, nil
+// endCommit ends the transaction w that Commit ran: as committed once it
+// published (w.committed), else aborted. The handle is closed first, so
+// that if ending the transaction panics (a bug), no Abort of the handle,
+// nor its block's cleanup, ends it again and unlocks its tables twice.
+func (h *txnHandle) endCommit(w *writeTxn) {
+	h.close(w)
+	if w.committed {
+		w.release(true)
+	} else {
+		w.abort()
+	}
+	recycle(w)
+}
+
+// close closes the handle of w, a transaction that is ending: reads through
+// the handle see w.root from now on, Commit and Abort do nothing, and the
+// cleanup of the handle's block no longer sees w.
+func (h *txnHandle) close(w *writeTxn) { h.root, h.w, *h.open = w.root, nil, nil }
+
+// recycle returns the state of a transaction that ended to the pool.
+func recycle(w *writeTxn) {
 	*w = writeTxn{}
 	writeTxnPool.Put(w)
 }
@@ -411,26 +431,15 @@ func abortForgotten(open *openTxns) {
 		slog.Error("strata: write transaction was neither committed nor aborted; aborting it",
 			"tables", strings.Join(names, ","))
 		w.abort()
-		*w = writeTxn{}
-		writeTxnPool.Put(w)
+		recycle(w)
 	}
 }
 
-// commit publishes the transaction's writes and ends it, returning the new
-// snapshot. Afterwards w.root is the snapshot reads through the handle see.
-//
-// The tables are unlocked however commit ends, a panic included (a bug in
-// a writer): until the new root is published the transaction is aborted,
-// and after that it ends as committed.
+// commit publishes the transaction's writes, returning the new snapshot,
+// and sets w.committed once it did; its caller (txnHandle.endCommit) then
+// ends the transaction, as committed or aborted. Afterwards w.root is the
+// snapshot reads through the handle see.
 func (w *writeTxn) commit() (*dbRoot, error) {
-	committed := false
-	defer func() {
-		if committed {
-			w.end(true)
-		} else {
-			w.abort()
-		}
-	}()
 	changed := false
 	for i := range w.locked {
 		lt := &w.locked[i]
@@ -442,7 +451,7 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 	if !changed {
 		// Nothing to publish, but the writers end as committed
 		// (registered feeds, attached journals).
-		committed = true
+		w.committed = true
 		w.root = w.db.root.Load()
 		for i := range w.locked {
 			if lt := &w.locked[i]; lt.w != nil {
@@ -455,7 +464,7 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 	db := w.db
 	if err := w.writeJournal(); err != nil {
 		w.root = db.root.Load()
-		return w.root, err // aborted, deferred
+		return w.root, err
 	}
 	db.mu.Lock()
 	root := newRoot(db.first, db.root.Load().tables())
@@ -468,14 +477,13 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 	db.root.Store(root)
 	db.commits++
 	db.mu.Unlock()
-	committed = true
+	w.committed, w.root = true, root
 
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.w != nil {
 			lt.w.notify()
 		}
 	}
-	w.root = root
 	return root, nil
 }
 
@@ -556,7 +564,7 @@ func (w *writeTxn) report(committed bool) {
 // unlocked even if a writer's abort panics (a bug): a table left locked
 // would block every later writer for ever.
 func (w *writeTxn) abort() {
-	defer w.end(false)
+	defer w.release(false)
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.w != nil {
 			lt.w.abort()
@@ -564,18 +572,10 @@ func (w *writeTxn) abort() {
 	}
 }
 
-// end ends the transaction, committed or not: it unlocks the tables, then
+// release ends the transaction, committed or not: it unlocks the tables in
+// reverse order and forgets the writers, which belong to the tables, then
 // reports to the metrics.
-func (w *writeTxn) end(committed bool) {
-	w.release()
-	if w.db.opts.metricsOn {
-		w.report(committed)
-	}
-}
-
-// release ends the transaction: it unlocks the tables in reverse order and
-// forgets the writers, which belong to the tables.
-func (w *writeTxn) release() {
+func (w *writeTxn) release(committed bool) {
 	for i := len(w.locked) - 1; i >= 0; i-- {
 		lt := &w.locked[i]
 		lt.w = nil
@@ -591,5 +591,8 @@ func (w *writeTxn) release() {
 			// The last feed closed while the table was locked.
 			lt.meta.table.dropUnobservedLog()
 		}
+	}
+	if w.db.opts.metricsOn {
+		w.report(committed)
 	}
 }
