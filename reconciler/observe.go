@@ -159,8 +159,12 @@ func (l *loop[Obj]) restoreError(c *strata.Change[Obj], st Status, now int64) {
 		s.terminal++
 		return
 	}
+	// The end of the backoff is converted from the status's time as it
+	// is, not as an offset from now: now was read when the loop's round
+	// began, and time.Until's clock since, so an offset would bring the
+	// retry forward by however long the round has run.
 	backoff := l.backoff(it.attempts)
-	due := now + int64(time.Until(st.UpdatedAt.Add(backoff)))
+	due := l.r.monoOf(st.UpdatedAt.Add(backoff))
 	if st.UpdatedAt.IsZero() || due <= now {
 		due = now + int64(float64(backoff)*l.r.rand.Float64())
 	}
