@@ -8,6 +8,7 @@
 package reconcilerrestart
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,15 +112,22 @@ type dirWorld struct {
 	failing bool
 
 	mu       sync.Mutex
-	attempts map[string][]time.Time // Update calls, by name
+	attempts map[string][]attempt // Update calls, by name, in order
 	prunes   int
+}
+
+// attempt is one Update call: when it came, and the status of the object
+// it was given (the Pending or Refreshing status that made the attempt).
+type attempt struct {
+	at     time.Time
+	status reconciler.Status
 }
 
 var errRefused = errors.New("the world refuses bad- files")
 
 func (w *dirWorld) Update(_ context.Context, _ strata.ReadTxn, _ strata.Revision, f *file) error {
 	w.mu.Lock()
-	w.attempts[f.Name] = append(w.attempts[f.Name], time.Now())
+	w.attempts[f.Name] = append(w.attempts[f.Name], attempt{time.Now(), f.Status})
 	failing := w.failing
 	w.mu.Unlock()
 	if failing && strings.HasPrefix(f.Name, "bad-") {
@@ -161,14 +170,18 @@ func (w *dirWorld) Prune(_ context.Context, _ strata.ReadTxn, desired iter.Seq2[
 }
 
 // retryMin and retryMax are the reconcilers' backoff, without jitter so
-// that the test can check when retries come.
+// that the test can check when retries come. (The reconciler that
+// TestReconcilerRestart starts after the kills begins its backoff where
+// splitBackoff says.)
 const (
 	retryMin = 50 * time.Millisecond
 	retryMax = 2 * time.Second
 )
 
-func backoff(attempts uint32) time.Duration {
-	d := retryMin
+// backoff is the reconcilers' wait after attempts failed attempts, for
+// a backoff that begins at from.
+func backoff(from time.Duration, attempts uint32) time.Duration {
+	d := from
 	for i := uint32(1); i < attempts && d < retryMax; i++ {
 		d *= 2
 	}
@@ -190,7 +203,7 @@ func open(t testing.TB, dir string, failing bool, opts ...reconciler.Option) (*s
 	if err := persist.Register(store, db, tbl, persist.Binary[file]()); err != nil {
 		fatal(t, err)
 	}
-	world := &dirWorld{dir: filepath.Join(dir, "world"), failing: failing, attempts: map[string][]time.Time{}}
+	world := &dirWorld{dir: filepath.Join(dir, "world"), failing: failing, attempts: map[string][]attempt{}}
 	if err := os.MkdirAll(world.dir, 0o755); err != nil {
 		fatal(t, err)
 	}
@@ -215,7 +228,12 @@ func fatal(t testing.TB, err error) {
 	t.Fatal(err)
 }
 
-// child reconciles and writes random changes until it is killed.
+// child reconciles and writes random changes until it is killed. After
+// each commit it prints a line saying what is durable: a commit returns
+// once the store has synced it, and a read shows only synced commits
+// (the reconciler's status writes included). The parent kills it after a
+// random number of such lines, so that the kills fall at points defined
+// by the child's progress, however slow the machine is.
 func child(dir string, seed uint64) {
 	db, tbl, _, r, _ := open(nil, dir, true)
 	go r.Run(context.Background(), nil)
@@ -236,7 +254,139 @@ func child(dir string, seed uint64) {
 		if _, err := wtxn.Commit(); err != nil {
 			fatal(nil, err)
 		}
+		objects, inError := 0, 0
+		for f := range tbl.All(db.ReadTxn()) {
+			objects++
+			if f.Status.Kind == reconciler.StatusKindError {
+				inError++
+			}
+		}
+		fmt.Printf("commit %d durable: %d objects, %d in Error\n", i, objects, inError)
 		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+	}
+}
+
+// maxLines bounds the lines a child prints before it is killed: about the
+// work of a few hundred milliseconds of an idle machine.
+const maxLines = 100
+
+// hang bounds every wait of these tests. Only code that hangs reaches it,
+// however loaded the machine: a slow machine makes the tests slower, it
+// does not fail them.
+const hang = 2 * time.Minute
+
+// clockSlack is what the test allows between the reconciler's clock
+// (monotonic, from its start) and the wall clock of the statuses.
+const clockSlack = time.Millisecond
+
+// killAfter runs a child on dir with the seed, kills it with SIGKILL once
+// it has printed lines lines (what it did durably), and returns the last
+// of them.
+func killAfter(t *testing.T, dir string, seed, lines int) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+strconv.Itoa(seed), childDirEnv+"="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The reader owns last until it closes eof; it reads on after the
+	// kill, to the end of the pipe, so that Wait comes after the reads.
+	reached, eof := make(chan struct{}), make(chan struct{})
+	var last string
+	go func() {
+		defer close(eof)
+		sc := bufio.NewScanner(stdout)
+		for n := 1; sc.Scan(); n++ {
+			if n == lines {
+				last = sc.Text()
+				close(reached)
+			}
+		}
+	}()
+	timeout := time.NewTimer(hang)
+	defer timeout.Stop()
+	select {
+	case <-reached:
+	case <-eof:
+	case <-timeout.C:
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-eof
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child %d ended with %v before it was killed:\n%s", seed, err, stderr.String())
+	}
+	select {
+	case <-reached:
+	default:
+		t.Fatalf("child %d printed fewer than %d lines in %s:\n%s", seed, lines, hang, stderr.String())
+	}
+	return last
+}
+
+// failed is an object found in Error: its status's attempts and time.
+type failed struct {
+	attempts uint32
+	at       time.Time
+}
+
+// survey opens the store in dir, counts the table's objects, returns
+// those in Error, and closes the store.
+func survey(t *testing.T, dir string) (objects int, inError map[string]failed) {
+	db, tbl, store, _, _ := open(t, dir, true)
+	inError = map[string]failed{}
+	for f := range tbl.All(db.ReadTxn()) {
+		objects++
+		if f.Status.Kind == reconciler.StatusKindError {
+			inError[f.Name] = failed{f.Status.Attempts, f.Status.UpdatedAt}
+		}
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return objects, inError
+}
+
+// splitBackoff returns a start of the backoff (retryMin of a reconciler)
+// at which some of the failures are still in their backoff at now, and
+// the others past it, where their times allow: a failure of a attempts
+// at time u is in its backoff while from·2^(a-1) > now-u. So that a
+// restarted reconciler has both kinds to resume, whatever the kills left;
+// the time it takes to start moves objects from the first kind to the
+// second, and the checks hold for either.
+func splitBackoff(failures map[string]failed, now time.Time) time.Duration {
+	var ends []time.Duration
+	for _, f := range failures {
+		ends = append(ends, now.Sub(f.at)>>min(f.attempts-1, 30))
+	}
+	slices.Sort(ends)
+	from := 2 * ends[0]
+	if len(ends) > 1 {
+		from = (ends[len(ends)/2-1] + ends[len(ends)/2]) / 2
+	}
+	return min(max(from, time.Millisecond), retryMax)
+}
+
+// waitFor polls cond until it returns nil, and fails the test if that
+// takes longer than hang.
+func waitFor(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(hang)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, hang, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -254,44 +404,65 @@ func TestReconcilerRestart(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	for cycle := range n {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"="+strconv.Itoa(cycle+1), childDirEnv+"="+dir)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 1))
+	t.Logf("seed %d", seed)
+	// The kills go on past n until the table holds an object in Error
+	// (almost always at once): whether a kill leaves one is chance, and
+	// the test of backoff needs one.
+	const extra = 20
+	var inError map[string]failed
+	var surveyed time.Duration // how long the last survey took
+	for kills := 0; ; kills++ {
+		if kills >= n {
+			var objects int
+			start := time.Now()
+			objects, inError = survey(t, dir)
+			if surveyed = time.Since(start); len(inError) > 0 {
+				t.Logf("%d kills left %d objects, %d of them in Error", kills, objects, len(inError))
+				break
+			}
+			if kills == n+extra {
+				t.Fatalf("%d kills left %d objects, none in Error: the test would check nothing of backoff", kills, objects)
+			}
 		}
-		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("cycle %d: the child ended with %v before it was killed:\n%s", cycle, err, stderr.String())
-		}
+		lines := 1 + rng.IntN(maxLines)
+		last := killAfter(t, dir, kills+1, lines)
+		t.Logf("kill %d after %d lines: %s", kills+1, lines, last)
 	}
 
-	db, tbl, store, r, world := open(t, dir, true)
-	defer store.Close()
-	type failed struct {
-		attempts uint32
-		at       time.Time
+	// The split is for when the reconciler will have started: about as
+	// long from now as the survey, which opened the same store, took.
+	from := splitBackoff(inError, time.Now().Add(surveyed))
+	t.Logf("the restarted reconciler's backoff begins at %s (survey %s)", from, surveyed)
+	// The restore is watched from the reconciler's rounds: after each, its
+	// loop reports its figures (Metrics.Progress) and waits for the report
+	// to return. So an object's first Inspection other than Unseen is from
+	// the round that took it up, before that round's end could dispatch
+	// it, however slow the machine; and the round, hence the restore's
+	// clock reading, began before that Inspection (seen).
+	type sighting struct {
+		in   reconciler.Inspection
+		seen time.Time
 	}
-	inError := map[string]failed{}
-	total := 0
-	for f := range tbl.All(db.ReadTxn()) {
-		total++
-		if f.Status.Kind == reconciler.StatusKindError {
-			inError[f.Name] = failed{f.Status.Attempts, f.Status.UpdatedAt}
+	var (
+		mu        sync.Mutex
+		sightings = map[string]sighting{}
+		r         *reconciler.Reconciler[*file]
+	)
+	watch := roundMetrics{reconciler.NopMetrics{}.Reconciler(""), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for name := range inError {
+			if _, ok := sightings[name]; !ok {
+				if in, _ := r.Inspect(index.String(name)); in.Phase != reconciler.PhaseUnseen {
+					sightings[name] = sighting{in, time.Now()}
+				}
+			}
 		}
-	}
-	if total == 0 {
-		t.Fatal("the killed processes left an empty table")
-	}
-	if len(inError) == 0 {
-		t.Fatal("no object in Error after the kills; the test would check nothing of backoff")
-	}
-	t.Logf("after %d kills: %d objects, %d of them in Error", n, total, len(inError))
+	}}
+	db, tbl, store, r, world := open(t, dir, true, reconciler.WithRetry(from, retryMax), reconciler.WithMetrics(watch))
+	defer store.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	restart := time.Now()
@@ -302,58 +473,141 @@ func TestReconcilerRestart(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	waitFor(t, "the objects in Error taken up by the new reconciler", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(sightings) < len(inError) {
+			return fmt.Errorf("%d of %d", len(sightings), len(inError))
+		}
+		return nil
+	})
 
-	// The objects in Error still fail: each is retried once its backoff
-	// from the persisted status has passed (or, if that passed while no
-	// process ran, within one backoff of the restart), and its attempts
-	// count on from the persisted number.
-	time.Sleep(2*retryMax + time.Second)
-	world.mu.Lock()
+	// Each object in Error is taken up waiting for its retry, its
+	// attempts counted on from the persisted number. If the backoff from
+	// its persisted status (the status's time plus the backoff of its
+	// attempts) had not ended when the reconciler started, the next
+	// attempt is when it ends; otherwise it is at a random point within
+	// one backoff of the start, so that the objects found in Error are
+	// not all retried at once. The start lies between restart and seen: a
+	// slow machine widens the bounds, it cannot break them.
+	next := map[string]time.Time{}
+	var spread []time.Time
 	for name, f := range inError {
-		at := world.attempts[name]
-		if len(at) == 0 {
-			t.Errorf("%s (in Error, %d attempts) was not retried after the restart", name, f.attempts)
+		due, b := f.at.Add(backoff(from, f.attempts)), backoff(from, f.attempts)
+		in, seen := sightings[name].in, sightings[name].seen
+		at := func(x time.Time) time.Duration { return x.Sub(restart).Round(time.Millisecond) }
+		t.Logf("%s: %d attempts, backoff ends %s after the restart; taken up by %s: %s after %d attempts, next at %s",
+			name, f.attempts, at(due), at(seen), in.Phase, in.Attempts, max(at(in.NextAttempt), 0))
+		switch {
+		case in.Attempts != f.attempts:
+			t.Errorf("%s: taken up after %d attempts, was %d: the count did not go on", name, in.Attempts, f.attempts)
+		case in.Phase != reconciler.PhaseBackoff:
+			t.Errorf("%s (in Error, %d attempts) taken up %s, not waiting for its retry", name, f.attempts, in.Phase)
+		case in.NextAttempt.Equal(due):
+			next[name] = due
+		case in.NextAttempt.Before(due):
+			t.Errorf("%s: next attempt %s after the restart, before its backoff ends (%s)", name, at(in.NextAttempt), at(due))
+		case due.After(seen):
+			t.Errorf("%s: next attempt %s after the restart, not when its backoff ends (%s)", name, at(in.NextAttempt), at(due))
+		case in.NextAttempt.Before(restart) || !in.NextAttempt.Before(seen.Add(b)):
+			t.Errorf("%s: next attempt %s after the restart, not within one backoff (%s) of the start (between 0 and %s)",
+				name, at(in.NextAttempt), b, at(seen))
+		default:
+			next[name] = in.NextAttempt
+			spread = append(spread, in.NextAttempt)
+		}
+	}
+	slices.SortFunc(spread, time.Time.Compare)
+	for i := 1; i < len(spread); i++ {
+		if spread[i].Equal(spread[i-1]) {
+			t.Errorf("objects whose backoff ended before the restart are all retried %s after it: all at once", spread[i].Sub(restart))
+		}
+	}
+
+	// The retries: each fails, and its status counts it, on from the
+	// persisted number.
+	waitFor(t, "a retry of every object in Error", func() error {
+		for name, f := range inError {
+			o, _, ok := tbl.Get(db.ReadTxn(), fileByName.Query(name))
+			if !ok || o.Status.Attempts <= f.attempts {
+				return fmt.Errorf("%s: %v, %s", name, ok, o.Status)
+			}
+		}
+		return nil
+	})
+	for name, f := range inError {
+		before := world.attemptsOf(name)
+		o, _, _ := tbl.Get(db.ReadTxn(), fileByName.Query(name))
+		after := world.attemptsOf(name)
+		if o.Status.Kind != reconciler.StatusKindError {
+			t.Errorf("%s: %s while the world refuses it", name, o.Status)
+		}
+		// Each Update the world saw is counted in the status once its
+		// outcome is written; one may be in flight.
+		if counted := int(o.Status.Attempts - f.attempts); counted > len(after) || counted < len(before)-1 {
+			t.Errorf("%s: %d attempts counted since the restart, the world saw %d", name, counted, len(after))
+		}
+		if len(after) == 0 {
+			t.Errorf("%s: no Update after the restart", name)
 			continue
 		}
-		due := f.at.Add(backoff(f.attempts))
-		const slack = 200 * time.Millisecond
-		switch {
-		case due.After(restart) && at[0].Before(due.Add(-slack/4)):
-			t.Errorf("%s retried %s after the restart, before its backoff ended (%s)", name, at[0].Sub(restart), due.Sub(restart))
-		case !due.After(restart) && at[0].After(restart.Add(backoff(f.attempts)+slack)):
-			t.Errorf("%s retried %s after the restart, later than one backoff (%s)", name, at[0].Sub(restart), backoff(f.attempts))
+		// The Updates come in order, each with the status of the failure
+		// it retries: the first retries the persisted one.
+		for i, a := range after {
+			if want := f.attempts + uint32(i); a.status.Attempts != want || a.status.Kind != reconciler.StatusKindPending {
+				t.Errorf("%s: Update %d after the restart saw %s (%d attempts), want Pending after %d", name, i, a.status, a.status.Attempts, want)
+			}
 		}
-	}
-	world.failing = false
-	world.mu.Unlock()
-	for name, f := range inError {
-		o, _, ok := tbl.Get(db.ReadTxn(), fileByName.Query(name))
-		if ok && o.Status.Kind == reconciler.StatusKindError && o.Status.Attempts <= f.attempts {
-			t.Errorf("%s: %d attempts after retries, was %d: the count started over", name, o.Status.Attempts, f.attempts)
+		if got := after[0].status.UpdatedAt; !got.Equal(f.at) {
+			t.Errorf("%s: the first retry after the restart saw a status of %s, the persisted one is of %s", name, got, f.at)
+		}
+		first := after[0].at
+		if due := f.at.Add(backoff(from, f.attempts)); first.Before(due.Add(-clockSlack)) {
+			t.Errorf("%s retried %s after the restart, before its backoff ended (%s)", name, first.Sub(restart), due.Sub(restart))
+		}
+		if at, ok := next[name]; ok && first.Before(at.Add(-clockSlack)) {
+			t.Errorf("%s retried %s after the restart, before its next attempt (%s)", name, first.Sub(restart), at.Sub(restart))
 		}
 	}
 
-	// Once the world takes bad- files again (their next retry, at most
-	// retryMax away), everything converges; a prune removes what deletes
-	// the kills interrupted left behind.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		time.Sleep(retryMax + 100*time.Millisecond)
-		world.mu.Lock()
-		prunes := world.prunes
-		world.mu.Unlock()
+	// Once the world takes bad- files again (their next retry), everything
+	// converges; a prune removes what deletes the kills interrupted left
+	// behind.
+	world.mu.Lock()
+	world.failing = false
+	world.mu.Unlock()
+	waitFor(t, "convergence", func() error {
+		if st := r.Stats(); st.Parked+st.Delayed+st.InFlight > 0 || st.Queued != [len(st.Queued)]int{} {
+			return fmt.Errorf("stats %+v", st)
+		}
+		prunes := world.prunesSince(0)
 		r.Prune()
-		for world.prunesSince(prunes) == 0 && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		err := converged(db, tbl, world.dir)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not converged 30s after the restart: %v\nstats %+v", err, r.Stats())
-		}
-	}
+		waitFor(t, "a prune", func() error {
+			if world.prunesSince(prunes) == 0 {
+				return errors.New("none done")
+			}
+			return nil
+		})
+		return converged(db, tbl, world.dir)
+	})
+}
+
+// roundMetrics calls onRound at the end of each round of the reconciler
+// (Metrics.Progress, which its loop calls and waits for); it discards
+// the other measurements.
+type roundMetrics struct {
+	reconciler.ReconcilerMetrics
+	onRound func()
+}
+
+func (m roundMetrics) Reconciler(string) reconciler.ReconcilerMetrics { return m }
+func (m roundMetrics) Progress(reconciler.Stats)                      { m.onRound() }
+
+// attemptsOf returns a copy of the Updates of the file name.
+func (w *dirWorld) attemptsOf(name string) []attempt {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.attempts[name])
 }
 
 func (w *dirWorld) prunesSince(n int) int {
