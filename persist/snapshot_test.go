@@ -321,13 +321,18 @@ func setBlockTarget(t testing.TB, n int) {
 	t.Cleanup(func() { snapBlockTarget = old })
 }
 
-// slowWriter yields to other goroutines on every write.
+// slowWriter yields to other goroutines on every write, and before the
+// first one runs first (if set).
 type slowWriter struct {
 	w      io.Writer
 	writes int
+	first  func()
 }
 
 func (s *slowWriter) Write(p []byte) (int, error) {
+	if s.writes == 0 && s.first != nil {
+		s.first()
+	}
 	s.writes++
 	time.Sleep(50 * time.Microsecond)
 	return s.w.Write(p)
@@ -381,7 +386,14 @@ func TestSnapshotConcurrentWriters(t *testing.T) {
 	want := src.contents(txn)
 	before := commits.Load()
 	var buf bytes.Buffer
-	sw := &slowWriter{w: &buf}
+	// The export waits, at its first write, for a commit: commits come
+	// during the export however the goroutines are scheduled.
+	sw := &slowWriter{w: &buf, first: func() {
+		deadline := time.Now().Add(time.Minute) // only a hang reaches it
+		for commits.Load() == before && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}}
 	err := WriteSnapshot(sw, txn, src.tables()...)
 	during := commits.Load() - before
 	close(stop)

@@ -3,6 +3,8 @@ package reconciler_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -274,7 +276,8 @@ func (gateBatch) Discard() {}
 // the status write waits for the table's lock (held by another writer's
 // slow durable commit) are written in the same transaction, not in one
 // of their own. Real time: a goroutine waiting for a mutex is not durably
-// blocked, so synctest cannot wait for it.
+// blocked, so synctest cannot wait for it; the test waits for the
+// goroutines' states instead (goroutinesIn), which no delay can fake.
 func TestStatusWriteTakesWhatCameDuringLockWait(t *testing.T) {
 	m := newRecordingMetrics()
 	f := newFixture(t, fixtureConfig{}, reconciler.WithWorkers(4), reconciler.WithRoundSize(1), reconciler.WithMetrics(m))
@@ -309,14 +312,18 @@ func TestStatusWriteTakesWhatCameDuringLockWait(t *testing.T) {
 	<-journal.waiting
 	journal.armed.Store(false)
 	// The first outcome reaches the status write, which waits for the
-	// lock; the others come in while it waits.
+	// lock; the others come in while it waits: their workers hand them
+	// to the status writer and go back to wait for work.
 	releases[0]()
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, func() bool {
+		return goroutinesIn("sync.Mutex.Lock", "reconciler.(*committer[...]).write(") == 1
+	})
 	for _, release := range releases[1:] {
 		release()
 	}
-	waitFor(t, func() bool { return f.world.Running() == 0 })
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, func() bool {
+		return f.world.Running() == 0 && goroutinesIn("chan receive", "reconciler.(*worker[...]).run(") == 4
+	})
 	close(journal.open)
 	if err := <-written; err != nil {
 		t.Fatal(err)
@@ -336,14 +343,38 @@ func TestStatusWriteTakesWhatCameDuringLockWait(t *testing.T) {
 	}
 }
 
-// waitFor polls cond, for tests that run in real time.
+// waitFor polls cond, for tests that run in real time. Its bound only
+// stops a hang: a slow machine makes the wait longer, not the test red.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
+			t.Fatal("condition not met in a minute")
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// goroutinesIn counts the goroutines blocked in state (as runtime.Stack's
+// headers name it: "chan receive", "sync.Mutex.Lock") whose stacks hold
+// every one of the frames (substrings of its lines).
+func goroutinesIn(state string, frames ...string) int {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	n := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "["+state) && !slices.ContainsFunc(frames, func(f string) bool { return !strings.Contains(g, f) }) {
+			n++
+		}
+	}
+	return n
 }

@@ -91,7 +91,7 @@ func (a *testApp) cells() []cell.Cell {
 func (a *testApp) reconcile(t testing.TB, hs ...*Host) {
 	t.Helper()
 	rev := insertHosts(t, a.db, a.hosts, hs...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // only a hang reaches it
 	defer cancel()
 	_, _, err := a.r.WaitUntilReconciled(ctx, rev)
 	must(t, err)

@@ -197,12 +197,12 @@ func worldCmds(w *reconcilertest.World[*Host]) map[string]script.Cmd {
 					if got := w.Keys(); slices.Equal(got, want) {
 						return nil, nil
 					}
+					// The script's context bounds the wait: a slow
+					// machine makes it longer, not the script red.
 					select {
 					case <-changed:
-					case <-time.After(5 * time.Second):
-						return nil, fmt.Errorf("world holds %v, want %v", w.Keys(), want)
 					case <-s.Context().Done():
-						return nil, s.Context().Err()
+						return nil, fmt.Errorf("world holds %v, want %v: %w", w.Keys(), want, s.Context().Err())
 					}
 				}
 			}),

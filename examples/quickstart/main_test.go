@@ -44,7 +44,7 @@ func TestRun(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the quick start did not terminate")
+	case <-time.After(time.Minute): // only a hang reaches it
+		t.Fatal("the quick start did not terminate in a minute")
 	}
 }
