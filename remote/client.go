@@ -90,6 +90,14 @@ func New(addr string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// CloseIdleConnections closes the connections the client keeps open for
+// its next requests (http.Client.CloseIdleConnections), so that a client
+// done with its server leaves no connection and no goroutine behind. With
+// WithHTTPClient, those of the given client's transport are closed, which
+// other users of that client may share. The client stays usable: a later
+// request dials again.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
+
 // endpoint returns the URL of the API path (below /v1/) with query.
 func (c *Client) endpoint(path string, query url.Values) string {
 	u := *c.base

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,5 +309,50 @@ func TestDownloadsAndWrites(t *testing.T) {
 	}
 	if err := ro.client(t).Snapshot(t.Context(), io.Discard); !errors.Is(err, httpapi.ErrForbidden) {
 		t.Fatalf("Snapshot without access: %v", err)
+	}
+}
+
+// TestCloseIdleConnections: a client done with its server closes the
+// connection it kept for its next request, on TCP and on a unix socket,
+// and can still make requests afterwards.
+func TestCloseIdleConnections(t *testing.T) {
+	db := strata.New()
+	strata.MustNewTable(db, "hosts", hostByName)
+	h := httpapi.New(db, httpapi.Options{Logger: quiet})
+	defer h.Close()
+	var closed atomic.Int32
+	srv := func(network, addr string) net.Listener {
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &http.Server{Handler: h, ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				closed.Add(1)
+			}
+		}}
+		go s.Serve(l)
+		t.Cleanup(func() { s.Close() })
+		return l
+	}
+	tcp := srv("tcp", "127.0.0.1:0")
+	sock := filepath.Join(t.TempDir(), "strata.sock")
+	srv("unix", sock)
+	for _, addr := range []string{"http://" + tcp.Addr().String(), "unix://" + sock} {
+		closed.Store(0)
+		c, err := New(addr, WithHTTPClient(&http.Client{Transport: &http.Transport{}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for want := int32(1); want <= 2; want++ {
+			if _, err := c.Tables(t.Context()); err != nil {
+				t.Fatalf("%s: request %d: %v", addr, want, err)
+			}
+			if n := closed.Load(); n != want-1 {
+				t.Fatalf("%s: %d connections closed before CloseIdleConnections, want %d", addr, n, want-1)
+			}
+			c.CloseIdleConnections()
+			eventually(t, "the server to see the connection closed", func() bool { return closed.Load() == want })
+		}
 	}
 }
