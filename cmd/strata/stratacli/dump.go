@@ -3,9 +3,12 @@ package stratacli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/strata-db/strata"
@@ -14,7 +17,7 @@ import (
 )
 
 // queryFlags are the flags that select objects: one index, one op and its
-// keys, a limit. They are the HTTP API's query parameters.
+// keys, a limit, a cursor. They are the HTTP API's query parameters.
 type queryFlags struct {
 	index                       string
 	get, prefix, lowerbound     string
@@ -23,6 +26,10 @@ type queryFlags struct {
 	limit                       int
 	hasGet, hasPrefix, hasLower bool
 	hasFrom, hasTo              bool
+	// after is --after, a cursor in base64url (the API's after=), and
+	// afterKey the index position it names; nil without --after.
+	after    string
+	afterKey []byte
 }
 
 func (q *queryFlags) register(cmd *cobra.Command) {
@@ -34,7 +41,8 @@ func (q *queryFlags) register(cmd *cobra.Command) {
 	f.StringVar(&q.from, "from", "", "a range's first key (included)")
 	f.StringVar(&q.to, "to", "", "a range's end key (excluded)")
 	f.StringVar(&q.keyFormat, "key-format", "text", "keys as text (parsed by the index) or hex (raw)")
-	f.IntVar(&q.limit, "limit", 0, "show at most `N` objects (0: all)")
+	f.IntVar(&q.limit, "limit", 0, "show at most `N` objects (0: all); if more follow, stderr gives the next page's --after")
+	f.StringVar(&q.after, "after", "", "start just after the object of `CURSOR`, a page's next cursor (the HTTP API's after=)")
 }
 
 // read records which flags were given.
@@ -56,8 +64,28 @@ func (q *queryFlags) read(cmd *cobra.Command) error {
 	case q.limit < 0:
 		return usagef("--limit %d: want 0 or more", q.limit)
 	}
+	if f.Changed("after") {
+		k, err := decodeCursor(q.after)
+		if err != nil {
+			return usagef("--after %q: not a cursor (base64url, as a page gives it): %v", q.after, err)
+		}
+		q.afterKey = k
+	}
 	return nil
 }
+
+// decodeCursor decodes a cursor: base64url, with or without padding,
+// and not empty.
+func decodeCursor(s string) ([]byte, error) {
+	k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+	if err == nil && len(k) == 0 {
+		err = errors.New("empty")
+	}
+	return k, err
+}
+
+// encodeCursor encodes a cursor as the HTTP API does.
+func encodeCursor(k []byte) string { return base64.RawURLEncoding.EncodeToString(k) }
 
 // op returns the query's op.
 func (q *queryFlags) op() strata.QueryOp {
@@ -76,7 +104,7 @@ func (q *queryFlags) op() strata.QueryOp {
 
 // anyQuery returns the query on the table of v, its keys parsed.
 func (q *queryFlags) anyQuery(v *view) (strata.AnyQuery, error) {
-	aq := strata.AnyQuery{Index: q.index, Op: q.op()}
+	aq := strata.AnyQuery{Index: q.index, Op: q.op(), After: q.afterKey}
 	parse := func(has bool, text string) (index.Key, error) {
 		if !has {
 			return nil, nil
@@ -134,6 +162,20 @@ func bounds(aq strata.AnyQuery) (lower, upper []byte) {
 	return nil, nil
 }
 
+// afterBounds narrows the key range [lower, upper) of a query on the
+// primary index to the keys after the cursor after (a primary key), if it
+// is not nil. empty reports that no key is left.
+func afterBounds(lower, upper, after []byte) (l, u []byte, empty bool) {
+	if after == nil {
+		return lower, upper, false
+	}
+	// The first key after it: primary keys are unique.
+	if start := append(bytes.Clone(after), 0); lower == nil || bytes.Compare(start, lower) > 0 {
+		lower = start
+	}
+	return lower, upper, upper != nil && bytes.Compare(lower, upper) >= 0
+}
+
 // prefixEnd returns the first key after every key that starts with p, nil
 // if there is none.
 func prefixEnd(p []byte) []byte {
@@ -159,6 +201,12 @@ Keys are typed as text and parsed by the index when the table's type is
 registered; otherwise give them in hex (--key-format hex), on the primary
 index only. A snapshot records no keys: a table of unknown type in a
 snapshot can only be listed whole.
+
+With --limit N, when more objects follow, the last line on stderr gives
+the cursor of the next page: run the same dump with --after CURSOR. Each
+page is read from the source as it is then. Cursors are those of the
+HTTP API, and the same online and offline. A snapshot records no keys: a
+table of unknown type in a snapshot has no cursors.
 
 A dump of a snapshot verifies the blocks it reads and stops after its
 table; snapshot verify checks the whole file.`,
@@ -205,36 +253,69 @@ func (a *app) dump(ctx context.Context, table string, q *queryFlags, one bool) e
 		return err
 	}
 	out := a.rows()
-	n := 0
-	emit := func(row fields) (bool, error) {
-		if err := out.write(row); err != nil {
-			return false, err
-		}
-		n++
-		if n%1024 == 0 && ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		return q.limit == 0 || n < q.limit, nil
-	}
+	p := &pager{ctx: ctx, out: out, limit: q.limit}
 	switch kind {
 	case sourceStore:
-		err = a.dumpStore(path, table, q, emit)
+		err = a.dumpStore(path, table, q, p.emit)
 	case sourceSnapshot:
-		err = a.dumpSnapshot(path, table, q, emit)
+		err = a.dumpSnapshot(path, table, q, p.emit)
 	default:
-		err = a.dumpRemote(ctx, path, table, q, emit)
+		err = a.dumpRemote(ctx, path, table, q, p)
 	}
 	if cerr := out.close(); err == nil {
 		err = cerr
 	}
-	if err == nil && one && n == 0 {
+	switch {
+	case err != nil:
+	case one && p.n == 0:
 		return notFoundf("table %s: no object with key %q", table, q.get)
+	case !one && p.next != "":
+		a.logf("next page: --after %s", p.next)
 	}
 	return err
 }
 
-// emitFunc writes a row and says whether to go on.
-type emitFunc func(fields) (bool, error)
+// emitFunc writes a row, given with the cursor of its object (its
+// position in the query's index, nil if not known), and says whether to
+// go on.
+type emitFunc func(row fields, cursor []byte) (bool, error)
+
+// pager writes a dump's rows up to its limit and finds where the next
+// page starts: it takes one row past the limit, and if one comes, the
+// cursor of the last row written is the next page's.
+type pager struct {
+	ctx   context.Context
+	out   rowWriter
+	limit int // 0: none
+	n     int // rows written
+	// last is the cursor of the last row written (with a limit), copied:
+	// a row's cursor is valid until the next; known: it was given.
+	last  []byte
+	known bool
+	// next is the next page's cursor, encoded; "" if the result is
+	// complete or its cursor is not known.
+	next string
+}
+
+func (p *pager) emit(row fields, cursor []byte) (bool, error) {
+	if p.limit > 0 && p.n == p.limit {
+		if p.known {
+			p.next = encodeCursor(p.last)
+		}
+		return false, nil
+	}
+	if err := p.out.write(row); err != nil {
+		return false, err
+	}
+	p.n++
+	if p.limit > 0 {
+		p.last, p.known = append(p.last[:0], cursor...), cursor != nil
+	}
+	if p.n%1024 == 0 && p.ctx.Err() != nil {
+		return false, p.ctx.Err()
+	}
+	return true, nil
+}
 
 func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
 	r, err := a.openStore(dir)
@@ -263,6 +344,10 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
 	}
 	if q.primary(v) {
 		lower, upper := bounds(aq)
+		lower, upper, empty := afterBounds(lower, upper, aq.After)
+		if empty {
+			return nil
+		}
 		for obj, err := range r.Objects(table, lower, upper) {
 			if err != nil {
 				return err
@@ -271,7 +356,7 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
 			if err != nil {
 				return err
 			}
-			if more, err := emit(row); err != nil || !more {
+			if more, err := emit(row, obj.Key); err != nil || !more {
 				return err
 			}
 		}
@@ -318,7 +403,7 @@ func (s *session) query(v *view, aq strata.AnyQuery, emit emitFunc) error {
 		if err != nil {
 			return err
 		}
-		if more, err := emit(row); err != nil || !more {
+		if more, err := emit(row, o.Cursor); err != nil || !more {
 			return err
 		}
 	}
@@ -343,15 +428,20 @@ func (a *app) dumpSnapshot(path, table string, q *queryFlags, emit emitFunc) err
 	if v.note != "" {
 		a.logf("note: %s", v.note)
 	}
-	if (q.op() != strata.QueryAll || !q.primary(v)) && v.typed == nil {
-		return v.typeNeeded("a query by key in a snapshot (snapshots record no keys)")
+	if v.typed == nil {
+		switch {
+		case q.op() != strata.QueryAll || !q.primary(v):
+			return v.typeNeeded("a query by key in a snapshot (snapshots record no keys)")
+		case q.afterKey != nil:
+			return v.typeNeeded("--after in a snapshot (snapshots record no keys)")
+		}
 	}
 	aq, err := q.anyQuery(v)
 	if err != nil {
 		return err
 	}
 	records := snapshotRecords(sr, pos)
-	if aq.Op == strata.QueryAll && q.primary(v) {
+	if aq.Op == strata.QueryAll && q.primary(v) && aq.After == nil {
 		for rec, err := range records {
 			if err != nil {
 				return fmt.Errorf("snapshot %s: %w", path, err)
@@ -360,7 +450,7 @@ func (a *app) dumpSnapshot(path, table string, q *queryFlags, emit emitFunc) err
 			if err != nil {
 				return err
 			}
-			if more, err := emit(row); err != nil || !more {
+			if more, err := emit(row, v.rowKey); err != nil || !more {
 				return err
 			}
 		}

@@ -67,15 +67,20 @@ type RemoteIndex struct {
 }
 
 // RemoteQuery selects objects of a remote table: those of Index ("" is the
-// primary index) that Op selects with Key (and To, for a range), at most
-// Limit (0: all). Keys are text, parsed by the index's FromString, unless
-// Raw is set: then they are the raw bytes of the keys.
+// primary index) that Op selects with Key (and To, for a range), after
+// the cursor After if it is set, at most Limit (0: all). Keys are text,
+// parsed by the index's FromString, unless Raw is set: then they are the
+// raw bytes of the keys.
 type RemoteQuery struct {
 	Index   string
 	Op      strata.QueryOp
 	Key, To string
 	Raw     bool
 	Limit   int
+	// After is a cursor, a RemoteObject's Next (the HTTP API's after=,
+	// base64url): the result starts just after the object it was given
+	// with.
+	After string
 }
 
 // RemoteObject is an object of a remote table.
@@ -84,6 +89,9 @@ type RemoteObject struct {
 	// Key is the object's primary key as text, if the API gives it.
 	Key    string
 	Object json.RawMessage
+	// Next is set on the last object of a result that Limit cut short:
+	// the cursor (RemoteQuery.After) of the objects after it.
+	Next string
 }
 
 // RemoteChange is a change of a remote table: an object upserted, or
@@ -107,7 +115,7 @@ func (a *app) dial(ctx context.Context, addr string) (Remote, error) {
 
 // remoteQuery turns the query flags into a RemoteQuery.
 func (q *queryFlags) remoteQuery() (RemoteQuery, error) {
-	rq := RemoteQuery{Index: q.index, Op: q.op(), Limit: q.limit, Raw: q.keyFormat == "hex"}
+	rq := RemoteQuery{Index: q.index, Op: q.op(), Limit: q.limit, Raw: q.keyFormat == "hex", After: q.after}
 	switch rq.Op {
 	case strata.QueryList:
 		rq.Key = q.get
@@ -117,8 +125,13 @@ func (q *queryFlags) remoteQuery() (RemoteQuery, error) {
 		rq.Key = q.lowerbound
 	case strata.QueryRange:
 		rq.Key, rq.To = q.from, q.to
-		if !q.hasTo {
+		switch {
+		case !q.hasTo:
 			rq.Op = strata.QueryLowerBound
+		case !q.hasFrom && !rq.Raw:
+			// The API's ranges have both ends, and "" is no key of most
+			// indexes.
+			return rq, usagef("--to without --from: a running database's range needs both (or keys in hex: --key-format hex, where --from is the empty key)")
 		}
 	}
 	if rq.Raw {
@@ -133,7 +146,7 @@ func (q *queryFlags) remoteQuery() (RemoteQuery, error) {
 	return rq, nil
 }
 
-func (a *app) dumpRemote(ctx context.Context, addr, table string, q *queryFlags, emit emitFunc) error {
+func (a *app) dumpRemote(ctx context.Context, addr, table string, q *queryFlags, p *pager) error {
 	rq, err := q.remoteQuery()
 	if err != nil {
 		return err
@@ -152,8 +165,11 @@ func (a *app) dumpRemote(ctx context.Context, addr, table string, q *queryFlags,
 			row = append(row, field{"key", o.Key})
 		}
 		row = append(row, field{"revision", o.Revision}, field{"object", o.Object})
-		if more, err := emit(row); err != nil || !more {
+		if more, err := p.emit(row, nil); err != nil || !more {
 			return err
+		}
+		if o.Next != "" {
+			p.next = o.Next
 		}
 	}
 	return nil

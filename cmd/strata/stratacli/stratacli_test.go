@@ -129,10 +129,17 @@ func (f *fakeRemote) Query(_ context.Context, table string, q RemoteQuery) iter.
 			return
 		}
 		for i, name := range []string{"a1", "b1"} {
-			if q.Op == strata.QueryList && q.Key != name {
+			if q.Op == strata.QueryList && q.Key != name || q.After != "" && encodeCursor([]byte(name)) <= q.After {
 				continue
 			}
-			if !yield(RemoteObject{Revision: uint64(i + 1), Key: name, Object: json.RawMessage(`{"name":"` + name + `"}`)}, nil) {
+			o := RemoteObject{Revision: uint64(i + 1), Key: name, Object: json.RawMessage(`{"name":"` + name + `"}`)}
+			if q.Limit == 1 && i == 0 {
+				// A page of one, and a next.
+				o.Next = encodeCursor([]byte(name))
+				yield(o, nil)
+				return
+			}
+			if !yield(o, nil) {
 				return
 			}
 		}
@@ -176,6 +183,15 @@ func TestOnline(t *testing.T) {
 	}
 	if q := fake.queries[0]; q != (RemoteQuery{Index: "zone", Op: strata.QueryPrefix, Key: "e", Limit: 5}) {
 		t.Errorf("query sent: %+v", q)
+	}
+	// Pages: the server's next cursor on stderr, and --after sent.
+	out, errOut, code := runCmd(t, opts, "dump", "hosts", "--addr", addr, "--limit", "1", "-o", "jsonl")
+	if code != 0 || !strings.Contains(out, `"key":"a1"`) || errOut != "next page: --after YTE\n" {
+		t.Errorf("a page: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runCmd(t, opts, "dump", "hosts", "--addr", addr, "--limit", "1", "--after", "YTE", "-o", "jsonl")
+	if code != 0 || strings.TrimSpace(out) != `{"key":"b1","revision":2,"object":{"name":"b1"}}` || errOut != "" || fake.queries[len(fake.queries)-1].After != "YTE" {
+		t.Errorf("the next page: %d %q %q", code, out, errOut)
 	}
 	if out, _, code = runCmd(t, opts, "get", "hosts", "b1", "--addr", addr, "-o", "jsonl"); code != 0 || !strings.Contains(out, `"key":"b1"`) {
 		t.Errorf("get: %d %q", code, out)

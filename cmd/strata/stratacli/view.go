@@ -31,6 +31,10 @@ type view struct {
 	// row is written before the next is made.
 	scratch fields
 	cur     current
+	// rowKey is the primary key of the object row made last, nil if it
+	// is not known (a snapshot's record of unknown type). It points into
+	// the row's record or object: valid until the next row.
+	rowKey []byte
 }
 
 // session holds the registered tables of one command, created in a
@@ -109,6 +113,7 @@ func (v *view) row(rec record, withTable bool) (fields, error) {
 		}
 		return v.objectRow(row, obj, rec.revision)
 	}
+	v.rowKey = rec.key
 	v.cur = current{revision: rec.revision, version: rec.version, key: rec.key, value: rec.value, raw: rec.value}
 	if v.cur.version == 0 {
 		v.cur.version = v.version
@@ -142,6 +147,7 @@ func (v *view) objectRow(row fields, obj any, rev uint64) (fields, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.rowKey = key
 	text, _ := v.typed.anyTable().KeyString("", key)
 	data, err := json.Marshal(obj)
 	if err != nil {
