@@ -182,11 +182,21 @@ func (a *app) logger() *slog.Logger {
 
 // rows returns a rowWriter of the output format on stdout.
 func (a *app) rows() rowWriter {
-	maxCell := 60
+	return newRowWriter(a.out, a.format, a.maxCell(), isTerminal(a.out))
+}
+
+// streamRows returns a rowWriter of the output format on stdout for rows
+// shown as they come.
+func (a *app) streamRows() rowWriter {
+	return newStreamRowWriter(a.out, a.format, a.maxCell(), isTerminal(a.out))
+}
+
+// maxCell is how many runes a table's cell shows (0: all).
+func (a *app) maxCell() int {
 	if a.wide {
-		maxCell = 0
+		return 0
 	}
-	return newRowWriter(a.out, a.format, maxCell, isTerminal(a.out))
+	return 60
 }
 
 // progress starts reporting the progress of what on stderr.

@@ -59,6 +59,17 @@ func newRowWriter(w io.Writer, format string, maxCell int, strike bool) rowWrite
 	return &tableRows{w: bw, maxCell: maxCell, strike: strike}
 }
 
+// newStreamRowWriter is newRowWriter for rows shown as they come (watch):
+// table output writes each row at once, each column as wide as its widest
+// cell so far, instead of aligning blocks of rows it holds back.
+func newStreamRowWriter(w io.Writer, format string, maxCell int, strike bool) rowWriter {
+	rw := newRowWriter(w, format, maxCell, strike)
+	if t, ok := rw.(*tableRows); ok {
+		t.stream = true
+	}
+	return rw
+}
+
 type jsonlRows struct {
 	w   *bufio.Writer
 	buf []byte
@@ -179,11 +190,18 @@ type tableRows struct {
 	maxCell int
 	strike  bool
 	n       int
+	// stream: rows are padded to widths, the widest cell of each column
+	// so far, and written at once, without tw.
+	stream bool
+	widths []int
 }
 
 const tableChunk = 256
 
 func (r *tableRows) write(row fields) error {
+	if r.stream {
+		return r.writeStream(row)
+	}
 	if r.tw == nil {
 		r.tw = tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
 		r.columns = tableColumns(row)
@@ -213,6 +231,47 @@ func (r *tableRows) write(row fields) error {
 		return r.tw.Flush()
 	}
 	return nil
+}
+
+// writeStream writes row padded to the columns' widths so far (the
+// header with the first row).
+func (r *tableRows) writeStream(row fields) error {
+	if r.columns == nil {
+		r.columns = tableColumns(row)
+		r.widths = make([]int, len(r.columns))
+		vals := rowValues(row)
+		heads := make([]string, len(r.columns))
+		for i, c := range r.columns {
+			heads[i] = strings.ToUpper(c)
+			r.widths[i] = max(utf8.RuneCountInString(heads[i]), utf8.RuneCountInString(r.cell(vals[c])))
+		}
+		r.writePadded(heads, false)
+	}
+	vals := rowValues(row)
+	cells := make([]string, len(r.columns))
+	for i, c := range r.columns {
+		cells[i] = r.cell(vals[c])
+	}
+	r.writePadded(cells, r.strike && deleted(row))
+	return nil
+}
+
+// writePadded writes one line of cells, each padded to its column's
+// width (widened to fit it), two spaces apart; struck through if strike.
+func (r *tableRows) writePadded(cells []string, strike bool) {
+	for i, c := range cells {
+		n := utf8.RuneCountInString(c)
+		r.widths[i] = max(r.widths[i], n)
+		if strike {
+			// The escape sequences wrap the text, not the padding.
+			c = "\x1b[9m" + c + "\x1b[0m"
+		}
+		r.w.WriteString(c)
+		if i < len(cells)-1 {
+			r.w.WriteString(strings.Repeat(" ", r.widths[i]-n+2))
+		}
+	}
+	r.w.WriteByte('\n')
 }
 
 func (r *tableRows) flush() error {

@@ -206,7 +206,7 @@ func (a *app) watch(ctx context.Context, addr, table string, from uint64) error 
 		return err
 	}
 	defer rm.Close()
-	out := a.rows()
+	out := a.streamRows()
 	defer out.close()
 	for c, err := range rm.Changes(ctx, table, from) {
 		if err != nil {

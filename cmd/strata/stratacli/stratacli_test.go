@@ -265,6 +265,38 @@ func TestRowWriters(t *testing.T) {
 	}
 }
 
+// TestStreamRows: a watch's table is written row by row, each column as
+// wide as its widest cell so far, deleted rows struck through in a
+// terminal (the escape sequences around the text, not the padding).
+func TestStreamRows(t *testing.T) {
+	var b bytes.Buffer
+	w := newStreamRowWriter(&b, formatTable, 0, true)
+	for _, row := range []fields{
+		{{"key", "a"}, {"revision", uint64(1)}, {"deleted", false}, {"object", json.RawMessage(`{"zone":"eu"}`)}},
+		{{"key", "bbbbbbbbbb"}, {"revision", uint64(2)}, {"deleted", true}, {"object", json.RawMessage(`{"zone":"us"}`)}},
+		{{"key", "c"}, {"revision", uint64(3)}, {"deleted", false}, {"object", json.RawMessage(`{"zone":"ap"}`)}},
+	} {
+		n := b.Len()
+		if err := w.write(row); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if b.Len() == n {
+			t.Fatal("a row was held back")
+		}
+	}
+	w.close()
+	want := "KEY  REVISION  DELETED  ZONE\n" +
+		"a    1         false    eu\n" +
+		"\x1b[9mbbbbbbbbbb\x1b[0m  \x1b[9m2\x1b[0m         \x1b[9mtrue\x1b[0m     \x1b[9mus\x1b[0m\n" +
+		"c           3         false    ap\n"
+	if b.String() != want {
+		t.Errorf("stream table:\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
 // TestProgressReport: a bar redrawn in place, or log lines; nothing in
 // mode none; done stops the drawing goroutine (goleak checks).
 func TestProgressReport(t *testing.T) {
