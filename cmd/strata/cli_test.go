@@ -219,7 +219,7 @@ func TestBadInput(t *testing.T) {
 		{4, []string{"dump", "nope", "-d", dir}, "no such table"},
 		{4, []string{"dump", "nope", "-f", snap}, "table not in snapshot"},
 		{4, []string{"snapshot", "verify", filepath.Join(dir, "nope.snap")}, "no such file"},
-		{5, []string{"tables", "--addr", "http://127.0.0.1:1"}, "no client"},
+		{5, []string{"tables", "--addr", "http://127.0.0.1:1"}, "cannot connect to http://127.0.0.1:1"},
 	} {
 		r := run(t, strataBin, c.args...)
 		if r.code != c.code || !strings.Contains(r.stderr, c.msg) || r.stdout != "" {

@@ -15,7 +15,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := stratacli.Run(ctx, stratacli.NewCommand(), os.Args[1:])
+	// The online commands (--addr) reach a running database through its
+	// HTTP API (package httpapi) with the Go client of package remote.
+	cmd := stratacli.NewCommand(stratacli.WithRemote(stratacli.HTTPDialer()))
+	code := stratacli.Run(ctx, cmd, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

@@ -68,6 +68,9 @@ func NewCommand(opts ...Option) *cobra.Command {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.dial == nil {
+		c.dial = HTTPDialer()
+	}
 	for name, tn := range c.typeNames {
 		if t, ok := c.types[name]; ok {
 			setTypeName(t, tn)
@@ -178,6 +181,19 @@ func (d *typeDef[Obj]) setTypeName(name string) { d.typeName = name }
 // stderr.
 func (a *app) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// infoLogger is the logger of what the command's clients have to say
+// (a watch's reconnects): on stderr, without the time.
+func (a *app) infoLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, attr slog.Attr) slog.Attr {
+			if len(groups) == 0 && attr.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return attr
+		},
+	}))
 }
 
 // rows returns a rowWriter of the output format on stdout.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/strata-db/strata"
@@ -36,10 +37,13 @@ type Remote interface {
 }
 
 // Dialer connects to the database at addr: "http://host:port",
-// "https://host:port" or "unix:///path/to/socket".
+// "https://host:port" or "unix:///path/to/socket". ctx is that of the
+// command, and may end before the Remote is closed: a Dialer must not
+// tie the Remote's life to it.
 type Dialer func(ctx context.Context, addr string) (Remote, error)
 
-// WithRemote sets how the online commands connect to a running database.
+// WithRemote sets how the online commands connect to a running database:
+// HTTPDialer() by default.
 func WithRemote(d Dialer) Option {
 	return func(c *config) { c.dial = d }
 }
@@ -95,22 +99,30 @@ type RemoteObject struct {
 }
 
 // RemoteChange is a change of a remote table: an object upserted, or
-// deleted (then Object is the object as it was).
+// deleted (then Object is the object as it was); or, with Relist set, a
+// mark that the stream lists the table (again).
 type RemoteChange struct {
 	Revision uint64
-	Deleted  bool
-	Object   json.RawMessage
+	// Key is the object's primary key as text, if the API gives it.
+	Key     string
+	Deleted bool
+	Object  json.RawMessage
+	// Relist marks the start of a listing of the table: the upserts that
+	// follow (up to the live changes) are the objects it holds, and an
+	// object shown before that is not among them was deleted meanwhile.
+	// A stream from revision 0 starts with one; a stream that could not
+	// resume where it broke off (the server's recent changes moved on, or
+	// it restarted) lists again after another. Only Relist is set.
+	Relist bool
 }
 
-// dial connects to addr.
+// dial connects to addr, with the command's logger in the context for
+// the Dialer (HTTPDialer logs a watch's reconnects with it).
 func (a *app) dial(ctx context.Context, addr string) (Remote, error) {
-	if a.cfg.dial == nil {
-		return nil, fmt.Errorf("--addr %s: %w: this build of the command has no client for a running database (stratacli.WithRemote)", addr, ErrConnect)
-	}
 	if !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") && !strings.HasPrefix(addr, "unix://") {
 		return nil, usagef("--addr %q: want http://host:port, https://host:port or unix:///path", addr)
 	}
-	return a.cfg.dial(ctx, addr)
+	return a.cfg.dial(context.WithValue(ctx, loggerKey{}, a.infoLogger()), addr)
 }
 
 // remoteQuery turns the query flags into a RemoteQuery.
@@ -177,13 +189,21 @@ func (a *app) dumpRemote(ctx context.Context, addr, table string, q *queryFlags,
 
 func (a *app) watchCommand() *cobra.Command {
 	var from uint64
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "watch TABLE",
 		Short: "Follow a running database's table as it changes (--addr)",
 		Long: `Show the objects of TABLE in a running database (--addr), then every change
-as it is committed, until interrupted: upserts, and deletes (struck through
-in a terminal, "deleted": true in JSON). --from R starts after revision R
-instead of with the current objects.`,
+as it is committed, until interrupted or --timeout: upserts, and deletes
+(struck through in a terminal, DELETED true otherwise; "deleted": true in
+JSON). --from R starts after revision R instead of with the current
+objects.
+
+A watch outlives a dropped connection: it reconnects and resumes after
+the last change it showed (saying so on stderr). When the server cannot
+resume there (it restarted, or its recent changes moved on), the watch
+lists the table again, and says so on stderr: an object shown before that
+is not listed again was deleted meanwhile.`,
 		Args: exactArgs("TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, addr, err := a.source("")
@@ -193,14 +213,23 @@ instead of with the current objects.`,
 			if kind != sourceRemote {
 				return usagef("watch follows a running database: give --addr")
 			}
-			return a.watch(cmd.Context(), addr, args[0], from)
+			if timeout < 0 {
+				return usagef("--timeout %v: want 0 or more", timeout)
+			}
+			return a.watch(cmd.Context(), addr, args[0], from, timeout)
 		},
 	}
 	cmd.Flags().Uint64Var(&from, "from", 0, "start after `revision` R (0: the current objects first)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop after `duration` d, with exit code 0 (0: when interrupted)")
 	return cmd
 }
 
-func (a *app) watch(ctx context.Context, addr, table string, from uint64) error {
+func (a *app) watch(ctx context.Context, addr, table string, from uint64, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	rm, err := a.dial(ctx, addr)
 	if err != nil {
 		return err
@@ -208,6 +237,8 @@ func (a *app) watch(ctx context.Context, addr, table string, from uint64) error 
 	defer rm.Close()
 	out := a.streamRows()
 	defer out.close()
+	listings := 0
+	last := from // the newest revision shown
 	for c, err := range rm.Changes(ctx, table, from) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -215,7 +246,20 @@ func (a *app) watch(ctx context.Context, addr, table string, from uint64) error 
 			}
 			return err
 		}
-		row := fields{{"revision", c.Revision}, {"deleted", c.Deleted}, {"object", c.Object}}
+		if c.Relist {
+			// The first listing of a watch from 0 is what it asked for.
+			if listings > 0 || from > 0 {
+				a.logf("watch: the server cannot resume the changes of table %s after revision %d (it restarted, or its recent changes moved on): listing the table again; an object shown before that is not listed again was deleted", table, last)
+			}
+			listings++
+			continue
+		}
+		last = max(last, c.Revision)
+		row := fields{}
+		if c.Key != "" {
+			row = append(row, field{"key", c.Key})
+		}
+		row = append(row, field{"revision", c.Revision}, field{"deleted", c.Deleted}, field{"object", c.Object})
 		if err := out.write(row); err != nil {
 			return err
 		}
@@ -238,7 +282,11 @@ func (a *app) tablesRemote(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	return writeDoc(a.out, a.format, db, func(w io.Writer) error {
+	// An array of tables, as offline.
+	if db.Tables == nil {
+		db.Tables = []RemoteTable{}
+	}
+	return writeDoc(a.out, a.format, db.Tables, func(w io.Writer) error {
 		fmt.Fprintln(w, "TABLE\tOBJECTS\tREVISION\tINITIALIZED\tINDEXES")
 		for _, t := range db.Tables {
 			var names []string
