@@ -186,7 +186,6 @@ type tableRows struct {
 	w       *bufio.Writer
 	tw      *tabwriter.Writer
 	columns []string
-	object  bool // the columns after the row's own are an object's members
 	maxCell int
 	strike  bool
 	n       int
