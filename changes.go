@@ -54,8 +54,12 @@ type feedOptions struct {
 }
 
 // WithCreated makes a feed set Change.Created. It costs the feed a pass
-// with a map over each batch, which it then collects in a list; feeds
-// without it pay nothing for it.
+// with a map over each batch, which it then collects in a list: a feed
+// reading batches of 1000 changes takes two to four times as long, with
+// two allocations per change; one reading a change per transaction
+// makes three more allocations per batch (BenchmarkDB_Changes_Created and
+// BenchmarkDB_Changes_OnePerTxn_Created, against the same feed without
+// it). Feeds without it pay nothing for it.
 func WithCreated() FeedOption { return func(o *feedOptions) { o.created = true } }
 
 // ChangeIterator is a change feed of one table, created by Table.Changes.
