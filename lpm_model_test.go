@@ -26,6 +26,9 @@ func TestLPMModel(t *testing.T) {
 	if testing.Short() {
 		txns = 100
 	}
+	if raceDetector {
+		txns /= 10 // one goroutine: see race_on_test.go
+	}
 	for _, unique := range []bool{true, false} {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("unique=%v/seed=%d", unique, seed), func(t *testing.T) {

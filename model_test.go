@@ -1967,6 +1967,9 @@ func TestModel(t *testing.T) {
 	if testing.Short() {
 		steps = 10_000
 	}
+	if raceDetector {
+		steps /= 10 // one goroutine: see race_on_test.go
+	}
 	if *mdlLongFlag {
 		steps *= 10
 	}

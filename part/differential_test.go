@@ -356,6 +356,9 @@ func TestDifferential(t *testing.T) {
 	if testing.Short() {
 		ops /= 10
 	}
+	if raceDetector {
+		ops /= 10 // one goroutine: see race_on_test.go
+	}
 	// Several independent runs so that trees start empty now and then.
 	const runs = 20
 	for i := range runs {

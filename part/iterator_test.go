@@ -84,7 +84,11 @@ func randomKey(r *rand.Rand) []byte {
 // wrong way round included.
 func TestIteratorBounds(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for round := range 300 {
+	rounds := 300
+	if raceDetector {
+		rounds /= 10 // one goroutine: see race_on_test.go
+	}
+	for round := range rounds {
 		txn := New[int]().Txn()
 		for i := range r.IntN(300) {
 			txn.Insert(randomKey(r), i)

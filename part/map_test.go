@@ -131,7 +131,11 @@ func testMapDifferential[K MapKey](t *testing.T, space []K) {
 		}
 		return versions[r.IntN(len(versions))]
 	}
-	for range 4000 {
+	steps := 4000
+	if raceDetector {
+		steps /= 10 // one goroutine: see race_on_test.go
+	}
+	for range steps {
 		a, b := pick(), versions[r.IntN(len(versions))]
 		k := space[r.IntN(len(space))]
 		next := version{model: maps.Clone(a.model)}
@@ -220,7 +224,11 @@ func TestMapImmutable(t *testing.T) {
 	var versions []Map[int, int]
 	var contents []map[int]int
 	var m Map[int, int]
-	for i := range 2000 {
+	n := 2000
+	if raceDetector {
+		n /= 4 // one goroutine, and quadratic: see race_on_test.go
+	}
+	for i := range n {
 		switch {
 		case i%3 == 2:
 			m = m.Delete(i / 2)

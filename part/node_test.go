@@ -10,7 +10,11 @@ import (
 // the slots beyond the count.
 func TestIndexByte(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for range 5000 {
+	n := 5000
+	if raceDetector {
+		n /= 10 // one goroutine: see race_on_test.go
+	}
+	for range n {
 		var k16 [16]byte
 		for i := range k16 {
 			k16[i] = byte(r.UintN(256)) // stale bytes beyond the count
