@@ -22,7 +22,7 @@ func TestDBCommits(t *testing.T) {
 		_, err := txn.Commit()
 		must(t, err)
 	}
-	db.WriteTxn(tbl).Commit() // changes nothing
+	mustCommit(t, db.WriteTxn(tbl)) // changes nothing
 	txn := db.NewHandle("other").WriteTxn(tbl)
 	mustInsert(t, tbl, txn, &testObject{ID: 9})
 	txn.Abort()

@@ -100,7 +100,7 @@ func TestAnyTableMeta(t *testing.T) {
 	}
 	wtxn = db.WriteTxn(tbl)
 	done(wtxn)
-	rtxn, _ = wtxn.Commit()
+	rtxn = mustCommit(t, wtxn)
 	if init, ch := at.Initialized(rtxn); !init || !isClosedChan(ch) || len(at.PendingInitializers(rtxn)) != 0 {
 		t.Errorf("after done: Initialized = %v, pending %v", init, at.PendingInitializers(rtxn))
 	}
@@ -314,7 +314,7 @@ func TestAnyTableCursorNewSnapshot(t *testing.T) {
 	if _, _, err := tbl.Delete(wtxn, &testObject{ID: 3}); err != nil {
 		t.Fatal(err)
 	}
-	txn, _ = wtxn.Commit()
+	txn = mustCommit(t, wtxn)
 	if ids, _ := anyObjects(t, at, txn, AnyQuery{After: cursor}); !slices.Equal(ids, []uint64{2, 5}) {
 		t.Errorf("after the cursor of 1 in a newer snapshot: %v, want [2 5]", ids)
 	}

@@ -823,11 +823,11 @@ func TestChangesFirstNextOnOlderSnapshot(t *testing.T) {
 		other, _ := tbl.Changes(txn) // another feed: the table keeps its revision index
 		tbl.Insert(txn, &testObject{ID: 1})
 		tbl.Insert(txn, &testObject{ID: 2})
-		old, _ := txn.Commit()
+		old := mustCommit(t, txn)
 
 		txn = db.WriteTxn(tbl)
 		tbl.Delete(txn, &testObject{ID: 1})
-		txn.Commit()
+		mustCommit(t, txn)
 
 		txn = db.WriteTxn(tbl)
 		it, err := tbl.Changes(txn)
@@ -835,7 +835,7 @@ func TestChangesFirstNextOnOlderSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ended {
-			txn.Commit()
+			mustCommit(t, txn)
 		}
 		view := map[uint64]*testObject{}
 		first, watch := mdlFeedView(t, view, it, old) // a snapshot from before the registration
@@ -846,7 +846,7 @@ func TestChangesFirstNextOnOlderSnapshot(t *testing.T) {
 			t.Errorf("registration ended: %v: Next(older snapshot): watch closed: %v", ended, closed)
 		}
 		if !ended {
-			txn.Commit()
+			mustCommit(t, txn)
 			if !mdlClosed(watch) {
 				t.Errorf("Next(older snapshot) during the registration: watch open after its commit")
 			}
@@ -880,7 +880,7 @@ func TestChangesDeletesBeforeRegistration(t *testing.T) {
 		tbl.Insert(txn, &testObject{ID: 1})
 		tbl.Insert(txn, &testObject{ID: 2})
 		tbl.Insert(txn, &testObject{ID: 3})
-		txn.Commit()
+		mustCommit(t, txn)
 
 		txn = db.WriteTxn(tbl)
 		tbl.Delete(txn, &testObject{ID: 1})
@@ -889,7 +889,7 @@ func TestChangesDeletesBeforeRegistration(t *testing.T) {
 			t.Fatal(err)
 		}
 		tbl.Delete(txn, &testObject{ID: 3}) // and after it: delivered
-		rtxn, _ := txn.Commit()
+		rtxn := mustCommit(t, txn)
 		got, _ := mdlFeedView(t, map[uint64]*testObject{}, it, rtxn)
 		it.Close()
 		if want := []changeRec{{2, 0, false}, {3, 0, true}}; !slices.Equal(got, want) {
@@ -915,10 +915,10 @@ func TestChangesGraveyardCollectedAfterLastClose(t *testing.T) {
 		txn := db.WriteTxn(tbl)
 		it, _ := tbl.Changes(txn)
 		tbl.Insert(txn, &testObject{ID: 1})
-		txn.Commit()
+		mustCommit(t, txn)
 		txn = db.WriteTxn(tbl)
 		tbl.Delete(txn, &testObject{ID: 1})
-		txn.Commit()
+		mustCommit(t, txn)
 		state := func() *tableState[*testObject] {
 			return tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
 		}
@@ -948,7 +948,7 @@ func TestChangesGraveyardCollectedAfterLastClose(t *testing.T) {
 		case end == "Abort":
 			lockTxn.Abort()
 		default:
-			lockTxn.Commit()
+			mustCommit(t, lockTxn)
 		}
 		if st := state(); st.logged() {
 			t.Errorf("%s: after the last feed closed: change log kept", end)
@@ -1012,14 +1012,15 @@ func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
 		txn := db.WriteTxn(tbl)
 		it, _ = tbl.Changes(txn)
 		tbl.Insert(txn, &testObject{ID: 1})
-		txn.Commit()
+		mustCommit(t, txn)
 		txn = db.WriteTxn(tbl)
 		tbl.Delete(txn, &testObject{ID: 1})
-		txn.Commit()
+		mustCommit(t, txn)
 	}
-	lockOnly := func() {
-		txn := db.WriteTxn(tbl)
-		txn.Commit()
+	lockOnly := func() { // on a worker goroutine: t.Error, not t.Fatal
+		if _, err := db.WriteTxn(tbl).Commit(); err != nil {
+			t.Error(err)
+		}
 	}
 	bad := func() bool {
 		return tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).logged()
@@ -1059,7 +1060,12 @@ func TestChangesNextWatchAtRegistrationEnd(t *testing.T) {
 	}
 	next := func() { _, watch = it.Next(old) }
 	bad := func() bool { return !mdlClosed(watch) }
-	if round := mdlRace(3*time.Second, setup, func() { txn.Commit() }, next, bad); round > 0 {
+	commit := func() { // on a worker goroutine: t.Error, not t.Fatal
+		if _, err := txn.Commit(); err != nil {
+			t.Error(err)
+		}
+	}
+	if round := mdlRace(3*time.Second, setup, commit, next, bad); round > 0 {
 		t.Errorf("round %d: Next(snapshot older than the feed) during the registering commit: "+
 			"the registration ended, but the watch channel is open (and stays so)", round)
 	}

@@ -27,6 +27,17 @@ func must(t testing.TB, err error) {
 	}
 }
 
+// mustCommit commits txn and returns the new snapshot, failing the test if
+// the commit fails.
+func mustCommit(t testing.TB, txn WriteTxn) ReadTxn {
+	t.Helper()
+	rtxn, err := txn.Commit()
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	return rtxn
+}
+
 // mustInsert inserts objects, failing the test on an error.
 func mustInsert(t testing.TB, tbl RWTable[*testObject], txn WriteTxn, objs ...*testObject) {
 	t.Helper()

@@ -39,7 +39,7 @@ func TestChangesBasic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rtxn, _ := txn.Commit()
+	rtxn := mustCommit(t, txn)
 
 	got, watch := drain(t, it, rtxn)
 	if want := []changeRec{{1, 1, false}, {2, 1, false}}; !slices.Equal(got, want) {
@@ -60,7 +60,7 @@ func TestChangesBasic(t *testing.T) {
 	tbl.Delete(txn, &testObject{ID: 2})
 	tbl.Insert(txn, &testObject{ID: 3})
 	tbl.Delete(txn, &testObject{ID: 3})
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	<-watch
 	got, _ = drain(t, it, rtxn)
 	if want := []changeRec{{1, 2, false}, {2, 1, true}, {3, 0, true}}; !slices.Equal(got, want) {
@@ -69,7 +69,7 @@ func TestChangesBasic(t *testing.T) {
 	// Everything was seen: the graveyard is empty.
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 4})
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 0 {
 		t.Fatalf("graveyard holds %d objects every feed has seen", n)
 	}
@@ -77,10 +77,10 @@ func TestChangesBasic(t *testing.T) {
 	// Deleted and inserted again: only the newest state.
 	txn = db.WriteTxn(tbl)
 	tbl.Delete(txn, &testObject{ID: 4})
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 4, Value: 9})
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	got, _ = drain(t, it, rtxn)
 	if want := []changeRec{{4, 9, false}}; !slices.Equal(got, want) {
 		t.Fatalf("Next = %v, want %v", got, want)
@@ -90,7 +90,7 @@ func TestChangesBasic(t *testing.T) {
 	// lets it go.
 	txn = db.WriteTxn(tbl)
 	tbl.Delete(txn, &testObject{ID: 1})
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 1 {
 		t.Fatalf("graveyard holds %d objects, want 1", n)
 	}
@@ -102,7 +102,7 @@ func TestChangesBasic(t *testing.T) {
 	// No feeds: deletes are not kept at all.
 	txn = db.WriteTxn(tbl)
 	tbl.Delete(txn, &testObject{ID: 4})
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 0 {
 		t.Fatalf("graveyard holds %d objects without feeds", n)
 	}
@@ -119,7 +119,7 @@ func TestInitializers(t *testing.T) {
 	txn := db.WriteTxn(tbl)
 	done1 := tbl.RegisterInitializer(txn, "one")
 	done2 := tbl.RegisterInitializer(txn, "two")
-	rtxn, _ := txn.Commit()
+	rtxn := mustCommit(t, txn)
 	ok, ch := tbl.Initialized(rtxn)
 	if ok {
 		t.Fatal("initialized with pending initializers")
@@ -129,7 +129,7 @@ func TestInitializers(t *testing.T) {
 	}
 	txn = db.WriteTxn(tbl)
 	done1(txn)
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	if ok, _ := tbl.Initialized(rtxn); ok {
 		t.Fatal("initialized with one pending initializer")
 	}
@@ -144,7 +144,7 @@ func TestInitializers(t *testing.T) {
 	}
 	txn = db.WriteTxn(tbl)
 	done2(txn)
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	<-ch
 	if ok, _ := tbl.Initialized(rtxn); !ok {
 		t.Fatal("not initialized after every initializer is done")
@@ -163,7 +163,7 @@ func TestChangesLog(t *testing.T) {
 	txn := db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 1})
 	tbl.Insert(txn, &testObject{ID: 2})
-	before, _ := txn.Commit()
+	before := mustCommit(t, txn)
 	if state(before).logged() {
 		t.Fatal("change log kept without feeds")
 	}
@@ -177,7 +177,7 @@ func TestChangesLog(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("Next on a snapshot older than the feed returned %v", got)
 	}
-	after, _ := txn.Commit()
+	after := mustCommit(t, txn)
 	select {
 	case <-watch:
 	default:
@@ -194,7 +194,7 @@ func TestChangesLog(t *testing.T) {
 	it.Close()
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 3})
-	now, _ := txn.Commit()
+	now := mustCommit(t, txn)
 	if state(now).logged() {
 		t.Fatal("change log kept after the last feed closed")
 	}
@@ -209,7 +209,7 @@ func TestChangesRegisteredWithoutWrites(t *testing.T) {
 	txn := db.WriteTxn(tbl)
 	first, _ := tbl.Changes(txn)
 	tbl.Insert(txn, &testObject{ID: 1})
-	txn.Commit()
+	mustCommit(t, txn)
 	defer first.Close()
 
 	txn = db.WriteTxn(tbl)
@@ -242,7 +242,7 @@ func TestChangesRestore(t *testing.T) {
 	}
 	tbl.Insert(txn, &testObject{ID: 1})
 	tbl.Insert(txn, &testObject{ID: 2})
-	rtxn, _ := txn.Commit()
+	rtxn := mustCommit(t, txn)
 	view := map[uint64]*testObject{}
 	mdlFeedView(t, view, it, rtxn)
 
@@ -258,7 +258,7 @@ func TestChangesRestore(t *testing.T) {
 	}, 0); err != nil {
 		t.Fatal(err)
 	}
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	got, _ := mdlFeedView(t, view, it, rtxn)
 	if want := []changeRec{{2, 0, true}, {1, 7, false}, {3, 8, false}}; !slices.Equal(got, want) {
 		t.Errorf("Next after DeleteAll and Restore = %v, want %v", got, want)
@@ -332,7 +332,7 @@ func TestChangesLogReused(t *testing.T) {
 	txn := db.WriteTxn(tbl)
 	reader, _ := tbl.Changes(txn)
 	idle, _ := tbl.Changes(txn) // never reads
-	txn.Commit()
+	mustCommit(t, txn)
 	drain(t, reader, db.ReadTxn())
 
 	insertAndRead(t, db, tbl, 4*changeLogSegment, 0, reader)
@@ -596,7 +596,7 @@ func TestChangesDroppedSequenceOfClosedFeed(t *testing.T) {
 		txn := db.WriteTxn(tbl)
 		reader, _ := tbl.Changes(txn)
 		other, _ := tbl.Changes(txn)
-		txn.Commit()
+		mustCommit(t, txn)
 		drain(t, reader, db.ReadTxn())
 		drain(t, other, db.ReadTxn())
 

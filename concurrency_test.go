@@ -1216,7 +1216,9 @@ func TestConcurrentTableRegistration(t *testing.T) {
 						meta = tbl
 						txn := db.WriteTxn(tbl, tblA) // contends with the pair writers
 						_, _, err = tbl.Insert(txn, concPair{ID: id, Gen: 1})
-						txn.Commit()
+						if _, cerr := txn.Commit(); cerr != nil {
+							f.errorf("%s: Commit: %v", name, cerr)
+						}
 						if _, _, found := tbl.Get(before, concPairID.Query(id)); found || tbl.NumObjects(before) != 0 || countSeq(tbl.All(before)) != 0 {
 							f.errorf("%s: snapshot from before the registration is not empty", name)
 						}
@@ -1231,13 +1233,17 @@ func TestConcurrentTableRegistration(t *testing.T) {
 						txn := db.WriteTxn(tblB, tbl)
 						_, _, err = tbl.Insert(txn, &testObject{ID: id, Name: name})
 						if r.IntN(2) == 0 {
-							txn.Commit()
+							if _, cerr := txn.Commit(); cerr != nil {
+								f.errorf("%s: Commit: %v", name, cerr)
+							}
 						} else {
 							// Reading a fresh table through the transaction works.
 							if o, _, found := tbl.Get(txn, nameIndex.Query(name)); !found || o.ID != id {
 								f.errorf("%s: read own write: %v %v", name, o, found)
 							}
-							txn.Commit()
+							if _, cerr := txn.Commit(); cerr != nil {
+								f.errorf("%s: Commit: %v", name, cerr)
+							}
 						}
 						if _, _, found := tbl.Get(before, idIndex.Query(id)); found || tbl.NumObjects(before) != 0 {
 							f.errorf("%s: snapshot from before the registration is not empty", name)

@@ -122,7 +122,7 @@ func TestJournal(t *testing.T) {
 	// A commit of the plain table alone writes no record.
 	txn = db.WriteTxn(plain)
 	plain.Insert(txn, &testObject{ID: 2})
-	txn.Commit()
+	mustCommit(t, txn)
 	if j.commits != 1 {
 		t.Fatalf("a commit of an unjournaled table wrote a record")
 	}
@@ -188,7 +188,7 @@ func TestRestore(t *testing.T) {
 	if err := Restore(txn, tbl, objs, 5000); err != nil {
 		t.Fatal(err)
 	}
-	rtxn, _ := txn.Commit()
+	rtxn := mustCommit(t, txn)
 	if n, rev := tbl.NumObjects(rtxn), tbl.Revision(rtxn); n != 100 || rev != 5000 {
 		t.Fatalf("restored %d objects at revision %d", n, rev)
 	}
@@ -198,7 +198,7 @@ func TestRestore(t *testing.T) {
 	// Revisions go on above the restored ones.
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 1000})
-	rtxn, _ = txn.Commit()
+	rtxn = mustCommit(t, txn)
 	if _, rev, _ := tbl.Get(rtxn, idIndex.Query(1000)); rev != 5001 {
 		t.Fatalf("first revision after restore = %d", rev)
 	}
@@ -320,8 +320,8 @@ func TestJournalPanic(t *testing.T) {
 				t.Fatalf("Commit recovered %v, want the journal's panic", r)
 			}
 		}()
-		txn.Commit()
-		t.Fatal("Commit returned")
+		_, err := txn.Commit()
+		t.Fatalf("Commit returned (error %v), want the journal's panic", err)
 	}()
 	if _, err := txn.Commit(); !errors.Is(err, ErrTransactionClosed) {
 		t.Fatalf("Commit after the panic: %v", err)
@@ -352,7 +352,7 @@ func TestSetJournalNil(t *testing.T) {
 	if err := SetJournal(txn, tbl, j, memTableJournal{}); err != nil {
 		t.Fatal(err)
 	}
-	txn.Commit()
+	mustCommit(t, txn)
 
 	txn = db.WriteTxn(tbl)
 	if err := SetJournal[*testObject](txn, tbl, j, nil); err != nil {

@@ -74,8 +74,8 @@ func TestTxnPanicUnlocks(t *testing.T) {
 			p := catch(func() {
 				if c.end == "Abort" {
 					txn.Abort()
-				} else {
-					txn.Commit()
+				} else if _, err := txn.Commit(); err != nil {
+					t.Errorf("Commit returned %v, want the writer's panic", err)
 				}
 			})
 			if p == nil {

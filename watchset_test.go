@@ -705,7 +705,9 @@ func ExampleWatchSet() {
 	wtxn := db.WriteTxn(hosts)
 	hosts.Insert(wtxn, &wsHost{Name: "a"})
 	hosts.Insert(wtxn, &wsHost{Name: "b"})
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
 
 	// The controller reads the hosts, and watches them.
 	ws := NewWatchSet()
@@ -729,7 +731,9 @@ func ExampleWatchSet() {
 		for _, name := range []string{"a", "b"} {
 			wtxn := db.WriteTxn(hosts)
 			hosts.Insert(wtxn, &wsHost{Name: name, Up: true})
-			wtxn.Commit()
+			if _, err := wtxn.Commit(); err != nil {
+				panic(err)
+			}
 		}
 	}()
 
