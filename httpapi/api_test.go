@@ -122,7 +122,7 @@ func TestObjects(t *testing.T) {
 	for _, p := range []*Point{{1, 2}, {-1, 5}, {3, 0}} {
 		f.points.Insert(wtxn, p)
 	}
-	wtxn.Commit()
+	mustCommit(t, wtxn)
 	var p Page
 	f.get(t, "/v1/tables/points/objects?raw=1&lowerbound="+base64.RawURLEncoding.EncodeToString(pointByXY.FromKey(pointKey{1, 0}))).decode(t, http.StatusOK, &p)
 	var xs []int32

@@ -96,7 +96,7 @@ func BenchmarkChangeStream(b *testing.B) {
 			for i := range benchKeys {
 				hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("host-%04d", i), Zone: "eu"})
 			}
-			wtxn.Commit()
+			mustCommit(b, wtxn)
 			h := New(db, Options{MaxStreams: 1000, RingSize: 1 << 16, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			srv := httptest.NewServer(h)
 			defer func() {
@@ -170,7 +170,7 @@ func BenchmarkBlockingReadWakeup(b *testing.B) {
 	hosts := strata.MustNewTable(db, "hosts", hostByName, hostByZone)
 	wtxn := db.WriteTxn(hosts)
 	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"})
-	wtxn.Commit()
+	mustCommit(b, wtxn)
 	h := New(db, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(h)
 	defer func() {
@@ -205,7 +205,7 @@ func BenchmarkBlockingReadWakeup(b *testing.B) {
 		wtxn := db.WriteTxn(hosts)
 		hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu", Up: n%2 == 0})
 		committed := time.Now()
-		wtxn.Commit()
+		mustCommit(b, wtxn)
 		wg.Wait()
 		if gotRev != strconv.FormatUint(rev+1, 10) {
 			b.Fatalf("woke with revision %q, want %d", gotRev, rev+1)

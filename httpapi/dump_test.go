@@ -40,7 +40,7 @@ func TestDump(t *testing.T) {
 	})
 	wtxn := f.db.WriteTxn(tbl)
 	tbl.Insert(wtxn, &bad{ID: 1, F: func() {}})
-	wtxn.Commit()
+	mustCommit(t, wtxn)
 	p := f.get(t, "/v1/dump?table=bad").problem(t, 500, "httpapi.ErrInternal")
 	if !strings.Contains(p.Detail, "unsupported type") {
 		t.Fatalf("problem %+v", p)
@@ -51,7 +51,7 @@ func TestDump(t *testing.T) {
 	for i := range 2000 {
 		f.hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("host-%04d", i), Zone: "eu", Note: strings.Repeat("n", 20)})
 	}
-	wtxn.Commit()
+	mustCommit(t, wtxn)
 	resp, err := f.srv.Client().Get(f.srv.URL + "/v1/dump")
 	if err != nil {
 		t.Fatal(err)

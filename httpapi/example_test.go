@@ -34,7 +34,9 @@ func Example() {
 	for _, h := range []*Host{{"a1", "eu"}, {"a2", "eu"}, {"b1", "us"}} {
 		hosts.Insert(wtxn, h)
 	}
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
 
 	h := httpapi.New(db, httpapi.Options{})
 	defer h.Close()
@@ -67,7 +69,9 @@ func Example_changes() {
 	hosts := strata.MustNewTable(db, "hosts", hostByName)
 	wtxn := db.WriteTxn(hosts)
 	hosts.Insert(wtxn, &Host{"a1", "eu"})
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
 
 	h := httpapi.New(db, httpapi.Options{})
 	defer h.Close()
@@ -89,7 +93,9 @@ func Example_changes() {
 	}
 	wtxn = db.WriteTxn(hosts)
 	hosts.Delete(wtxn, &Host{Name: "a1"})
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
 	lines.Scan()
 	fmt.Println(lines.Text())
 	// Output:

@@ -65,6 +65,17 @@ type fixture struct {
 	srv    *httptest.Server
 }
 
+// mustCommit commits txn and returns the new snapshot, failing the test if
+// the commit fails.
+func mustCommit(t testing.TB, txn strata.WriteTxn) strata.ReadTxn {
+	t.Helper()
+	rtxn, err := txn.Commit()
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	return rtxn
+}
+
 func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
 	f := &fixture{db: strata.New()}

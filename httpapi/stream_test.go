@@ -214,7 +214,7 @@ func TestChangesEncodeError(t *testing.T) {
 	wtxn := db.WriteTxn(tbl)
 	tbl.Insert(wtxn, &bad{ID: 1, J: true})
 	tbl.Insert(wtxn, &bad{ID: 2})
-	wtxn.Commit()
+	mustCommit(t, wtxn)
 	ev, _ := er.next()
 	ev2, _ := er.next()
 	if ev.Key != "1" || ev.Error == "" || string(ev.Object) != "null" || ev2.Key != "2" || ev2.Error != "" {

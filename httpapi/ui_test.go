@@ -153,7 +153,7 @@ func TestSampler(t *testing.T) {
 		late := strata.MustNewTable(f.db, "late", hostByName)
 		wtxn := f.db.WriteTxn(late)
 		late.Insert(wtxn, &Host{Name: "x"})
-		wtxn.Commit()
+		mustCommit(t, wtxn)
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		var s Samples
