@@ -188,7 +188,7 @@ func TestAddresses(t *testing.T) {
 	hosts := strata.MustNewTable(db, "hosts", hostByName)
 	wtxn := db.WriteTxn(hosts)
 	hosts.Insert(wtxn, &Host{Name: "a1"})
-	wtxn.Commit()
+	mustCommit(t, wtxn)
 	h := httpapi.New(db, httpapi.Options{Logger: quiet})
 	defer h.Close()
 

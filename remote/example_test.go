@@ -40,7 +40,9 @@ func serve() (db *strata.DB, hosts strata.RWTable[*Host], url string, stop func(
 	for _, h := range []*Host{{"a1", "eu"}, {"a2", "eu"}, {"b1", "us"}} {
 		hosts.Insert(wtxn, h)
 	}
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
 	h := httpapi.New(db, httpapi.Options{})
 	srv := httptest.NewServer(h)
 	return db, hosts, srv.URL, func() { srv.CloseClientConnections(); h.Close(); srv.Close() }
@@ -80,7 +82,10 @@ func ExampleMirror() {
 
 	db := strata.New()
 	hosts := strata.MustNewTable(db, "hosts", hostByName, hostByZone)
-	m := remote.NewMirror(remote.NewTable[*Host](c, "hosts"), db, hosts)
+	m, err := remote.NewMirror(remote.NewTable[*Host](c, "hosts"), db, hosts)
+	if err != nil {
+		panic(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- m.Run(ctx) }()
@@ -92,7 +97,9 @@ func ExampleMirror() {
 
 	wtxn := remoteDB.WriteTxn(remoteHosts)
 	remoteHosts.Insert(wtxn, &Host{"b1", "eu"})
-	wtxn.Commit()
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
 	<-watch // the local object changed
 	for h := range hosts.List(db.ReadTxn(), hostByZone.Query("eu")) {
 		fmt.Println(h.Name, "is in", h.Zone)
@@ -130,7 +137,9 @@ func ExampleClient_Changes() {
 		if ev.Kind == httpapi.EventBookmark {
 			wtxn := db.WriteTxn(hosts)
 			hosts.Delete(wtxn, &Host{Name: "a1"})
-			wtxn.Commit()
+			if _, err := wtxn.Commit(); err != nil {
+				panic(err)
+			}
 		}
 		if ev.Kind == httpapi.EventDelete {
 			break

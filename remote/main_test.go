@@ -149,6 +149,17 @@ func sixHosts() []*Host {
 	return hs
 }
 
+// mustCommit commits txn and returns the new snapshot, failing the test if
+// the commit fails.
+func mustCommit(t testing.TB, txn strata.WriteTxn) strata.ReadTxn {
+	t.Helper()
+	rtxn, err := txn.Commit()
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	return rtxn
+}
+
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -41,13 +41,17 @@ type Mirror[Obj any] struct {
 
 // NewMirror returns a mirror of src into dst, a table of db, and registers
 // an initializer on dst (named "remote:" and src's name), which the first
-// listing marks done. Run does the work.
-func NewMirror[Obj any](src *Table[Obj], db *strata.DB, dst strata.RWTable[Obj]) *Mirror[Obj] {
+// listing marks done. Run does the work. If the transaction that
+// registers the initializer fails to commit, NewMirror returns its error
+// (wrapped, for errors.Is) and no mirror, and dst is left as it was.
+func NewMirror[Obj any](src *Table[Obj], db *strata.DB, dst strata.RWTable[Obj]) (*Mirror[Obj], error) {
 	m := &Mirror[Obj]{src: src, db: db, dst: dst}
 	wtxn := db.WriteTxn(dst)
 	m.done = dst.RegisterInitializer(wtxn, "remote:"+src.Name())
-	wtxn.Commit()
-	return m
+	if _, err := wtxn.Commit(); err != nil {
+		return nil, fmt.Errorf("table %q: mirror: registering the initializer: %w", dst.Name(), err)
+	}
+	return m, nil
 }
 
 // Revision returns the remote table's revision that the local table

@@ -31,7 +31,11 @@ type local struct {
 func mirror(t *testing.T, s *server) *local {
 	l := &local{db: strata.New(), errc: make(chan error, 1)}
 	l.hosts = strata.MustNewTable(l.db, "hosts", hostByName, localUp)
-	l.m = NewMirror(NewTable[*Host](s.client(t), "hosts"), l.db, l.hosts)
+	m, err := NewMirror(NewTable[*Host](s.client(t), "hosts"), l.db, l.hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.m = m
 	if ok, _ := l.hosts.Initialized(l.db.ReadTxn()); ok {
 		t.Fatal("the local table is initialized before the mirror ran")
 	}
@@ -141,7 +145,10 @@ func TestMirrorFails(t *testing.T) {
 	s := newServer(t, httpapi.Options{})
 	db := strata.New()
 	hosts := strata.MustNewTable(db, "hosts", hostByName)
-	m := NewMirror(NewTable[*Host](s.client(t), "nope"), db, hosts)
+	m, err := NewMirror(NewTable[*Host](s.client(t), "nope"), db, hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := m.Run(t.Context()); !errors.Is(err, strata.ErrTableNotFound) {
 		t.Fatalf("Run: %v", err)
 	}
@@ -154,8 +161,69 @@ func TestMirrorFails(t *testing.T) {
 	byNum := strata.Index[*other, int]{Name: "name", FromObject: func(o *other) index.KeySet { return index.NewKeySet(index.Int(o.Name)) }, FromKey: index.Int, Unique: true}
 	odb := strata.New()
 	otbl := strata.MustNewTable(odb, "o", byNum)
-	om := NewMirror(NewTable[*other](s.client(t), "hosts"), odb, otbl)
+	om, err := NewMirror(NewTable[*other](s.client(t), "hosts"), odb, otbl)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := om.Run(t.Context()); !errors.Is(err, ErrObject) {
 		t.Fatalf("Run with another type: %v", err)
 	}
 }
+
+// TestNewMirrorCommitFails: NewMirror returns the error of the commit
+// that registers its initializer, and the local table stays as it was: no
+// initializer pending, nothing written. The commit fails here in the
+// table's journal (a store that cannot write), which the registering
+// transaction meets because the table writes an object when an
+// initializer is registered (registeringWrites).
+func TestNewMirrorCommitFails(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	db := strata.New()
+	hosts := strata.MustNewTable(db, "hosts", hostByName)
+	errDisk := errors.New("disk full")
+	wtxn := db.WriteTxn(hosts)
+	if err := strata.SetJournal(wtxn, hosts, failingJournal{errDisk}, nopJournal{}); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, wtxn)
+
+	m, err := NewMirror(NewTable[*Host](s.client(t), "hosts"), db, registeringWrites{hosts})
+	if !errors.Is(err, errDisk) || m != nil {
+		t.Fatalf("NewMirror = %v, %v; want no mirror and the journal's error", m, err)
+	}
+	rtxn := db.ReadTxn()
+	if ok, _ := hosts.Initialized(rtxn); !ok || len(hosts.PendingInitializers(rtxn)) != 0 || hosts.NumObjects(rtxn) != 0 {
+		t.Fatalf("after the failed commit: initialized %v, pending %v, %d objects; want the table as it was",
+			ok, hosts.PendingInitializers(rtxn), hosts.NumObjects(rtxn))
+	}
+}
+
+// registeringWrites is a table that writes an object, named after the
+// initializer, into the transaction that registers one.
+type registeringWrites struct{ strata.RWTable[*Host] }
+
+func (r registeringWrites) RegisterInitializer(txn strata.WriteTxn, name string) func(strata.WriteTxn) {
+	done := r.RWTable.RegisterInitializer(txn, name)
+	if _, _, err := r.Insert(txn, &Host{Name: name}); err != nil {
+		panic(err)
+	}
+	return done
+}
+
+// failingJournal is a journal whose records fail to commit with err.
+type failingJournal struct{ err error }
+
+func (j failingJournal) Begin() strata.JournalBatch { return failingBatch(j) }
+
+type failingBatch struct{ err error }
+
+func (b failingBatch) Commit() error { return b.err }
+func (failingBatch) Discard()        {}
+
+// nopJournal records nothing: the batch's Commit fails first.
+type nopJournal struct{}
+
+func (nopJournal) Upsert(strata.JournalBatch, []byte, *Host, strata.Revision) error { return nil }
+func (nopJournal) Delete(strata.JournalBatch, []byte) error                         { return nil }
+func (nopJournal) DeleteAll(strata.JournalBatch) error                              { return nil }
+func (nopJournal) SetRevision(strata.JournalBatch, strata.Revision) error           { return nil }

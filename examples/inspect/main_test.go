@@ -37,7 +37,10 @@ func TestServe(t *testing.T) {
 		}
 		db := strata.New()
 		hosts := strata.MustNewTable(db, "hosts", hostByName, hostByZone)
-		m := remote.NewMirror(remote.NewTable[*Host](c, "hosts"), db, hosts)
+		m, err := remote.NewMirror(remote.NewTable[*Host](c, "hosts"), db, hosts)
+		if err != nil {
+			t.Fatal(err)
+		}
 		mctx, stopMirror := context.WithCancel(t.Context())
 		mirrored := make(chan error, 1)
 		go func() { mirrored <- m.Run(mctx) }()
