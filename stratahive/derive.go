@@ -50,20 +50,26 @@ type DeriveParams[In, Out any] struct {
 // The output table gets an initializer named jobName when the hive is
 // built, done in the transaction that has applied every change up to the
 // input table's initialization: readers that wait for the output table
-// to be initialized see everything the initialized input implies.
+// to be initialized see everything the initialized input implies. If the
+// transaction that registers it fails to commit, the invoke function
+// returns the error (wrapped, for errors.Is), which fails the hive's
+// construction, and adds no job.
 //
 //	cell.Invoke(stratahive.Derive("derive-routes",
 //		func(h *Host, deleted bool) (*Route, stratahive.DeriveResult) { ... }))
 //
 // A write the output table refuses (a unique index, a durable table whose
 // store fails) stops the job with that error, which its health reports.
-func Derive[In, Out any](jobName string, transform func(obj In, deleted bool) (Out, DeriveResult)) func(DeriveParams[In, Out]) {
-	return func(p DeriveParams[In, Out]) {
+func Derive[In, Out any](jobName string, transform func(obj In, deleted bool) (Out, DeriveResult)) func(DeriveParams[In, Out]) error {
+	return func(p DeriveParams[In, Out]) error {
 		wtxn := p.DB.WriteTxn(p.OutTable)
 		markInit := p.OutTable.RegisterInitializer(wtxn, jobName)
-		wtxn.Commit()
+		if _, err := wtxn.Commit(); err != nil {
+			return fmt.Errorf("derive %s: registering the initializer of table %q: %w", jobName, p.OutTable.Name(), err)
+		}
 		d := &derivation[In, Out]{p: p, name: jobName, transform: transform, markInit: markInit}
 		p.JobGroup.Add(job.OneShot(jobName, d.run))
+		return nil
 	}
 }
 

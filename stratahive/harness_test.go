@@ -231,26 +231,29 @@ var leaseByID = strata.Index[*Lease, uint64]{
 // leaseCells declares the leases table, with an initializer "lease-sync"
 // that the command leases/synced completes.
 func leaseCells() (cell.Cell, map[string]script.Cmd) {
-	var done func()
+	var done func() error
 	c := cell.Group(
 		stratahive.Table("leases", leaseByID),
-		cell.Invoke(func(db *strata.DB, leases strata.RWTable[*Lease]) {
+		cell.Invoke(func(db *strata.DB, leases strata.RWTable[*Lease]) error {
 			wtxn := db.WriteTxn(leases)
 			markDone := leases.RegisterInitializer(wtxn, "lease-sync")
-			wtxn.Commit()
-			done = func() {
+			if _, err := wtxn.Commit(); err != nil {
+				return err
+			}
+			done = func() error {
 				wtxn := db.WriteTxn(leases)
 				markDone(wtxn)
-				wtxn.Commit()
+				_, err := wtxn.Commit()
+				return err
 			}
+			return nil
 		}),
 	)
 	cmds := map[string]script.Cmd{
 		"leases/synced": script.Command(
 			script.CmdUsage{Summary: "Mark the leases table initialized"},
 			func(s *script.State, args ...string) (script.WaitFunc, error) {
-				done()
-				return nil, nil
+				return nil, done()
 			}),
 	}
 	return c, cmds
