@@ -82,10 +82,21 @@ func benchSnapshot(b *testing.B) string {
 		txn := db.WriteTxn(js, bin)
 		for i := range *benchObjects {
 			r := &benchRecord{ID: uint64(i), Name: fmt.Sprintf("record-%08d", i), Group: fmt.Sprintf("g%d", i%16), Data: bytes.Repeat([]byte{byte(i)}, 40)}
-			js.Insert(txn, r)
-			bin.Insert(txn, r)
+			if _, _, err := js.Insert(txn, r); err != nil {
+				txn.Abort()
+				benchSnap.err = err
+				return
+			}
+			if _, _, err := bin.Insert(txn, r); err != nil {
+				txn.Abort()
+				benchSnap.err = err
+				return
+			}
 		}
-		txn.Commit()
+		if _, err := txn.Commit(); err != nil {
+			benchSnap.err = err
+			return
+		}
 		benchSnap.path = filepath.Join(dir, "bench.snap")
 		benchSnap.err = persist.WriteSnapshotFile(benchSnap.path, db.ReadTxn(),
 			persist.Table(js, persist.JSON[*benchRecord]()), persist.Table(bin, persist.Binary[benchRecord]()))
