@@ -77,7 +77,7 @@ func TestChangesBasic(t *testing.T) {
 	// Deleted and inserted again: only the newest state.
 	txn = db.WriteTxn(tbl)
 	tbl.Delete(txn, &testObject{ID: 4})
-	rtxn = mustCommit(t, txn)
+	mustCommit(t, txn)
 	txn = db.WriteTxn(tbl)
 	tbl.Insert(txn, &testObject{ID: 4, Value: 9})
 	rtxn = mustCommit(t, txn)

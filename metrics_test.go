@@ -2,8 +2,6 @@ package strata
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -341,11 +339,10 @@ func TestNopMetricsAllocs(t *testing.T) {
 // in metrics/prometheus); part imports only the standard library, and index
 // only the standard library and part (for index.Set over a part.Set).
 func TestRootDependencies(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := exec.LookPath(goTool); err != nil {
-		if goTool, err = exec.LookPath("go"); err != nil {
-			t.Skip("no go tool:", err)
-		}
+	// go test puts the go tool that runs it first in the PATH.
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal("no go tool:", err)
 	}
 	const mod = "github.com/strata-db/strata"
 	for _, tc := range []struct {

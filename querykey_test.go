@@ -39,6 +39,9 @@ func TestQueryKeyFixed(t *testing.T) {
 	check("QueryKey", idIndex.QueryKey(index.Key("a long key, more than 8 bytes")), index.Key("a long key, more than 8 bytes"), false)
 	o := &testObject{ID: 7, Name: "a name longer than eight"}
 	q, ok := idIndex.QueryFromObject(o)
+	if !ok {
+		t.Fatal("QueryFromObject found no ID")
+	}
 	check("QueryFromObject", q, index.Uint64(7), true)
 	if q, ok = nameIndex.QueryFromObject(o); !ok {
 		t.Fatal("QueryFromObject found no name")
@@ -52,10 +55,10 @@ func TestQueryKeyFixed(t *testing.T) {
 // TestPairLayout: object[Obj] and part.Pair[Obj, Revision] have one layout,
 // which pairTree relies on.
 func TestPairLayout(t *testing.T) {
-	type big struct {
-		a [3]int
-		s string
-		b bool
+	type big struct { // blank fields: only its layout matters
+		_ [3]int
+		_ string
+		_ bool
 	}
 	check := func(name string, so, sp, oo, op, ro, rp uintptr) {
 		if so != sp || oo != op || ro != rp {

@@ -468,7 +468,9 @@ func TestInsertWatchRootOnly(t *testing.T) {
 	if isClosed(ch) || ch != tree.RootWatch() {
 		t.Fatalf("after commit: closed %v, root's channel %v", isClosed(ch), ch == tree.RootWatch())
 	}
-	_, _, tree = tree.Insert([]byte("b"), 2)
+	if _, _, tree = tree.Insert([]byte("b"), 2); tree.Len() != 2 {
+		t.Fatalf("Len after the second insert = %d, want 2", tree.Len())
+	}
 	if !isClosed(ch) {
 		t.Fatal("root channel from InsertWatch open after a later change")
 	}
