@@ -143,6 +143,7 @@ func (db *DB) ReadTxn() ReadTxn { return db.root.Load() }
 //
 // WriteTxn panics if a table belongs to another DB.
 func (db *DB) WriteTxn(table TableMeta, tables ...TableMeta) WriteTxn {
+	//lint:ignore SA1012 writeTxn's nil ctx means "no context": a plain lock, without lockContext's wake channel and select
 	txn, _ := db.writeTxn(nil, table, tables)
 	return txn
 }
