@@ -71,6 +71,7 @@ func (r *dbRoot) tables() []*stateHeader { return unsafe.Slice(&r.first[0], r.n)
 // rootWith is a root with room for len(rest)+1 table states.
 type rootWith[A any] struct {
 	dbRoot
+	//lint:ignore U1000 the room for the table states past first, which tables reaches through unsafe.Slice
 	rest A
 }
 

@@ -146,7 +146,6 @@ func (h *header) leafKey() []byte {
 	l := (*leafKey)(unsafe.Pointer(h))
 	return unsafe.Slice(l.kptr, l.klen)
 }
-func (h *header) isLeaf() bool { return h.kind() == kindLeaf }
 
 func asLeaf[T any](h *header) *leaf[T] { return (*leaf[T])(unsafe.Pointer(h)) }
 

@@ -43,6 +43,3 @@ func (h *header) seal() {
 		close(ptrChan(old))
 	}
 }
-
-// sealed reports whether the node has been sealed.
-func (h *header) sealed() bool { return atomic.LoadPointer(&h.watch) == closedWatchPtr }
