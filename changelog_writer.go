@@ -47,10 +47,19 @@ func (tt *tableTxn[Obj]) dropLog() {
 }
 
 // beginLog sets the log up for a transaction beginning from base: kept,
-// started or dropped as the table has feeds.
-func (tt *tableTxn[Obj]) beginLog(base *tableState[Obj]) {
+// started or dropped as the table has feeds. A base that is not published
+// (a tip) counts as the transaction's own for reuse: reuseBelow is the
+// published end of the log (commitqueue.go, invariant 6), or 0 if the
+// published state has no log or another.
+func (tt *tableTxn[Obj]) beginLog(base, published *tableState[Obj]) {
 	tt.log, tt.segments, tt.lowestPinRead = base.log, 0, false
 	tt.reuseBelow = base.log.seq
+	if base != published {
+		tt.reuseBelow = 0
+		if published.log.seg != nil && sameLog(published.log, base.log) {
+			tt.reuseBelow = published.log.seq
+		}
+	}
 	switch {
 	case tt.observed && tt.log.seg == nil:
 		// A feed registered in a transaction that aborted.

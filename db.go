@@ -59,6 +59,9 @@ type dbState struct {
 	// commits counts the commits that published a new root (Commits).
 	// Guarded by mu, which every such commit holds anyway.
 	commits uint64
+	// queue holds the commits enqueued in the journal and not yet
+	// published (commitqueue.go). Its mu is taken before mu.
+	queue commitQueue
 
 	opts dbOptions
 }

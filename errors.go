@@ -83,6 +83,12 @@ var (
 	// ErrRestoreInput: the objects given to Restore are inconsistent: two
 	// with one primary key or one revision, or a revision of 0.
 	ErrRestoreInput = errors.New("inconsistent objects to restore")
+	// ErrEarlierCommitFailed: the commit's record could not be made
+	// durable because the record of a commit before it failed: one whose
+	// state this transaction read or built on, or one enqueued in the
+	// journal before it (docs/early-lock-release.md). The error wraps the
+	// earlier failure too. Nothing of the commit was published.
+	ErrEarlierCommitFailed = errors.New("an earlier commit failed")
 )
 
 // Errors from untyped table access (AnyTable), whose table, index and key

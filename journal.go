@@ -22,6 +22,30 @@ type JournalBatch interface {
 	Discard()
 }
 
+// QueuedBatch is a JournalBatch that can be written in two steps, so that
+// the commit's tables are unlocked while its record becomes durable, and
+// the next writers of those tables build on the commit meanwhile (early
+// lock release: docs/early-lock-release.md). The database publishes the
+// commit, and Commit returns, only once Wait returned nil for it and for
+// every record enqueued before it.
+type QueuedBatch interface {
+	JournalBatch
+	// Queues reports whether the record takes the two steps. If not, the
+	// database writes it with Commit, holding the locks. It must not
+	// change while any table is attached to the journal.
+	Queues() bool
+	// Enqueue places the record in the journal's order and returns
+	// without waiting for it to be durable. The database calls it for
+	// one record at a time, in the order of its commits; a record
+	// enqueued after another is never durable without it. If it returns
+	// an error, nothing was enqueued, and the database calls Discard.
+	Enqueue() error
+	// Wait returns once the enqueued record is durable, or could not be
+	// made so. If it fails, the journal must fail every record enqueued
+	// after it too (they may build on it): none of them is published.
+	Wait() error
+}
+
 // TableJournal writes the changes of one table into commit records. The
 // database calls it during Commit, once per changed object (each object
 // once, in its final state), never concurrently for one batch.

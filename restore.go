@@ -26,6 +26,7 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 	if err != nil {
 		return err
 	}
+	tt.keepLock = true
 	if tt.primary.Len() != 0 {
 		return fmt.Errorf("table %q: %w", t.meta.name, ErrTableNotEmpty)
 	}

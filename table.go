@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/index"
 	"github.com/strata-db/strata/metrics"
@@ -62,6 +63,12 @@ type TableMeta interface {
 	// dropUnobservedLog drops the change log if the table has no feeds and
 	// is not locked.
 	dropUnobservedLog()
+	// discardPending closes the watch channels of the nodes of a state
+	// that will never be published, created at or after m.
+	discardPending(h *stateHeader, m part.Mark)
+	// dropFailedTip cuts the change log back from a failed tip to the
+	// published state. The table is locked.
+	dropFailedTip(tip *stateHeader)
 	// untyped returns the table's side of AnyTable.
 	untyped() untypedTable
 }
@@ -218,6 +225,12 @@ type tableMeta struct {
 	metrics metrics.Table
 	// feeds registers the table's change feeds.
 	feeds feedRegistry
+	// tip is the table's newest committed state that is not yet
+	// published, nil if none; tipFailed, if set, is why tip will never be
+	// published (commitqueue.go, invariants 2 and 4). Written under the
+	// commit queue's mu; read by the holder of lock.
+	tip       atomic.Pointer[stateHeader]
+	tipFailed atomic.Pointer[error]
 }
 
 // indexDef is one of a table's indexes. Position 0 is the primary index.

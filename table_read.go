@@ -15,8 +15,14 @@ func (t *table[Obj]) read(txn ReadTxn) *tableState[Obj] {
 		return t.stateIn(x)
 	case *txnHandle:
 		if w := x.w; w != nil {
-			if tt := t.pendingIn(w); tt != nil {
-				return tt.snapshot()
+			if lt := w.find(&t.meta); lt != nil {
+				if lt.w != nil {
+					return t.writer.snapshot()
+				}
+				if lt.tip != nil {
+					// The pending state the transaction builds on.
+					return (*tableState[Obj])(unsafeStatePointer(lt.tip))
+				}
 			}
 		}
 		return t.stateIn(x.committed())

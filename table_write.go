@@ -72,8 +72,11 @@ type tableTxn[Obj any] struct {
 	attach TableJournal[Obj]
 
 	// restored collects what Restore adds, to find duplicate revisions
-	// and to log the objects in revision order.
+	// and to log the objects in revision order; keepLock is set by a
+	// Restore, whose commit keeps the table locked until it is published
+	// (keepsLock).
 	restored []object[Obj]
+	keepLock bool
 
 	// Scratch space, reused across writes. The KeySets live here rather
 	// than in locals, so that At's results, which may point into them,
@@ -106,14 +109,21 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 		return nil, err
 	}
 	if lt.w == nil {
-		t.writer.begin(t.stateIn(w.root), w.db.handle)
+		published := t.stateIn(w.root)
+		base := published
+		if lt.tip != nil {
+			base = (*tableState[Obj])(unsafeStatePointer(lt.tip))
+		}
+		t.writer.begin(base, published, w.db.handle)
 		lt.w = &t.writer
 	}
 	return &t.writer, nil
 }
 
-func (tt *tableTxn[Obj]) begin(base *tableState[Obj], handle string) {
-	tt.handle = handle
+// begin starts the table's part of a transaction from base: the published
+// state, or the table's tip (commitqueue.go).
+func (tt *tableTxn[Obj]) begin(base, published *tableState[Obj], handle string) {
+	tt.handle, tt.keepLock = handle, false
 	tt.base, tt.revision, tt.multiKey, tt.dirty, tt.written = base, base.revision, base.multiKey, false, false
 	tt.observed, tt.init = tt.t.meta.feeds.live() > 0, nil
 	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
@@ -130,7 +140,7 @@ func (tt *tableTxn[Obj]) begin(base *tableState[Obj], handle string) {
 	}
 	clear(tt.newFeeds)
 	tt.newFeeds = tt.newFeeds[:0]
-	tt.beginLog(base)
+	tt.beginLog(base, published)
 }
 
 func (tt *tableTxn[Obj]) initState() *initState {
@@ -231,6 +241,37 @@ func (tt *tableTxn[Obj]) notify() {
 		tt.attach = nil
 	}
 	tt.base, tt.init = nil, nil
+	if invariants {
+		tt.checkLog()
+	}
+}
+
+// keepsLock implements tableWriter.
+func (tt *tableTxn[Obj]) keepsLock() bool {
+	return tt.init != nil || len(tt.newFeeds) > 0 || tt.attach != nil || tt.keepLock ||
+		!sameLog(tt.base.log, tt.log)
+}
+
+// sameLog reports whether a and b are positions in the same log, or both
+// in none.
+func sameLog[Obj any](a, b logPos[Obj]) bool {
+	if a.seg == nil || b.seg == nil {
+		return a.seg == b.seg
+	}
+	return a.seg.chain == b.seg.chain
+}
+
+// handOff implements tableWriter: what notify does, but the retired
+// nodes' channels, which lt keeps to close once the commit is published
+// (the commit changed only objects: keepsLock).
+func (tt *tableTxn[Obj]) handOff(lt *lockedTable) {
+	lt.mark = tt.primary.Mark()
+	tt.primary.MoveRetired(&lt.retired)
+	for i := range tt.secondary {
+		lt.mark = min(lt.mark, tt.secondary[i].Mark())
+		tt.secondary[i].MoveRetired(&lt.retired)
+	}
+	tt.base = nil
 	if invariants {
 		tt.checkLog()
 	}

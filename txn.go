@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/strata-db/strata/part"
 )
 
 // ReadTxn is a consistent snapshot of the database, passed to table reads.
@@ -38,6 +40,11 @@ type WriteTxn interface {
 	// them. If it returns an error (ErrTransactionClosed, or a failure of
 	// the persistence layer to write the changes), nothing was published
 	// and the database is as it was before the transaction.
+	//
+	// A commit whose changes a journal makes durable may unlock its tables
+	// before they are durable, so that the next writers of those tables
+	// build on it meanwhile; it still returns, and readers see it, only
+	// once it is durable (docs/early-lock-release.md).
 	//
 	// After Commit, reads through the transaction see the snapshot Commit
 	// returned, and writes fail with ErrTransactionClosed.
@@ -163,6 +170,15 @@ type tableWriter interface {
 	// journal; writeJournal writes them.
 	journaled() bool
 	writeJournal(JournalBatch) error
+	// keepsLock reports whether the transaction changed more than the
+	// table's objects (feeds, initializers, the journal binding, the
+	// change log, a Restore): it then keeps the table locked until it is
+	// published, and notify does the rest.
+	keepsLock() bool
+	// handOff moves into lt what notify would do once the commit is
+	// published, and ends the writer's part of the transaction, so that
+	// the table can be unlocked before (early lock release).
+	handOff(lt *lockedTable)
 }
 
 // txnHandle implements WriteTxn. Each transaction gets a handle of its own,
@@ -249,18 +265,45 @@ type writeTxn struct {
 	// once.
 	locked    []lockedTable
 	lockedBuf [2]lockedTable
-	// acquired is when the last lock was taken (monotonic); set only if
-	// the database has metrics.
-	acquired time.Duration
+	// acquired is when the last lock was taken, releasedAt when an early
+	// lock release unlocked them (monotonic); set only if the database
+	// has metrics.
+	acquired, releasedAt time.Duration
 	// committed: commit published the transaction's writes (or had none
 	// to publish), so it ends as committed.
 	committed bool
+
+	// The commit queue's (commitqueue.go). dependent: a locked table had
+	// a tip when the locks were taken, so the commit goes through the
+	// queue. released: the commit unlocked the tables before it was
+	// published (early lock release).
+	dependent, released bool
+	// record is the commit's enqueued journal record, nil if none.
+	record QueuedBatch
+	// waited: the record is durable, or failed (result); settled: the
+	// queue published the commit (published) or failed it (result), and
+	// sent on done unless the owner settled it itself. Guarded by the
+	// queue's mu.
+	waited, settled bool
+	result          error
+	published       *dbRoot
+	// done wakes the owner of a commit another goroutine settled. Kept
+	// across recycling.
+	done chan struct{}
 }
 
 type lockedTable struct {
 	meta  *tableMeta
 	w     tableWriter  // nil until the first write to the table
 	state *stateHeader // the table's new state, set by Commit
+	// tip is the table's pending state the transaction began from
+	// (tableMeta.tip), nil to begin from root's.
+	tip *stateHeader
+	// After an early lock release: the nodes the writer's changes
+	// replaced, whose watch channels close once the commit is published,
+	// and the mark of the nodes it created (tableTxn.handOff).
+	retired part.Retired
+	mark    part.Mark
 	// With metrics: the new state's object count and logged deletes.
 	objects    int
 	logDeletes uint64
@@ -321,7 +364,7 @@ func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (
 	if db.opts.metricsOn {
 		w.acquired = monotonic()
 	}
-	w.root = db.root.Load()
+	w.takeTips()
 	return newHandle(w), nil
 }
 
@@ -331,7 +374,7 @@ func (db *DB) lockedWriteTxn(m *tableMeta) *txnHandle {
 	w := writeTxnPool.Get().(*writeTxn)
 	w.db = db
 	w.locked = append(w.lockedBuf[:0], lockedTable{meta: m})
-	w.root = db.root.Load()
+	w.takeTips()
 	if db.opts.metricsOn {
 		w.acquired = monotonic()
 		m.metrics.LockWait(0)
@@ -398,9 +441,15 @@ func (h *txnHandle) Abort() {
 // nor its block's cleanup, ends it again and unlocks its tables twice.
 func (h *txnHandle) endCommit(w *writeTxn) {
 	h.close(w)
-	if w.committed {
+	switch {
+	case w.released:
+		// Unlocked before the commit was published.
+		if w.db.opts.metricsOn {
+			w.report(w.committed)
+		}
+	case w.committed:
 		w.release(true)
-	} else {
+	default:
 		w.abort()
 	}
 	recycle(w)
@@ -413,7 +462,7 @@ func (h *txnHandle) close(w *writeTxn) { h.root, h.w, *h.open = w.root, nil, nil
 
 // recycle returns the state of a transaction that ended to the pool.
 func recycle(w *writeTxn) {
-	*w = writeTxn{}
+	*w = writeTxn{done: w.done}
 	writeTxnPool.Put(w)
 }
 
@@ -449,7 +498,7 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 			changed = changed || lt.state != nil
 		}
 	}
-	if !changed {
+	if !changed && !w.dependent {
 		// Nothing to publish, but the writers end as committed
 		// (registered feeds, attached journals).
 		w.committed = true
@@ -463,9 +512,22 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 	}
 
 	db := w.db
-	if err := w.writeJournal(); err != nil {
-		w.root = db.root.Load()
-		return w.root, err
+	var b JournalBatch
+	if first := w.firstJournaled(); first >= 0 {
+		var err error
+		if b, err = w.writeRecord(first); err != nil {
+			w.root = db.root.Load()
+			return w.root, err
+		}
+	}
+	if qb, ok := b.(QueuedBatch); w.dependent || ok && qb.Queues() {
+		return w.commitQueued(b)
+	}
+	if b != nil {
+		if err := commitRecord(b); err != nil {
+			w.root = db.root.Load()
+			return w.root, err
+		}
 	}
 	db.mu.Lock()
 	root := newRoot(db.first, db.root.Load().tables())
@@ -488,17 +550,15 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 	return root, nil
 }
 
-// writeJournal writes the changes of the journaled tables into one record
-// of the database's journal, and writes the record. It runs before the root
-// is published and outside db.mu, so commits of other tables can share the
-// journal's writes (group commit).
-func (w *writeTxn) writeJournal() error {
+// firstJournaled returns the position in w.locked of the first table whose
+// changes the journal records, or -1 if there is none.
+func (w *writeTxn) firstJournaled() int {
 	for i := range w.locked {
 		if lt := &w.locked[i]; lt.state != nil && lt.w.journaled() {
-			return w.writeRecord(i)
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // journalPanic is the error writeRecord returns for a panic in the
@@ -508,20 +568,21 @@ type journalPanic struct{ value any }
 
 func (p *journalPanic) Error() string { return fmt.Sprintf("journal panicked: %v", p.value) }
 
-// writeRecord writes the record of the journaled tables, the first of
-// which is w.locked[first]. The journal is code of the persistence layer
+// writeRecord writes the changes of the journaled tables, the first of
+// which is w.locked[first], into a new record of the database's journal,
+// and returns it unwritten. It runs before the root is published and
+// outside db.mu, so commits of other tables can share the journal's
+// writes (group commit). The journal is code of the persistence layer
 // and of its user (codecs): a panic in it is recovered into a
 // *journalPanic, so that the transaction is aborted and its tables
 // unlocked before the panic goes on (TestJournalPanic).
-func (w *writeTxn) writeRecord(first int) (err error) {
-	var b JournalBatch
-	committing := false
+func (w *writeTxn) writeRecord(first int) (b JournalBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if b != nil && !committing {
+			if b != nil {
 				b.Discard()
 			}
-			err = &journalPanic{value: r}
+			b, err = nil, &journalPanic{value: r}
 		}
 	}()
 	b = w.db.journal.Begin()
@@ -532,10 +593,20 @@ func (w *writeTxn) writeRecord(first int) (err error) {
 		}
 		if err := lt.w.writeJournal(b); err != nil {
 			b.Discard()
-			return fmt.Errorf("table %q: journal: %w", lt.meta.name, err)
+			return nil, fmt.Errorf("table %q: journal: %w", lt.meta.name, err)
 		}
 	}
-	committing = true
+	return b, nil
+}
+
+// commitRecord writes the record b (JournalBatch.Commit), recovering a
+// panic of the journal as writeRecord does.
+func commitRecord(b JournalBatch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &journalPanic{value: r}
+		}
+	}()
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -547,6 +618,9 @@ func (w *writeTxn) writeRecord(first int) (err error) {
 // transaction changed. It runs after the tables are unlocked.
 func (w *writeTxn) report(committed bool) {
 	held := monotonic() - w.acquired
+	if w.released {
+		held = w.releasedAt - w.acquired
+	}
 	w.db.handleMetrics.WriteTxn(held, committed)
 	for i := range w.locked {
 		lt := &w.locked[i]

@@ -106,16 +106,16 @@ func (t *Txn[T]) Discard(tree Tree[T]) {
 				n.seal()
 			}
 		}
-		t.sealCreated(t.root)
+		sealSince(t.root, t.first)
 	}
 	t.Reset(tree)
 }
 
-// sealCreated seals n and the nodes below it that the transaction created
-// since it began. A node it did not create is from the tree it started
-// from, and so is everything below that node.
-func (t *Txn[T]) sealCreated(n *header) {
-	if n.txn() < t.first {
+// sealSince seals n and the nodes below it created by transactions with
+// an id of at least first. A node created earlier is from a committed
+// tree, and so is everything below that node.
+func sealSince(n *header, first uint64) {
+	if n.txn() < first {
 		return
 	}
 	n.seal()
@@ -123,11 +123,11 @@ func (t *Txn[T]) sealCreated(n *header) {
 		return
 	}
 	if l := n.inner().leaf; l != nil {
-		t.sealCreated(l)
+		sealSince(l, first)
 	}
 	for _, c := range n.children() {
 		if c != nil {
-			t.sealCreated(c)
+			sealSince(c, first)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package persist
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -48,22 +49,36 @@ type groupCommit struct {
 // commitGrouped commits jb with the other commits that arrive with it,
 // and returns once the group's batch is synced.
 func (s *Store) commitGrouped(jb *journalBatch) error {
+	s.enqueueGrouped(jb)
+	return s.waitGrouped(jb)
+}
+
+// enqueueGrouped places jb in the log's order: it leads the next group if
+// none is leading, else it queues for a later group. Groups are committed
+// one after another, each in its order (the leader first, then the queue
+// in order), so a batch enqueued after another is never durable without
+// it (strata.QueuedBatch). waitGrouped must follow.
+func (s *Store) enqueueGrouped(jb *journalBatch) {
 	g := &s.group
 	g.mu.Lock()
 	if g.leading {
 		g.queue = append(g.queue, jb)
 		g.queued.Add(1)
-		g.mu.Unlock()
-		switch err := <-jb.done; err {
-		case errLead:
-		case errAlone:
-			return s.apply(jb.b)
-		default:
-			return err
-		}
+		jb.leads = false
 	} else {
 		g.leading = true
-		g.mu.Unlock()
+		jb.leads = true
+	}
+	g.mu.Unlock()
+}
+
+// waitGrouped returns once the group of jb, enqueued by enqueueGrouped,
+// is synced, or failed.
+func (s *Store) waitGrouped(jb *journalBatch) error {
+	if !jb.leads {
+		if err := <-jb.done; err != errLead {
+			return err
+		}
 	}
 	return s.lead(jb)
 }
@@ -72,15 +87,16 @@ func (s *Store) commitGrouped(jb *journalBatch) error {
 // one by one (Pebble still shares their syncs). A variable for tests.
 var maxGroupBytes = 64 << 20
 
-// errLead tells a queued commit that it leads the next group, and
-// errAlone that it commits its batch by itself.
-var (
-	errLead  = errors.New("persist: lead the next group")
-	errAlone = errors.New("persist: commit alone")
-)
+// errLead tells a queued commit that it leads the next group.
+var errLead = errors.New("persist: lead the next group")
 
 // lead waits for the group's members, commits their batches as one, wakes
 // them, and hands the lead to the first commit that queued meanwhile.
+//
+// A group that fails fails the store (Store.fail), whatever the error: the
+// commits queued behind it may build on its commits (early lock release in
+// the database), so none of them may be written; the next group finds the
+// store failed and fails all its commits without writing them.
 func (s *Store) lead(jb *journalBatch) error {
 	g := &s.group
 	if want := int32(g.expect - 1); want > 0 && g.queued.Load() < want {
@@ -100,10 +116,19 @@ func (s *Store) lead(jb *journalBatch) error {
 	}
 	start := time.Now()
 	var err error
-	if len(members) == 0 {
+	switch {
+	case s.failed.Load() != nil:
+		err = fmt.Errorf("%w: %w", ErrStoreFailed, *s.failed.Load())
+		for _, m := range members {
+			m.done <- err
+		}
+	case len(members) == 0:
 		err = s.apply(jb.b)
-	} else {
+	default:
 		err = s.applyGroup(jb.b, members)
+	}
+	if err != nil {
+		s.fail(err)
 	}
 	g.latency = time.Since(start)
 	g.expect = len(members) + 1
@@ -126,7 +151,9 @@ func (s *Store) lead(jb *journalBatch) error {
 
 // applyGroup commits b, the leader's batch, and the batches of members as
 // one batch, and gives each member the result. If they do not merge (too
-// large, or a batch Pebble refuses), each commits its own.
+// large, or a batch Pebble refuses), each is committed by itself, in
+// order; once one fails, the later ones fail with its error, unwritten,
+// and the store fails.
 func (s *Store) applyGroup(b *pebble.Batch, members []*journalBatch) error {
 	g := &s.group
 	size := b.Len()
@@ -158,8 +185,16 @@ func (s *Store) applyGroup(b *pebble.Batch, members []*journalBatch) error {
 		}
 		g.merged = nil
 	}
+	err := s.apply(b)
+	first := err
 	for _, m := range members {
-		m.done <- errAlone
+		if first == nil {
+			first = s.apply(m.b)
+		}
+		m.done <- first
 	}
-	return s.apply(b)
+	if first != nil {
+		s.fail(first)
+	}
+	return err
 }

@@ -30,6 +30,64 @@ type journalBatch struct {
 	gen uint64
 	// done receives the result of a commit that joined a group (group.go).
 	done chan error
+	// leads: the batch leads its group (enqueueGrouped). empty: Enqueue
+	// found nothing to write. start: when Enqueue ran, for metrics.
+	leads, empty bool
+	start        time.Time
+}
+
+var _ strata.QueuedBatch = (*journalBatch)(nil)
+
+// Queues implements strata.QueuedBatch: in Sync mode the database
+// enqueues the record and waits for its sync apart, unlocking its tables
+// meanwhile; in Buffered mode it calls Commit, which returns once Pebble
+// took the record.
+func (jb *journalBatch) Queues() bool { return !jb.s.buffered }
+
+// Enqueue implements strata.QueuedBatch: it places the batch in the group
+// commit's order (group.go) and returns; Wait returns once its group is
+// synced. Between the two the batch holds the store open (closeMu).
+func (jb *journalBatch) Enqueue() error {
+	s := jb.s
+	if jb.b.Empty() {
+		// Nothing to write, as in Commit.
+		jb.empty = true
+		return nil
+	}
+	s.closeMu.RLock()
+	if err := s.usable(); err != nil {
+		s.closeMu.RUnlock()
+		return err
+	}
+	if s.metricsOn {
+		jb.start = time.Now()
+	}
+	s.enqueueGrouped(jb)
+	return nil
+}
+
+// Wait implements strata.QueuedBatch. If it fails, the store has failed
+// (lead), so every batch enqueued after this one fails too, unwritten.
+func (jb *journalBatch) Wait() error {
+	s := jb.s
+	if jb.empty {
+		jb.empty = false
+		jb.Discard()
+		return nil
+	}
+	size := jb.b.Len()
+	err := s.waitGrouped(jb)
+	s.closeMu.RUnlock()
+	if s.metricsOn {
+		s.metrics.Commit(size, time.Since(jb.start), err != nil)
+	}
+	if err != nil {
+		// Pebble forbids reusing a batch whose commit failed: drop it.
+		return err
+	}
+	jb.b.Reset()
+	s.batches.Put(jb)
+	return nil
 }
 
 // Commit writes the batch: in Sync mode it returns once the log is synced
