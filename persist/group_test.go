@@ -13,11 +13,12 @@ import (
 	"github.com/strata-db/strata"
 )
 
-// groupWriters runs writers goroutines, each committing rounds
-// transactions to its own table of s (values 1, 2, ...; objects items per
-// transaction), until a commit fails; acked[i] is writer i's last
-// acknowledged value, and failed[i] its error, if any. After a failure,
-// the writer checks that memory still holds its last acknowledged commit.
+// groupWriters runs a goroutine per entry of tables (several may be the
+// same table), writer i committing rounds transactions to tables[i]
+// (values 1, 2, ...; objects items per transaction, with IDs of its own),
+// until a commit fails; acked[i] is writer i's last acknowledged value,
+// and failed[i] its error, if any. After a failure, the writer checks that
+// memory still holds its last acknowledged commit.
 func groupWriters(t *testing.T, db *strata.DB, tables []strata.RWTable[*item], rounds, objects int) (acked []int64, failed []error) {
 	acked = make([]int64, len(tables))
 	failed = make([]error, len(tables))
@@ -27,13 +28,15 @@ func groupWriters(t *testing.T, db *strata.DB, tables []strata.RWTable[*item], r
 			for v := int64(1); v <= int64(rounds); v++ {
 				txn := db.WriteTxn(tbl)
 				for id := range uint64(objects) {
-					tbl.Insert(txn, &item{ID: id, Name: "g", Value: v})
+					if _, _, err := tbl.Insert(txn, &item{ID: writerID(i, objects, id), Name: "g", Value: v}); err != nil {
+						t.Error(err)
+					}
 				}
 				if _, err := txn.Commit(); err != nil {
 					failed[i] = err
-					for id, row := range itemRows(db.ReadTxn(), tbl) {
+					for id, row := range writerRows(db.ReadTxn(), tbl, i, objects) {
 						if row.Value != v-1 {
-							t.Errorf("table %d: after a failed commit of %d, object %d holds %d", i, v, id, row.Value)
+							t.Errorf("writer %d: after a failed commit of %d, object %d holds %d", i, v, id, row.Value)
 						}
 					}
 					return
@@ -46,39 +49,71 @@ func groupWriters(t *testing.T, db *strata.DB, tables []strata.RWTable[*item], r
 	return acked, failed
 }
 
-// checkGroupTables reopens the store in fs at dir and checks that each
-// table holds, whole, a value from acked[i] to acked[i]+extra.
-func checkGroupTables(t *testing.T, fs vfs.FS, n, objects int, acked []int64, extra int64) {
+// writerID is the ID of writer i's object id.
+func writerID(i, objects int, id uint64) uint64 { return uint64(i*objects) + id }
+
+// writerRows returns the rows of writer i's objects in tbl.
+func writerRows(txn strata.ReadTxn, tbl strata.Table[*item], i, objects int) map[uint64]itemRow {
+	rows := itemRows(txn, tbl)
+	for id := range rows {
+		if id < writerID(i, objects, 0) || id >= writerID(i+1, objects, 0) {
+			delete(rows, id)
+		}
+	}
+	return rows
+}
+
+// checkGroupTables reopens the store in fs at dir and checks that each of
+// the n writers' objects hold, whole, a value from acked[i] to
+// acked[i]+extra: in table g<i>, or with shared, all in table g0.
+func checkGroupTables(t *testing.T, fs vfs.FS, n, objects int, acked []int64, extra int64, shared bool) {
 	t.Helper()
 	s := openStore(t, "/db", Options{FS: fs})
 	defer closeStore(t, s)
 	db := strata.New()
+	var tbl strata.RWTable[*item]
 	for i := range n {
-		tbl := itemTable(t, s, db, fmt.Sprint("g", i), nil)
-		rows := itemRows(db.ReadTxn(), tbl)
-		v := rows[0].Value
+		name := fmt.Sprint("g", i)
+		switch {
+		case !shared:
+			tbl = itemTable(t, s, db, name, nil)
+		case i == 0:
+			tbl = itemTable(t, s, db, "g0", nil)
+		default:
+			name = fmt.Sprint("g0, writer ", i)
+		}
+		rows := writerRows(db.ReadTxn(), tbl, i, objects)
+		v := rows[writerID(i, objects, 0)].Value
 		if len(rows) != objects && !(len(rows) == 0 && acked[i] == 0) {
-			t.Fatalf("table g%d: %d objects, want %d", i, len(rows), objects)
+			t.Fatalf("table %s: %d objects, want %d", name, len(rows), objects)
 		}
 		for id, row := range rows {
 			if row.Value != v {
-				t.Fatalf("table g%d torn: object %d holds %d, object 0 %d", i, id, row.Value, v)
+				t.Fatalf("table %s torn: object %d holds %d, the first %d", name, id, row.Value, v)
 			}
 		}
 		if v < acked[i] || v > acked[i]+extra {
-			t.Fatalf("table g%d holds commit %d; %d was acknowledged", i, v, acked[i])
+			t.Fatalf("table %s holds commit %d; %d was acknowledged", name, v, acked[i])
 		}
 	}
 }
 
-// TestGroupCommit: concurrent Sync commits to different tables, merged
-// into shared batches (or, with groups too large to merge, committed
-// alone), all come back after a reopen, each whole.
+// TestGroupCommit: concurrent Sync commits to different tables, or to
+// one table (each commit then built on the one before while its record
+// waits for its sync), merged into shared batches (or, with groups too
+// large to merge, committed one by one), all come back after a reopen,
+// each whole.
 func TestGroupCommit(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		maxBytes int
-	}{{"merged", maxGroupBytes}, {"alone", 0}} {
+		shared   bool
+	}{
+		{"merged", maxGroupBytes, false},
+		{"alone", 0, false},
+		{"merged/one-table", maxGroupBytes, true},
+		{"alone/one-table", 0, true},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer func(old int) { maxGroupBytes = old }(maxGroupBytes)
 			maxGroupBytes = c.maxBytes
@@ -88,6 +123,10 @@ func TestGroupCommit(t *testing.T) {
 			db := strata.New()
 			tables := make([]strata.RWTable[*item], writers)
 			for i := range tables {
+				if c.shared && i > 0 {
+					tables[i] = tables[0]
+					continue
+				}
 				tables[i] = itemTable(t, s, db, fmt.Sprint("g", i), nil)
 			}
 			// The first leader waits for a commit to queue behind it, so
@@ -116,16 +155,24 @@ func TestGroupCommit(t *testing.T) {
 			}
 			t.Logf("%d of %d commits in merged batches", grouped, writers*rounds)
 			closeStore(t, s)
-			checkGroupTables(t, fs, writers, objects, acked, 0)
+			checkGroupTables(t, fs, writers, objects, acked, 0, c.shared)
 		})
 	}
 }
 
 // TestGroupCommitWALError: when the log's sync fails under a group, every
-// member's commit fails, memory keeps each table's last acknowledged
+// member's commit fails, memory keeps each writer's last acknowledged
 // commit, and the store holds, after a power loss, every acknowledged
-// commit and none of the failed ones.
+// commit and none of the failed ones. With one table, the writers' commits
+// form chains (each builds on the one before, whose record is not yet
+// durable): every commit built on a failed one fails too.
 func TestGroupCommitWALError(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("one-table=%v", shared), func(t *testing.T) { testGroupCommitWALError(t, shared) })
+	}
+}
+
+func testGroupCommitWALError(t *testing.T, shared bool) {
 	const writers, objects = 8, 3
 	mem := vfs.NewCrashableMem()
 	faults := &walFaults{sync: true}
@@ -133,6 +180,10 @@ func TestGroupCommitWALError(t *testing.T) {
 	db := strata.New()
 	tables := make([]strata.RWTable[*item], writers)
 	for i := range tables {
+		if shared && i > 0 {
+			tables[i] = tables[0]
+			continue
+		}
 		tables[i] = itemTable(t, s, db, fmt.Sprint("g", i), nil)
 	}
 	// Arm the fault once the writers are under way.
@@ -143,12 +194,16 @@ func TestGroupCommitWALError(t *testing.T) {
 		}
 	}
 	acked, failed := groupWriters(t, db, tables, 1_000_000, objects)
+	chained := 0
 	for i, err := range failed {
 		if err == nil {
 			t.Fatalf("writer %d never failed", i)
 		}
 		if !errors.Is(err, ErrStoreFailed) && !errors.Is(err, errorfs.ErrInjected) {
 			t.Fatalf("writer %d failed with %v", i, err)
+		}
+		if shared && errors.Is(err, strata.ErrEarlierCommitFailed) {
+			chained++
 		}
 	}
 	if faults.hits.Load() == 0 {
@@ -157,6 +212,6 @@ func TestGroupCommitWALError(t *testing.T) {
 	if err := s.Close(); !errors.Is(err, ErrStoreFailed) {
 		t.Fatalf("Close of a failed store: %v", err)
 	}
-	t.Logf("acknowledged %v", acked)
-	checkGroupTables(t, mem.CrashClone(vfs.CrashCloneCfg{}), writers, objects, acked, 0)
+	t.Logf("acknowledged %v; %d failed as built on a failed commit", acked, chained)
+	checkGroupTables(t, mem.CrashClone(vfs.CrashCloneCfg{}), writers, objects, acked, 0, shared)
 }

@@ -145,11 +145,18 @@ func TestPowerLossBuffered(t *testing.T) {
 	p.log(powerLossRounds())
 }
 
-// TestPowerLossConcurrent: writers commit to different tables at once
-// (sharing syncs), while crash clones are taken: each clone holds, for
-// every table, every commit acknowledged before the clone, at most one
-// more in flight, each whole.
+// TestPowerLossConcurrent: writers commit at once (sharing syncs), to
+// different tables, or to one table (each commit built on the one before
+// while that one's record waits for its sync), while crash clones are
+// taken: each clone holds, for every writer, every commit acknowledged
+// before the clone, at most one more in flight, each whole.
 func TestPowerLossConcurrent(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("one-table=%v", shared), func(t *testing.T) { testPowerLossConcurrent(t, shared) })
+	}
+}
+
+func testPowerLossConcurrent(t *testing.T, shared bool) {
 	const writers, objects = 4, 5
 	fs := vfs.NewCrashableMem()
 	s := openStore(t, "/db", Options{FS: fs})
@@ -157,6 +164,10 @@ func TestPowerLossConcurrent(t *testing.T) {
 	db := strata.New()
 	tables := make([]strata.RWTable[*item], writers)
 	for i := range tables {
+		if shared && i > 0 {
+			tables[i] = tables[0]
+			continue
+		}
 		tables[i] = itemTable(t, s, db, fmt.Sprint("w", i), nil)
 	}
 	var acked [writers]atomic.Int64
@@ -172,7 +183,9 @@ func TestPowerLossConcurrent(t *testing.T) {
 				}
 				txn := db.WriteTxn(tbl)
 				for id := range uint64(objects) {
-					tbl.Insert(txn, &item{ID: id, Name: fmt.Sprint("w", i), Value: v})
+					if _, _, err := tbl.Insert(txn, &item{ID: writerID(i, objects, id), Name: fmt.Sprint("w", i), Value: v}); err != nil {
+						t.Error(err)
+					}
 				}
 				if _, err := txn.Commit(); err != nil {
 					t.Error(err)
@@ -197,19 +210,22 @@ func TestPowerLossConcurrent(t *testing.T) {
 		}
 		cs := openStore(t, "/db", Options{FS: clone})
 		cdb := strata.New()
+		var tbl strata.RWTable[*item]
 		for i := range tables {
-			tbl := itemTable(t, cs, cdb, fmt.Sprint("w", i), nil)
-			rows := itemRows(cdb.ReadTxn(), tbl)
-			v := rows[0].Value
+			if !shared || i == 0 {
+				tbl = itemTable(t, cs, cdb, fmt.Sprint("w", i), nil)
+			}
+			rows := writerRows(cdb.ReadTxn(), tbl, i, objects)
+			v := rows[writerID(i, objects, 0)].Value
 			p.checked += int(before[i])
 			for id := range uint64(objects) {
-				if rows[id].Value != v {
-					p.violation("table w%d torn: %v", i, rows)
+				if rows[writerID(i, objects, id)].Value != v {
+					p.violation("writer %d torn: %v", i, rows)
 					break
 				}
 			}
 			if len(rows) != 0 && len(rows) != objects || v < before[i] || v > after[i]+1 {
-				p.violation("table w%d holds commit %d (%d objects); acknowledged %d before the clone, %d after", i, v, len(rows), before[i], after[i])
+				p.violation("writer %d's objects hold commit %d (%d objects); acknowledged %d before the clone, %d after", i, v, len(rows), before[i], after[i])
 			}
 		}
 		closeStore(t, cs)
