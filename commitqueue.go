@@ -37,7 +37,7 @@ package strata
 //     changed every table it locked, and it changed only objects (no
 //     feed, initializer, journal binding, change log start or drop,
 //     Restore): all it owes after its publish is to close the watch
-//     channels of the nodes it replaced (lockedTable.retired). The
+//     channels of the nodes it replaced (writeTxn.retired). The
 //     others keep their locks until they are published. An in-memory
 //     commit that is not dependent takes the path it took without a
 //     journal, unchanged.
@@ -58,9 +58,10 @@ import (
 // yet published, in the journal's order.
 type commitQueue struct {
 	mu sync.Mutex
-	// fifo holds the commits in the order they were enqueued; the first
-	// is the next to publish.
+	// fifo[head:] holds the commits in the order they were enqueued; the
+	// first is the next to publish.
 	fifo []*writeTxn
+	head int
 	// err, once a queued commit failed, fails every commit after it in
 	// the queue (invariant 4); cleared when the queue drains.
 	err error
@@ -126,11 +127,11 @@ func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
 	settled = true
 	if early {
 		w.committed = err == nil
+		if err == nil {
+			w.retired.Notify()
+		}
 		for i := range w.locked {
 			lt := &w.locked[i]
-			if err == nil {
-				lt.retired.Notify()
-			}
 			if lt.meta.feeds.dropLogAtUnlock.Load() && lt.meta.feeds.dropLogAtUnlock.CompareAndSwap(true, false) {
 				// The last feed closed while the table was locked.
 				lt.meta.table.dropUnobservedLog()
@@ -167,13 +168,13 @@ func (w *writeTxn) releasable() bool {
 // releaseEarly hands over what the writers owe after the publish, sets
 // each table's tip (done by enqueue) and unlocks the tables.
 func (w *writeTxn) releaseEarly() {
-	w.released = true
+	w.released, w.mark = true, part.NoMark
 	if w.db.opts.metricsOn {
 		w.releasedAt = monotonic()
 	}
 	for i := len(w.locked) - 1; i >= 0; i-- {
 		lt := &w.locked[i]
-		lt.w.handOff(lt)
+		lt.w.handOff(w)
 		lt.w = nil
 		if w.db.opts.metricsOn {
 			// Read while locked: the change log's segments are reused
@@ -214,6 +215,12 @@ func (q *commitQueue) enqueue(w *writeTxn, b JournalBatch, queues, early bool) e
 		if err := commitRecord(b); err != nil {
 			return err
 		}
+	}
+	if q.head > 0 && len(q.fifo) == cap(q.fifo) {
+		// Reuse the room of the settled commits rather than grow.
+		n := copy(q.fifo, q.fifo[q.head:])
+		clear(q.fifo[n:])
+		q.fifo, q.head = q.fifo[:n], 0
 	}
 	q.fifo = append(q.fifo, w)
 	if early {
@@ -286,10 +293,10 @@ func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
 	self := false
 	q.mu.Lock()
 	w.waited, w.result = true, err
-	for len(q.fifo) > 0 && q.fifo[0].waited {
-		h := q.fifo[0]
-		q.fifo[0] = nil
-		q.fifo = q.fifo[1:]
+	for q.head < len(q.fifo) && q.fifo[q.head].waited {
+		h := q.fifo[q.head]
+		q.fifo[q.head] = nil
+		q.head++
 		q.settle(h)
 		if h == w {
 			self = true
@@ -297,8 +304,8 @@ func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
 			h.done <- struct{}{}
 		}
 	}
-	if len(q.fifo) == 0 {
-		q.fifo, q.err = q.fifo[:0], nil
+	if q.head == len(q.fifo) {
+		q.fifo, q.head, q.err = q.fifo[:0], 0, nil
 	}
 	q.mu.Unlock()
 	if !self {
@@ -365,10 +372,10 @@ func (h *writeTxn) failQueued() {
 		return
 	}
 	err := h.result
+	h.retired.DiscardSince(h.mark)
 	for i := range h.locked {
 		lt := &h.locked[i]
-		lt.retired.DiscardSince(lt.mark)
-		lt.meta.table.discardPending(lt.state, lt.mark)
+		lt.meta.table.discardPending(lt.state, h.mark)
 		if lt.meta.tip.Load() == lt.state {
 			lt.meta.tipFailed.Store(&err)
 		}

@@ -8,7 +8,8 @@ import (
 )
 
 // read returns the state reads through txn see: the committed snapshot, or,
-// if txn is a write transaction that wrote to the table, its pending state.
+// if txn is a write transaction that wrote to the table, its pending state,
+// or, if it locked the table while it had a tip (commitqueue.go), the tip.
 func (t *table[Obj]) read(txn ReadTxn) *tableState[Obj] {
 	switch x := txn.(type) {
 	case *dbRoot:

@@ -262,14 +262,14 @@ func sameLog[Obj any](a, b logPos[Obj]) bool {
 }
 
 // handOff implements tableWriter: what notify does, but the retired
-// nodes' channels, which lt keeps to close once the commit is published
+// nodes' channels, which w keeps to close once the commit is published
 // (the commit changed only objects: keepsLock).
-func (tt *tableTxn[Obj]) handOff(lt *lockedTable) {
-	lt.mark = tt.primary.Mark()
-	tt.primary.MoveRetired(&lt.retired)
+func (tt *tableTxn[Obj]) handOff(w *writeTxn) {
+	w.mark = min(w.mark, tt.primary.Mark())
+	tt.primary.MoveRetired(&w.retired)
 	for i := range tt.secondary {
-		lt.mark = min(lt.mark, tt.secondary[i].Mark())
-		tt.secondary[i].MoveRetired(&lt.retired)
+		w.mark = min(w.mark, tt.secondary[i].Mark())
+		tt.secondary[i].MoveRetired(&w.retired)
 	}
 	tt.base = nil
 	if invariants {

@@ -175,10 +175,10 @@ type tableWriter interface {
 	// change log, a Restore): it then keeps the table locked until it is
 	// published, and notify does the rest.
 	keepsLock() bool
-	// handOff moves into lt what notify would do once the commit is
+	// handOff moves into w what notify would do once the commit is
 	// published, and ends the writer's part of the transaction, so that
 	// the table can be unlocked before (early lock release).
-	handOff(lt *lockedTable)
+	handOff(w *writeTxn)
 }
 
 // txnHandle implements WriteTxn. Each transaction gets a handle of its own,
@@ -290,6 +290,12 @@ type writeTxn struct {
 	// done wakes the owner of a commit another goroutine settled. Kept
 	// across recycling.
 	done chan struct{}
+	// After an early lock release: the nodes the writers' changes
+	// replaced, whose watch channels close once the commit is published
+	// (its buffer kept across recycling), and the mark of the nodes the
+	// transaction created (tableTxn.handOff).
+	retired part.Retired
+	mark    part.Mark
 }
 
 type lockedTable struct {
@@ -299,11 +305,6 @@ type lockedTable struct {
 	// tip is the table's pending state the transaction began from
 	// (tableMeta.tip), nil to begin from root's.
 	tip *stateHeader
-	// After an early lock release: the nodes the writer's changes
-	// replaced, whose watch channels close once the commit is published,
-	// and the mark of the nodes it created (tableTxn.handOff).
-	retired part.Retired
-	mark    part.Mark
 	// With metrics: the new state's object count and logged deletes.
 	objects    int
 	logDeletes uint64
@@ -462,7 +463,7 @@ func (h *txnHandle) close(w *writeTxn) { h.root, h.w, *h.open = w.root, nil, nil
 
 // recycle returns the state of a transaction that ended to the pool.
 func recycle(w *writeTxn) {
-	*w = writeTxn{done: w.done}
+	*w = writeTxn{done: w.done, retired: w.retired}
 	writeTxnPool.Put(w)
 }
 

@@ -83,8 +83,8 @@ func (s *Store) waitGrouped(jb *journalBatch) error {
 	return s.lead(jb)
 }
 
-// maxGroupBytes bounds a merged batch; larger groups commit their batches
-// one by one (Pebble still shares their syncs). A variable for tests.
+// maxGroupBytes bounds a merged batch; the leader of a larger group
+// commits its batches one by one, in order. A variable for tests.
 var maxGroupBytes = 64 << 20
 
 // errLead tells a queued commit that it leads the next group.

@@ -50,9 +50,11 @@ type SyncMode interface{ syncMode() }
 
 // Sync makes every commit durable before it is acknowledged: Commit returns
 // only after Pebble has written the commit's record to its log and synced
-// the log to disk. Commits of different tables made at the same time share
-// one batch and one sync: the store gathers them (its group commit,
-// group.go), so concurrent writers do not pay one sync each.
+// the log to disk. Commits made at the same time share one batch and one
+// sync, whether they write different tables or one: the store gathers them
+// (its group commit, group.go), and a commit unlocks its tables once its
+// record is queued (the database's early lock release), so concurrent
+// writers do not pay one sync each.
 type Sync struct{}
 
 // Buffered acknowledges a commit once Pebble has taken its record, before
