@@ -8,8 +8,9 @@ package strata
 // docs/early-lock-release.md explains the design; this file keeps the
 // queue of commits that are not yet published.
 //
-// Invariants (3 and 4 are checked under the invariants build tag,
-// checkPublish):
+// Invariants (checkPublish checks 2 and 3 at each publish under the
+// invariants build tag; the change log's own checks run at every early
+// release and every dropped tip):
 //
 //  1. db.root holds only durable states. A queued commit is published
 //     only once its record is durable (Wait returned nil) and every
