@@ -69,7 +69,14 @@ func (r *iradixR) ScanFrom(id uint64, n int) (res Result) {
 	r.key = index.AppendUint64(r.key[:0], id)
 	it := r.s.primary.Root().Iterator()
 	it.SeekLowerBound(r.key)
-	for _, o, ok := it.Next(); ok && res.N < n; _, o, ok = it.Next() {
+	// The count is checked before each Next, so the scan reads exactly n
+	// objects, as Strata's and statedb's loops do (they break after the
+	// n-th): a loop that called Next for the n+1-th would pay for one more.
+	for res.N < n {
+		_, o, ok := it.Next()
+		if !ok {
+			break
+		}
 		res.N++
 		res.Sum += o.ID
 	}
