@@ -147,6 +147,51 @@ func TestIteratorBounds(t *testing.T) {
 	}
 }
 
+// TestIteratorWideNodes scans trees whose nodes are node48s and node256s
+// with empty slots, read three ways, whole, between bounds and stopped
+// early: the slots a scan skips and the end leaf it stops at must not be
+// confused (a nil slot is not the end of a scan that has none).
+func TestIteratorWideNodes(t *testing.T) {
+	for _, width := range []int{30, 200} { // node48, node256
+		txn := New[int]().Txn()
+		var keys [][]byte
+		for i := range 256 {
+			if i%3 == 0 && width > 48 || i >= width {
+				continue // holes
+			}
+			k := []byte{byte(i)}
+			keys = append(keys, k, []byte{byte(i), 'x'})
+		}
+		for i, k := range keys {
+			txn.Insert(k, i)
+		}
+		tree := txn.Commit()
+		if got := drainAll(t, tree, func(it seeker) { it.First() }); len(got) != len(keys) || !slices.IsSorted(got) {
+			t.Fatalf("width %d: ascending scan gave %v, want 0..%d", width, got, len(keys)-1)
+		}
+		if got := drainAll(t, tree, func(it seeker) { it.Last() }); len(got) != len(keys) || got[0] != len(keys)-1 {
+			t.Fatalf("width %d: descending scan gave %v", width, got)
+		}
+		from, to := keys[10], keys[len(keys)-10]
+		got := drainAll(t, tree, func(it seeker) { it.SeekLowerBound(from); it.SetEnd(to, false) })
+		if len(got) != len(keys)-20 || got[0] != 10 {
+			t.Fatalf("width %d: scan of [%x, %x) gave %v", width, from, to, got)
+		}
+
+		ptxn := New[Pair[int, int]]().Txn()
+		for k, v := range tree.All() {
+			ptxn.Insert(k, Pair[int, int]{v, v})
+		}
+		var it Iterator[Pair[int, int]]
+		it.Reset(ptxn.Commit())
+		var seen []int
+		ran := YieldPairs(&it, func(v, _ int) bool { seen = append(seen, v); return len(seen) < 25 })
+		if ran || len(seen) != 25 || seen[24] != 24 {
+			t.Fatalf("width %d: YieldPairs stopped at 25 reported %v, saw %v", width, ran, seen)
+		}
+	}
+}
+
 // TestIteratorDeep: a tree deeper than the frames an Iterator holds moves
 // the stack to the heap and still scans every key, both ways.
 func TestIteratorDeep(t *testing.T) {

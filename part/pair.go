@@ -1,5 +1,7 @@
 package part
 
+import "unsafe"
+
 // Pair is a value made of two parts. A scan of a tree of pairs can hand the
 // parts to a function of two arguments directly (YieldPairs): the form in
 // which a database returns an object and its revision as an iter.Seq2,
@@ -13,43 +15,77 @@ type Pair[A, B any] struct {
 // scan, in the scan's order, until yield returns false, and reports whether
 // the scan ran to its end.
 //
-// Each key costs one call of yield and no more: the leaves of a node are
-// read in one loop, and the iterator's stack is touched only between nodes
-// (BenchmarkDB_FullIteration_All and bench/compare's FullScan_Primary guard
-// it).
+// Each key costs one call of yield and little more: the leaves of a node
+// are read in one tight loop (yieldRun), which keeps only what it needs
+// across the calls of yield, and the iterator's stack is touched only
+// between nodes (BenchmarkDB_FullIteration_All and bench/compare's
+// FullScan_Primary guard it).
 func YieldPairs[A, B any](it *Iterator[Pair[A, B]], yield func(A, B) bool) bool {
 	if it.reverse {
 		return yieldPairsReverse(it, yield)
 	}
 	st := it.frames()
-	stop := it.stop
 	for it.n > 0 {
 		f := &st[it.n-1]
-		nodes, i := f.nodes, f.i
-		for i < len(nodes) {
-			c := nodes[i]
-			i++
-			if c == nil {
-				continue
-			}
-			if c.kind() != kindLeaf {
-				f.i = i
-				st = it.expand(c)
-				goto next
-			}
-			if c == stop {
-				it.n = 0
-				return true
-			}
-			if v := &asLeaf[Pair[A, B]](c).value; !yield(v.First, v.Second) {
-				f.i = i
-				return false
-			}
+		if f.i >= len(f.nodes) {
+			it.n--
+			continue
 		}
-		it.n--
-	next:
+		p, end := yieldRun(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], it.stop, yield)
+		f.i = int((uintptr(unsafe.Pointer(p))-uintptr(unsafe.Pointer(&f.nodes[0])))/unsafe.Sizeof(p)) + 1
+		switch end {
+		case runInner:
+			st = it.expand(*p)
+		case runDone:
+			it.n--
+		case runStop:
+			it.n = 0
+			return true
+		default: // runBreak
+			return false
+		}
 	}
 	return true
+}
+
+// How a yieldRun ended.
+const (
+	runDone  = iota // the nodes are done
+	runInner        // the node it ended at is an inner node
+	runStop         // the node it ended at is the scan's end leaf
+	runBreak        // yield returned false
+)
+
+// yieldRun yields the values of the leaves of the node slots from p to
+// last (a slot of the same slice, not before p) until it meets an inner
+// node or the leaf stop, or yield returns false, and returns the slot it
+// ended at and why.
+//
+// It is a function of its own so that its loop holds few values: Go's
+// calling convention saves no register across a call, and every value the
+// loop keeps is reloaded after each call of yield. Here they are p, last,
+// stop and yield.
+//
+//go:noinline
+func yieldRun[A, B any](p, last **header, stop *header, yield func(A, B) bool) (**header, int) {
+	for {
+		c := *p
+		switch {
+		case c == nil: // an empty node256 slot
+		case c == stop:
+			return p, runStop
+		case c.kind() != kindLeaf:
+			return p, runInner
+		default:
+			if v := &asLeaf[Pair[A, B]](c).value; !yield(v.First, v.Second) {
+				return p, runBreak
+			}
+		}
+		if p == last {
+			return p, runDone
+		}
+		p = (**header)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(c)))
+	}
 }
 
 // yieldPairsReverse is YieldPairs for descending scans.
