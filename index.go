@@ -2,6 +2,7 @@ package strata
 
 import (
 	"reflect"
+	"unsafe"
 
 	"github.com/strata-db/strata/index"
 )
@@ -135,6 +136,16 @@ func (i Index[Obj, Key]) KeyString(k index.Key) string { return i.keyString(k) }
 // (index.Uint64, index.Int32, ...), the key is encoded into the query
 // itself, so that building a query allocates nothing.
 func (i Index[Obj, Key]) Query(key Key) Query[Obj] {
+	// index.Uint64, the usual primary key, is recognized first, before
+	// the general path: the key is encoded in registers, with no call.
+	if unsafe.Sizeof(key) == 8 && isUint64Encoder(unsafe.Pointer(&i.FromKey)) {
+		return Query[Obj]{index: i.Name, key: uint64Key(*(*uint64)(unsafe.Pointer(&key)))}
+	}
+	return query(&i, key)
+}
+
+// query is Query for every other FromKey.
+func query[Obj, Key any](i *Index[Obj, Key], key Key) Query[Obj] {
 	if k, ok := fixedKey(codePointer(i.FromKey), &key); ok {
 		return Query[Obj]{index: i.Name, key: k}
 	}

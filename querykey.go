@@ -59,6 +59,11 @@ func (k *queryKey) set(key []byte) {
 	*k = sliceKey(append(index.Key(nil), key...))
 }
 
+// uint64Key returns index.Uint64(v) as a key kept in place.
+func uint64Key(v uint64) queryKey {
+	return queryKey{p: unsafe.Pointer(&inlineLen[8]), x: bigEndianNative(v)}
+}
+
 // The code pointers of package index's fixed-width integer encoders, which
 // setFixed recognizes.
 var (
@@ -121,4 +126,11 @@ func fixedKey[Key any](pc uintptr, key *Key) (queryKey, bool) {
 		return queryKey{}, false
 	}
 	return queryKey{p: unsafe.Pointer(&inlineLen[len(enc)]), x: binary.NativeEndian.Uint64(b[:])}, true
+}
+
+// isUint64Encoder reports whether *f, a func(Key) index.Key, is
+// index.Uint64.
+func isUint64Encoder(f unsafe.Pointer) bool {
+	p := *(**uintptr)(f)
+	return p != nil && *p == pcUint64
 }

@@ -2,6 +2,7 @@ package strata
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -118,5 +119,30 @@ func TestReadAllocations(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(20, list); a > 4 {
 		t.Errorf("List allocates %v times; want at most 4", a)
+	}
+}
+
+// TestQueryIndexNameCopy: an index is found by its name's bytes, not only
+// by the string the table was defined with, for the primary index and a
+// secondary one, in a read transaction (Get's fast path) and a write
+// transaction.
+func TestQueryIndexNameCopy(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "objs", nameIndex)
+	rtxn := mustInsertAll(t, db, tbl, &testObject{ID: 1, Name: "one"}, &testObject{ID: 2, Name: "two"})
+	byID, byName := idIndex, nameIndex
+	byID.Name, byName.Name = strings.Clone(idIndex.Name), strings.Clone(nameIndex.Name)
+	wtxn := db.WriteTxn(tbl)
+	defer wtxn.Abort()
+	for _, txn := range []ReadTxn{db.ReadTxn(), rtxn, wtxn} {
+		if o, _, ok := tbl.Get(txn, byID.Query(2)); !ok || o.Name != "two" {
+			t.Errorf("Get by a copy of the primary index's name: %v, %v", o, ok)
+		}
+		if o, _, ok := tbl.Get(txn, byName.Query("one")); !ok || o.ID != 1 {
+			t.Errorf("Get by a copy of a secondary index's name: %v, %v", o, ok)
+		}
+		if _, _, ok := tbl.Get(txn, byID.Query(3)); ok {
+			t.Error("Get of an absent key found it")
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"reflect"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/strata-db/strata/index"
 	"github.com/strata-db/strata/metrics"
@@ -442,6 +443,23 @@ func (t *table[Obj]) String() string { return fmt.Sprintf("Table[%s]", t.meta.na
 // index returns the definition of the named index. Naming an index the
 // table does not have is a programming error: it panics.
 func (t *table[Obj]) index(name string) *indexDef[Obj] {
+	// A query's name is usually the very string the table was defined
+	// with (both come from the Index), so names are compared by pointer
+	// and length before their bytes; the primary index's here, where the
+	// call inlines.
+	if d := &t.indexes[0]; unsafe.StringData(d.name) == unsafe.StringData(name) && len(d.name) == len(name) {
+		return d
+	}
+	return t.indexByName(name)
+}
+
+// indexByName is index past the primary index's own name.
+func (t *table[Obj]) indexByName(name string) *indexDef[Obj] {
+	for i := range t.indexes {
+		if d := &t.indexes[i]; unsafe.StringData(d.name) == unsafe.StringData(name) && len(d.name) == len(name) {
+			return d
+		}
+	}
 	for i := range t.indexes {
 		if t.indexes[i].name == name {
 			return &t.indexes[i]

@@ -84,6 +84,18 @@ func (t *table[Obj]) Revision(txn ReadTxn) Revision {
 
 func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, found bool) {
 	ix := t.index(q.index)
+	if r, ok := txn.(*dbRoot); ok && ix.unique && !ix.lpm {
+		// A read transaction and a unique index: the common case, with
+		// nothing to decide on the way (BenchmarkDB_RandomLookup).
+		o, found := t.stateIn(r).tree(ix.pos).Get(q.key.bytes())
+		return o.obj, o.rev, found
+	}
+	return t.get(txn, ix, q)
+}
+
+// get is Get for the other cases: a write transaction, a non-unique or an
+// LPM index.
+func (t *table[Obj]) get(txn ReadTxn, ix *indexDef[Obj], q Query[Obj]) (obj Obj, rev Revision, found bool) {
 	key := q.key.bytes()
 	if ix.lpm && isContainingKey(key) {
 		obj, rev, _, found = lpmGet(t.read(txn).tree(ix.pos), key, !ix.unique) // BenchmarkDB_LPMIndex_Get

@@ -140,11 +140,21 @@ type stateHeader struct {
 // state returns the header of m's state in this snapshot, or nil if m was
 // registered after the snapshot was taken.
 func (r *dbRoot) state(m *tableMeta) *stateHeader {
+	if m.db == r.db && m.pos < r.n {
+		// r.tables()[m.pos], without the slice and its bound check
+		// (0 <= m.pos < r.n).
+		return *(**stateHeader)(unsafe.Add(unsafe.Pointer(&r.first), uintptr(m.pos)*unsafe.Sizeof(r.first[0])))
+	}
+	return r.stateAfter(m)
+}
+
+// stateAfter is state for a table registered after the snapshot was taken,
+// or of another database.
+//
+//go:noinline
+func (r *dbRoot) stateAfter(m *tableMeta) *stateHeader {
 	if m.db != r.db {
 		panicOtherDB(m) // both are the first handles of their databases
-	}
-	if m.pos < r.n {
-		return r.tables()[m.pos]
 	}
 	return nil
 }
