@@ -115,7 +115,7 @@ func lpmSearch[T any](tree part.Tree[T], t lpmTarget, nonUnique bool, yield func
 // whether yield asked for more.
 func yieldEntries[T any](tree part.Tree[T], prefix []byte, bits int, yield func(entry []byte, bits int, v T) bool) bool {
 	var it part.Iterator[T]
-	it.Reset(tree)
+	it.SetTree(tree)
 	it.SeekPrefix(prefix)
 	for e, v, ok := it.Next(); ok; e, v, ok = it.Next() {
 		if !yield(e, bits, v) {

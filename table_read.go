@@ -130,7 +130,7 @@ const escapedKeyBuf = 64
 // prefix.
 func firstWithPrefix[Obj any](tree part.Tree[object[Obj]], prefix []byte) (obj Obj, rev Revision, found bool) {
 	var it part.Iterator[object[Obj]]
-	it.Reset(tree)
+	it.SetTree(tree)
 	it.SeekPrefix(prefix)
 	_, o, found := it.Next()
 	return o.obj, o.rev, found
@@ -355,7 +355,7 @@ type scan struct {
 func scanObjects[Obj any](tree part.Tree[object[Obj]], s scan) iter.Seq2[Obj, Revision] {
 	return func(yield func(Obj, Revision) bool) {
 		var it part.Iterator[part.Pair[Obj, Revision]]
-		it.Reset(pairTree(tree))
+		it.SetTree(pairTree(tree))
 		s := s // a copy on this stack: the closure keeps s by value
 		seekScan(&it, &s)
 		if !s.dedup {
@@ -376,14 +376,16 @@ func scanObjects[Obj any](tree part.Tree[object[Obj]], s scan) iter.Seq2[Obj, Re
 	}
 }
 
-// seekScan positions it, which reads the whole tree from its first key, for
-// the scan s.
+// seekScan positions it, which reads its tree (SetTree) but is not
+// positioned yet, for the scan s.
 func seekScan[T any](it *part.Iterator[T], s *scan) {
 	var lb, ub [escapedKeyBuf]byte
 	switch s.op {
 	case scanAll:
 		if s.reverse {
 			it.Last()
+		} else {
+			it.First()
 		}
 	case scanList, scanPrefix:
 		p := s.lower.bytes()
@@ -420,6 +422,8 @@ func seekScan[T any](it *part.Iterator[T], s *scan) {
 		if !s.reverse {
 			if s.lowerSet {
 				it.SeekLowerBound(lower)
+			} else {
+				it.First()
 			}
 			if s.upperSet {
 				it.SetEnd(upper, inclusive)

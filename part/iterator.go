@@ -220,6 +220,14 @@ func (it *Iterator[T]) Reset(t Tree[T]) {
 	it.First()
 }
 
+// SetTree makes the iterator read tree t, with nothing to scan until
+// First, Last or a Seek method positions it: Reset without its First, for
+// an iterator about to be positioned elsewhere.
+func (it *Iterator[T]) SetTree(t Tree[T]) {
+	it.start(false)
+	it.root = t.root
+}
+
 // First positions the iterator before the smallest key, for an ascending
 // scan of the whole tree.
 func (it *Iterator[T]) First() {
@@ -343,7 +351,7 @@ func (it *Iterator[T]) seekLowerBound(key []byte) {
 	for {
 		p := n.inner().prefix()
 		m := min(len(p), len(key))
-		if c := bytes.Compare(p[d0:m], key[d0:m]); c != 0 {
+		if c := comparePart(p[d0:m], key[d0:m]); c != 0 {
 			if c > 0 {
 				it.pushTop(n, self)
 			}
@@ -354,18 +362,18 @@ func (it *Iterator[T]) seekLowerBound(key []byte) {
 			it.pushTop(n, self)
 			return
 		}
-		b := key[len(p)]
-		kids := n.children()
-		i := n.lowerBound(b)
-		if n.findChild(b) == nil {
+		kids, i, found := n.seekChild(key[len(p)])
+		if !found {
 			it.push(kids[i:])
 			return
 		}
-		it.push(kids[i+1:])
+		if i+1 < len(kids) {
+			it.push(kids[i+1:])
+		}
 		c := kids[i]
 		self = kids[i : i+1]
 		if c.kind() == kindLeaf {
-			if bytes.Compare(c.leafKey(), key) >= 0 {
+			if compareKey(c.leafKey(), key) >= 0 {
 				it.push(self)
 			}
 			return
@@ -384,7 +392,7 @@ func (it *Iterator[T]) seekReverseLowerBound(key []byte) {
 		in := n.inner()
 		p := in.prefix()
 		m := min(len(p), len(key))
-		if c := bytes.Compare(p[d0:m], key[d0:m]); c != 0 {
+		if c := comparePart(p[d0:m], key[d0:m]); c != 0 {
 			if c < 0 {
 				it.pushTop(n, self)
 			}
@@ -400,17 +408,17 @@ func (it *Iterator[T]) seekReverseLowerBound(key []byte) {
 		if len(key) == len(p) {
 			return
 		}
-		b := key[len(p)]
-		kids := n.children()
-		i := n.lowerBound(b)
-		it.push(kids[:i])
-		if n.findChild(b) == nil {
+		kids, i, found := n.seekChild(key[len(p)])
+		if i > 0 {
+			it.push(kids[:i])
+		}
+		if !found {
 			return
 		}
 		c := kids[i]
 		self = kids[i : i+1]
 		if c.kind() == kindLeaf {
-			if bytes.Compare(c.leafKey(), key) <= 0 {
+			if compareKey(c.leafKey(), key) <= 0 {
 				it.push(self)
 			}
 			return

@@ -1,6 +1,8 @@
 package part
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
@@ -270,6 +272,57 @@ func (h *header) lowerBound(b byte) int {
 	default:
 		return int(b)
 	}
+}
+
+// seekChild returns h's children (children()), the position in them of
+// the first child whose edge byte is at least b, and whether that child's
+// edge byte is b: lowerBound and findChild in one pass over the node.
+func (h *header) seekChild(b byte) (kids []*header, i int, found bool) {
+	switch h.kind() {
+	case kindNode4:
+		n := h.node4()
+		kids = n.children[:n.count]
+		for i < len(kids) && n.keys[i] < b {
+			i++
+		}
+		return kids, i, i < len(kids) && n.keys[i] == b
+	case kindNode16:
+		n := h.node16()
+		kids = n.children[:n.count]
+		for i < len(kids) && n.keys[i] < b {
+			i++
+		}
+		return kids, i, i < len(kids) && n.keys[i] == b
+	case kindNode48:
+		n := h.node48()
+		return n.children[:n.count], rank48(&n.bitmap, b), has48(&n.bitmap, b)
+	default:
+		n := h.node256()
+		return n.children[:], int(b), n.children[b] != nil
+	}
+}
+
+// comparePart is bytes.Compare for the short stretches of key a seek
+// compares with a node's prefix, without a call.
+func comparePart(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// compareKey is bytes.Compare, with 8-byte keys (the usual integer keys)
+// compared in one load each instead of a call.
+func compareKey(a, b []byte) int {
+	if len(a) == 8 && len(b) == 8 {
+		return cmp.Compare(binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b))
+	}
+	return bytes.Compare(a, b)
 }
 
 // edgeAt returns the edge byte of the child at position i of children().
