@@ -2,6 +2,7 @@ package strata
 
 import (
 	"iter"
+	"unsafe"
 
 	"github.com/strata-db/strata/index"
 	"github.com/strata-db/strata/part"
@@ -83,11 +84,19 @@ func (t *table[Obj]) Revision(txn ReadTxn) Revision {
 //     stops (part.Iterator.SetEnd), not compared with every key.
 
 func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, found bool) {
-	ix := t.index(q.index)
+	// index, stateIn and Tree.Get written out or inlined: the common
+	// case, a read transaction and the primary index, makes one call on
+	// its way to the tree, search (BenchmarkDB_RandomLookup).
+	ix := &t.indexes[0]
+	if unsafe.StringData(ix.name) != unsafe.StringData(q.index) || len(ix.name) != len(q.index) {
+		ix = t.index(q.index)
+	}
 	if r, ok := txn.(*dbRoot); ok && ix.unique && !ix.lpm {
-		// A read transaction and a unique index: the common case, with
-		// nothing to decide on the way (BenchmarkDB_RandomLookup).
-		o, found := t.stateIn(r).tree(ix.pos).Get(q.key.bytes())
+		st := t.empty
+		if h := r.state(&t.meta); h != nil {
+			st = (*tableState[Obj])(unsafeStatePointer(h))
+		}
+		o, found := st.tree(ix.pos).Get(q.key.bytes())
 		return o.obj, o.rev, found
 	}
 	return t.get(txn, ix, q)

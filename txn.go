@@ -141,12 +141,16 @@ type stateHeader struct {
 // registered after the snapshot was taken.
 func (r *dbRoot) state(m *tableMeta) *stateHeader {
 	if m.db == r.db && m.pos < r.n {
-		// r.tables()[m.pos], without the slice and its bound check
-		// (0 <= m.pos < r.n).
-		return *(**stateHeader)(unsafe.Add(unsafe.Pointer(&r.first), uintptr(m.pos)*unsafe.Sizeof(r.first[0])))
+		// r.tables()[m.pos], without building the slice, so that state
+		// inlines.
+		return (*[maxTables]*stateHeader)(unsafe.Pointer(&r.first))[m.pos]
 	}
 	return r.stateAfter(m)
 }
+
+// maxTables bounds the number of tables of a DB, only so that state can
+// index the root's table states as an array.
+const maxTables = 1 << 24
 
 // stateAfter is state for a table registered after the snapshot was taken,
 // or of another database.
