@@ -141,16 +141,13 @@ type stateHeader struct {
 // registered after the snapshot was taken.
 func (r *dbRoot) state(m *tableMeta) *stateHeader {
 	if m.db == r.db && m.pos < r.n {
-		// r.tables()[m.pos], without building the slice, so that state
-		// inlines.
-		return (*[maxTables]*stateHeader)(unsafe.Pointer(&r.first))[m.pos]
+		// r.tables()[m.pos]. (Indexing the states as one large array
+		// let state inline, but checkptr, which -race turns on, rightly
+		// refuses a pointer to an array larger than the root.)
+		return unsafe.Slice(&r.first[0], r.n)[m.pos]
 	}
 	return r.stateAfter(m)
 }
-
-// maxTables bounds the number of tables of a DB, only so that state can
-// index the root's table states as an array.
-const maxTables = 1 << 24
 
 // stateAfter is state for a table registered after the snapshot was taken,
 // or of another database.
