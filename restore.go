@@ -32,36 +32,63 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 	}
 	maxRev := revision
 	ops, multiKey, done := len(tt.ops), tt.multiKey, false
+	// With change feeds the objects are logged in revision order, so they
+	// are kept; without, only their revisions, to find duplicates: the
+	// trees hold the objects, and nothing else copies them.
+	logged := tt.log.seg != nil
+	var revs []Revision
 	defer func() {
-		if !done && len(tt.restored) > 0 {
+		if !done && tt.primary.Len() > 0 {
 			tt.unrestore(ops, multiKey)
 		}
+		// Not kept for the next Restore: a table restores once.
 		clear(tt.restored)
-		tt.restored = tt.restored[:0]
+		tt.restored = nil
 	}()
 	for obj, rev := range objects {
 		if err := tt.restore(obj, rev); err != nil {
 			return err
 		}
 		maxRev = max(maxRev, rev)
+		if logged {
+			tt.restored = append(tt.restored, object[Obj]{obj: obj, rev: rev})
+		} else {
+			revs = appendRevision(revs, rev)
+		}
 	}
 	// Duplicate revisions are found by sorting; change feeds get the
 	// objects in revision order.
-	slices.SortFunc(tt.restored, func(a, b object[Obj]) int { return cmp.Compare(a.rev, b.rev) })
-	for i := 1; i < len(tt.restored); i++ {
-		if tt.restored[i].rev == tt.restored[i-1].rev {
-			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, tt.restored[i].rev, ErrRestoreInput)
+	if logged {
+		slices.SortFunc(tt.restored, func(a, b object[Obj]) int { return cmp.Compare(a.rev, b.rev) })
+		revs = make([]Revision, len(tt.restored))
+		for i, o := range tt.restored {
+			revs[i] = o.rev
+		}
+	} else {
+		slices.Sort(revs)
+	}
+	for i := 1; i < len(revs); i++ {
+		if revs[i] == revs[i-1] {
+			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, revs[i], ErrRestoreInput)
 		}
 	}
-	if tt.log.seg != nil {
-		for _, o := range tt.restored {
-			tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryRestore})
-		}
+	for _, o := range tt.restored {
+		tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryRestore})
 	}
 	tt.revision = max(tt.revision, maxRev)
 	tt.dirty, tt.written = true, true
 	done = true
 	return nil
+}
+
+// appendRevision appends rev to revs, doubling the capacity when it is
+// full: the revisions of a large restore are copied about once as they
+// grow, not four times (append's growth of large slices).
+func appendRevision(revs []Revision, rev Revision) []Revision {
+	if len(revs) == cap(revs) {
+		revs = slices.Grow(revs, max(len(revs), 1024))
+	}
+	return append(revs, rev)
 }
 
 // unrestore takes back what a Restore that failed added to the table,
@@ -107,7 +134,6 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 		clear(tt.newKeys)
 		return fmt.Errorf("table %q: primary key %q twice: %w", t.meta.name, t.indexes[0].keyString(pk), ErrRestoreInput)
 	}
-	tt.restored = append(tt.restored, no)
 	defer clear(tt.newKeys)
 	if t.byRevision {
 		tt.insertRevisionKey(no)

@@ -2,9 +2,12 @@ package persist
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,8 +15,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/part"
 )
 
 // The benchmarks run on the operating system's file system, in temporary
@@ -310,13 +315,18 @@ var recoveryStore = sync.OnceValues(func() (string, error) {
 	if err := Register(s, db, tbl, Binary[item]()); err != nil {
 		return "", err
 	}
+	// The objects are written in a random order, so that their revisions
+	// are not in key order, as in a table written over time.
+	ids := rand.New(rand.NewPCG(1, 2)).Perm(*recoveryObjects)
 	const batch = 10_000
 	for i := 0; i < *recoveryObjects; i += batch {
 		txn := db.WriteTxn(tbl)
-		for j := i; j < min(i+batch, *recoveryObjects); j++ {
+		for _, id := range ids[i:min(i+batch, *recoveryObjects)] {
 			// Names repeat every 1000 objects: a secondary index with
 			// 1000 objects per key.
-			tbl.Insert(txn, &item{ID: uint64(j), Name: fmt.Sprintf("%090d", j%1000), Value: int64(j)})
+			if _, _, err := tbl.Insert(txn, &item{ID: uint64(id), Name: fmt.Sprintf("%090d", id%1000), Value: int64(id)}); err != nil {
+				return "", err
+			}
 		}
 		if _, err := txn.Commit(); err != nil {
 			return "", err
@@ -331,96 +341,110 @@ var recoveryStore = sync.OnceValues(func() (string, error) {
 
 // BenchmarkRecovery loads *recoveryObjects objects (100-byte values, one
 // secondary index) two ways, alternating in each iteration so that both
-// see the same machine load: Register (registered), and a raw Pebble scan
-// of the same keys decoded with the same codec into a slice plus the same
-// trees built from that slice with strata.Restore (raw). Both open the
-// store outside the timing. It reports each one's time per load, their
-// ratio, and Register's objects per second.
+// see the same machine load: Open and Register (registered), and what a
+// user of Pebble alone would write to load the same table (raw): open
+// Pebble with the same options, scan the table's keys in order, decode each
+// value with the same codec, and insert it into a primary and a secondary
+// part.Tree in one part.Txn each, keyed as the table's indexes key it.
+// Both opens are inside the timing; both closes outside. It reports each
+// one's time per load, their ratio, the bytes each allocates per load and
+// their ratio, and Register's objects per second.
 func BenchmarkRecovery(b *testing.B) {
 	dir, err := recoveryStore()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var registered, raw time.Duration
+	var registered, raw recoveryCost
 	b.ResetTimer()
 	for i := range b.N {
 		if i%2 == 0 {
-			registered += recoverRegistered(b, dir)
-			raw += recoverRaw(b, dir)
+			registered.add(measureRecovery(func() func() { return recoverRegistered(b, dir) }))
+			raw.add(measureRecovery(func() func() { return recoverRaw(b, dir) }))
 		} else {
-			raw += recoverRaw(b, dir)
-			registered += recoverRegistered(b, dir)
+			raw.add(measureRecovery(func() func() { return recoverRaw(b, dir) }))
+			registered.add(measureRecovery(func() func() { return recoverRegistered(b, dir) }))
 		}
 	}
+	n := float64(b.N)
 	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(registered.Seconds()/float64(b.N), "registered-s/op")
-	b.ReportMetric(raw.Seconds()/float64(b.N), "raw-s/op")
-	b.ReportMetric(float64(registered)/float64(raw), "registered/raw")
-	b.ReportMetric(float64(*recoveryObjects)*float64(b.N)/registered.Seconds(), "objects/s")
+	b.ReportMetric(registered.took.Seconds()/n, "registered-s/op")
+	b.ReportMetric(raw.took.Seconds()/n, "raw-s/op")
+	b.ReportMetric(float64(registered.took)/float64(raw.took), "registered/raw")
+	b.ReportMetric(float64(registered.bytes)/n/1e6, "registered-MB/op")
+	b.ReportMetric(float64(raw.bytes)/n/1e6, "raw-MB/op")
+	b.ReportMetric(float64(registered.bytes)/float64(raw.bytes), "registered/raw-bytes")
+	b.ReportMetric(float64(*recoveryObjects)*n/registered.took.Seconds(), "objects/s")
 }
 
-func recoverRegistered(b *testing.B, dir string) time.Duration {
+// recoveryCost sums the time and the bytes allocated of loads.
+type recoveryCost struct {
+	took  time.Duration
+	bytes uint64
+}
+
+func (c *recoveryCost) add(d recoveryCost) { c.took += d.took; c.bytes += d.bytes }
+
+// measureRecovery runs load, timing it and counting the bytes it
+// allocates (the process's, which the other goroutines of the test binary
+// barely add to), and then the function it returns (the close), untimed.
+func measureRecovery(load func() func()) recoveryCost {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	closeIt := load()
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	closeIt()
+	return recoveryCost{took: took, bytes: after.TotalAlloc - before.TotalAlloc}
+}
+
+// recoverRegistered opens the store and registers the table; it returns
+// the function that closes the store.
+func recoverRegistered(b *testing.B, dir string) func() {
 	s, err := Open(dir, Options{Logger: quietLogger(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
 	db := strata.New()
 	tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
-	start := time.Now()
 	if err := Register(s, db, tbl, Binary[item]()); err != nil {
 		b.Fatal(err)
 	}
-	took := time.Since(start)
 	if n := tbl.NumObjects(db.ReadTxn()); n != *recoveryObjects {
 		b.Fatalf("loaded %d objects", n)
 	}
-	return took
+	return func() { s.Close() }
 }
 
-func recoverRaw(b *testing.B, dir string) time.Duration {
-	s, err := Open(dir, Options{Logger: quietLogger(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	db := strata.New()
-	tbl, _ := strata.NewTable(db, "items", itemByID, itemByName)
-	start := time.Now()
-	objs := rawScan(b, s.db, makeTableKeys(1), Binary[item]())
-	txn := db.WriteTxn(tbl)
-	err = strata.Restore(txn, tbl, func(yield func(*item, strata.Revision) bool) {
-		for _, o := range objs {
-			if !yield(o.obj, o.rev) {
-				return
-			}
-		}
-	}, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := txn.Commit(); err != nil {
-		b.Fatal(err)
-	}
-	took := time.Since(start)
-	if n := tbl.NumObjects(db.ReadTxn()); n != *recoveryObjects {
-		b.Fatalf("built %d objects", n)
-	}
-	return took
-}
-
+// revObj is an object and its revision, as the raw load keeps them.
 type revObj[Obj any] struct {
 	obj Obj
 	rev strata.Revision
 }
 
-func rawScan[Obj any](b *testing.B, db *pebble.DB, keys tableKeys, codec Codec[Obj]) []revObj[Obj] {
+// recoverRaw loads the table with Pebble alone, as a user would: the
+// primary tree keyed by the stored primary key, the secondary one by the
+// escaped name followed by the primary key (as a non-unique index keys
+// it). It returns the function that closes Pebble.
+func recoverRaw(b *testing.B, dir string) func() {
+	db, err := pebble.Open(dir, &pebble.Options{
+		CacheSize:          defaultCacheSize,
+		FormatMajorVersion: pebbleFormat,
+		Logger:             &pebbleLogger{log: quietLogger(b), onFatal: func(error) {}, fs: vfs.Default},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := makeTableKeys(1)
+	codec := Binary[item]()
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: keys.prefix, UpperBound: keys.upper})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer it.Close()
-	objs := make([]revObj[Obj], 0, *recoveryObjects)
+	primary := part.New[revObj[*item]]().Txn()
+	byName := part.New[revObj[*item]]().Txn()
+	var nameKey []byte
 	for it.First(); it.Valid(); it.Next() {
 		version, rev, data, err := parseValue(it.Value())
 		if err != nil {
@@ -430,7 +454,17 @@ func rawScan[Obj any](b *testing.B, db *pebble.DB, keys tableKeys, codec Codec[O
 		if err != nil {
 			b.Fatal(err)
 		}
-		objs = append(objs, revObj[Obj]{o, rev})
+		pk := it.Key()[len(keys.prefix):]
+		primary.Insert(pk, revObj[*item]{o, rev})
+		nameKey = append(index.AppendEscaped(nameKey[:0], index.String(o.Name)), pk...)
+		byName.Insert(nameKey, revObj[*item]{o, rev})
 	}
-	return objs
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		b.Fatal(err)
+	}
+	trees := [2]part.Tree[revObj[*item]]{primary.Commit(), byName.Commit()}
+	if trees[0].Len() != *recoveryObjects || trees[1].Len() != *recoveryObjects {
+		b.Fatalf("built %d and %d objects", trees[0].Len(), trees[1].Len())
+	}
+	return func() { db.Close() }
 }

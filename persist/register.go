@@ -46,12 +46,13 @@ const InitializerName = "persist"
 //     loads, and registers an initializer, InitializerName, so that from
 //     then on the table reads as not initialized (Initialized is false,
 //     PendingInitializers names it);
-//  2. it reads the table's stored objects, decoded, in primary key order,
-//     with one scan bounded to the table's keys, without holding the
-//     table's lock, checking each object's primary key;
-//  3. in a second write transaction, it restores them (strata.Restore:
-//     secondary indexes are rebuilt, the table's revision continues
-//     above the stored one), marks the initializer done, and commits;
+//  2. in a second write transaction, it reads the table's stored
+//     objects, decoded, in primary key order, with one scan bounded to
+//     the table's keys, checking each object's primary key, and restores
+//     them as the scan reads them (strata.Restore: secondary indexes are
+//     rebuilt, the table's revision continues above the stored one);
+//     a commit that writes the table meanwhile waits for its lock;
+//  3. it marks the initializer done and commits;
 //     from then on commits that write the table write it to s. Readers see
 //     the loaded table, initialized, all at once.
 //
@@ -165,37 +166,27 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 		testHookLoading(name)
 	}
 
-	// Step 2: read the stored objects.
-	ld, err := b.scan(s, tj.keys)
-	if err != nil {
-		return err
-	}
-
-	// Step 3: load them, attach the table for writing, and complete.
+	// Step 2: load the stored objects into the table.
 	txn = db.WriteTxn(b.tbl)
 	defer txn.Abort()
 	// What is restored is in the store already: not journaled.
 	if err := strata.SetJournal[Obj](txn, b.tbl, s, nil); err != nil {
 		return err
 	}
-	err = strata.Restore(txn, b.tbl, func(yield func(Obj, strata.Revision) bool) {
-		for i := range ld.objects {
-			if !yield(ld.objects[i].obj, ld.objects[i].rev) {
-				return
-			}
-		}
-	}, ld.revision)
+	moves, err := b.load(s, txn, tj.keys)
 	if err != nil {
 		return err
 	}
+
+	// Step 3: attach the table for writing, and complete.
 	if err := strata.SetJournal(txn, b.tbl, s, tj); err != nil {
 		return err
 	}
 	done(txn)
-	if len(ld.moves) > 0 || reg.stored == nil || *reg.stored != b.sch {
+	if len(moves) > 0 || reg.stored == nil || *reg.stored != b.sch {
 		// Loaded: the keys and the schema now stored are those of the
 		// binding.
-		if err := s.rewriteTable(reg.id, tj.keys, ld.moves, b.sch); err != nil {
+		if err := s.rewriteTable(reg.id, tj.keys, moves, b.sch); err != nil {
 			return err
 		}
 	}
@@ -219,81 +210,96 @@ func wrapTableErr(name string, err error) error {
 	return fmt.Errorf("persist: %s%w", prefix, err)
 }
 
-// revObject is a loaded object and its revision.
-type revObject[Obj any] struct {
-	obj Obj
-	rev strata.Revision
-}
-
-// loaded is what scan read of a table.
-type loaded[Obj any] struct {
-	objects  []revObject[Obj]
-	revision strata.Revision
-	// moves are the objects whose primary key changed, when the binding
-	// has Rekey.
-	moves []keyMove
-}
-
 // keyMove is a stored object whose key is now another: its stored key, its
 // new key, and its stored value.
 type keyMove struct {
 	from, to, value []byte
 }
 
-// scan reads the table's stored revision and its objects, decoded, in
-// primary key order, with one scan bounded to the table's keys, and checks
-// that each object's primary key is the key it is stored under. It runs
-// before the table is locked: the lock is held only while the trees are
-// built (scanning first and building after is also faster than
-// interleaving the two: BenchmarkRecovery).
+// load restores into the table, in txn, the objects the store holds for
+// it, decoded, as one bounded scan of the table's keys reads them: in
+// primary key order, streamed into the table's trees (strata.Restore),
+// with no copy of them in between. It checks that each object's primary
+// key is the key it is stored under, and returns the objects whose key
+// changed, when the binding has Rekey. The table's revision continues
+// above its stored revision.
 //
-// The iterator's keys and values are only valid until it moves: the codec
-// copies what it keeps (its contract).
-func (b *binding[Obj]) scan(s *Store, keys tableKeys) (ld loaded[Obj], err error) {
+// If it fails, the transaction holds part of the objects: the caller
+// aborts it.
+//
+// Guarded by BenchmarkRecovery.
+func (b *binding[Obj]) load(s *Store, txn strata.WriteTxn, keys tableKeys) (moves []keyMove, err error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if err := s.usable(); err != nil {
-		return ld, err
+		return nil, err
 	}
 	defer recoverFatal(&err)
-	if ld.revision, err = s.storedRevision(keys); err != nil {
-		return ld, fromPebble(err)
+	revision, err := s.storedRevision(keys)
+	if err != nil {
+		return nil, fromPebble(err)
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: keys.prefix, UpperBound: keys.upper})
 	if err != nil {
-		return ld, fromPebble(err)
+		return nil, fromPebble(err)
 	}
 	defer it.Close()
-	known := b.codec.Version()
-	for it.First(); it.Valid(); it.Next() {
-		key := it.Key()[len(keys.prefix):]
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return ld, fromPebble(err)
-		}
-		version, rev, data, err := parseValue(v)
-		if err != nil {
-			return ld, fmt.Errorf("key %q: %w", b.keyString(key), err)
-		}
-		if version > known {
-			return ld, fmt.Errorf("key %q: value version %d, codec version %d: %w", b.keyString(key), version, known, ErrUnknownVersion)
-		}
-		obj, err := b.codec.Decode(data, version)
-		if err != nil {
-			return ld, fmt.Errorf("key %q: decode: %w", b.keyString(key), err)
-		}
-		// An object without exactly one primary key is refused by
-		// Restore (strata.ErrPrimaryKey).
-		if pks := b.primaryKeys(obj); pks.Len() == 1 && !bytes.Equal(pks.At(0), key) {
-			if !b.opts.rekey {
-				return ld, fmt.Errorf("object stored under key %q has key %q in primary index %q now (register with persist.Rekey to rewrite the stored keys): %w",
-					b.keyString(key), b.keyString(pks.At(0)), b.tbl.Indexes()[0], ErrKeyChanged)
+	// scanErr is the error that ended the scan, which Restore, its
+	// consumer, does not see: it restores what it got, and the caller
+	// aborts the transaction.
+	var scanErr error
+	objects := func(yield func(Obj, strata.Revision) bool) {
+		for it.First(); it.Valid(); it.Next() {
+			obj, rev, err := b.decode(it, len(keys.prefix), &moves)
+			if err != nil {
+				scanErr = err
+				return
 			}
-			ld.moves = append(ld.moves, keyMove{from: bytes.Clone(key), to: bytes.Clone(pks.At(0)), value: bytes.Clone(v)})
+			if !yield(obj, rev) {
+				return
+			}
 		}
-		ld.objects = append(ld.objects, revObject[Obj]{obj, rev})
+		scanErr = fromPebble(it.Error())
 	}
-	return ld, fromPebble(it.Error())
+	if err := strata.Restore(txn, b.tbl, objects, revision); err != nil {
+		return nil, err
+	}
+	return moves, scanErr
+}
+
+// decode decodes the object at the iterator, whose key begins with a
+// prefix of prefixLen bytes, and checks its primary key, appending to
+// moves an object whose key changed if the binding has Rekey.
+//
+// The iterator's keys and values are only valid until it moves: the codec
+// copies what it keeps (its contract), and so do the moves.
+func (b *binding[Obj]) decode(it *pebble.Iterator, prefixLen int, moves *[]keyMove) (obj Obj, rev strata.Revision, err error) {
+	key := it.Key()[prefixLen:]
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return obj, 0, fromPebble(err)
+	}
+	version, rev, data, err := parseValue(v)
+	if err != nil {
+		return obj, 0, fmt.Errorf("key %q: %w", b.keyString(key), err)
+	}
+	if known := b.codec.Version(); version > known {
+		return obj, 0, fmt.Errorf("key %q: value version %d, codec version %d: %w", b.keyString(key), version, known, ErrUnknownVersion)
+	}
+	if obj, err = b.codec.Decode(data, version); err != nil {
+		return obj, 0, fmt.Errorf("key %q: decode: %w", b.keyString(key), err)
+	}
+	// An object without exactly one primary key is refused by Restore
+	// (strata.ErrPrimaryKey).
+	if pks := b.primaryKeys(obj); pks.Len() == 1 && !bytes.Equal(pks.At(0), key) {
+		now := bytes.Clone(pks.At(0))
+		if !b.opts.rekey {
+			return obj, 0, fmt.Errorf("object stored under key %q has key %q in primary index %q now (register with persist.Rekey to rewrite the stored keys): %w",
+				b.keyString(key), b.keyString(now), b.tbl.Indexes()[0], ErrKeyChanged)
+		}
+		*moves = append(*moves, keyMove{from: bytes.Clone(key), to: now, value: bytes.Clone(v)})
+	}
+	return obj, rev, nil
 }
 
 // testHookLoading, if set, runs in Register between the commit that marks
