@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"testing"
@@ -211,6 +212,8 @@ func TestRestore(t *testing.T) {
 	}{
 		{"duplicate key", []*testObject{{ID: 1}, {ID: 1}}, []Revision{1, 2}, ErrRestoreInput},
 		{"duplicate revision", []*testObject{{ID: 1}, {ID: 2}}, []Revision{3, 3}, ErrRestoreInput},
+		// Revisions too far apart for repeatedRevision's bitmap: sorted.
+		{"duplicate sparse revision", []*testObject{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}}, []Revision{1 << 40, 1, 1 << 40}, ErrRestoreInput},
 		{"revision 0", []*testObject{{ID: 1}}, []Revision{0}, ErrRestoreInput},
 		{"unique index", []*testObject{{ID: 1, Name: "x"}, {ID: 2, Name: "x"}}, []Revision{1, 2}, ErrUniqueConstraint},
 	}
@@ -238,6 +241,35 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("restore into a full table: %v", err)
 	}
 	txn.Abort()
+}
+
+// TestRepeatedRevision: both ways of finding a revision given twice, the
+// bitmap (revisions close together) and the sort (far apart), find it,
+// and find none in distinct revisions.
+func TestRepeatedRevision(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		revs  []Revision
+		twice Revision // 0: none
+	}{
+		{"none", nil, 0},
+		{"one", []Revision{7}, 0},
+		{"dense distinct", []Revision{5, 3, 4, 1, 2}, 0},
+		{"dense twice", []Revision{5, 3, 4, 3, 2}, 3},
+		{"dense ends", []Revision{1, 64, 65, 128, 1}, 1},
+		{"sparse distinct", []Revision{1 << 40, 1, 1 << 50}, 0},
+		{"sparse twice", []Revision{1 << 40, 1, 1 << 50, 1 << 40}, 1 << 40},
+	} {
+		revs := slices.Clone(c.revs)
+		lowest, highest := Revision(math.MaxUint64), Revision(0)
+		for _, r := range revs {
+			lowest, highest = min(lowest, r), max(highest, r)
+		}
+		rev, found := repeatedRevision(revs, lowest, highest)
+		if found != (c.twice != 0) || rev != c.twice {
+			t.Errorf("%s: repeatedRevision = %d, %v; want %d", c.name, rev, found, c.twice)
+		}
+	}
 }
 
 // TestJournalAttachAborted checks that a SetJournal in a transaction that

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 )
 
@@ -32,15 +33,17 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 	}
 	maxRev := revision
 	ops, multiKey, done := len(tt.ops), tt.multiKey, false
-	// With change feeds the objects are logged in revision order, so they
-	// are kept; without, only their revisions, to find duplicates: the
-	// trees hold the objects, and nothing else copies them.
+	// Only the revisions are collected, to find duplicates: the trees hold
+	// the objects, and nothing else copies them, except for change feeds,
+	// which get them in revision order.
 	logged := tt.log.seg != nil
 	var revs []Revision
+	lowest := Revision(math.MaxUint64)
 	defer func() {
 		if !done && tt.primary.Len() > 0 {
 			tt.unrestore(ops, multiKey)
 		}
+		clear(tt.newKeys)
 		// Not kept for the next Restore: a table restores once.
 		clear(tt.restored)
 		tt.restored = nil
@@ -49,31 +52,20 @@ func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 		if err := tt.restore(obj, rev); err != nil {
 			return err
 		}
-		maxRev = max(maxRev, rev)
+		maxRev, lowest = max(maxRev, rev), min(lowest, rev)
+		revs = appendRevision(revs, rev)
 		if logged {
 			tt.restored = append(tt.restored, object[Obj]{obj: obj, rev: rev})
-		} else {
-			revs = appendRevision(revs, rev)
 		}
 	}
-	// Duplicate revisions are found by sorting; change feeds get the
-	// objects in revision order.
+	if rev, found := repeatedRevision(revs, lowest, maxRev); found {
+		return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, rev, ErrRestoreInput)
+	}
 	if logged {
 		slices.SortFunc(tt.restored, func(a, b object[Obj]) int { return cmp.Compare(a.rev, b.rev) })
-		revs = make([]Revision, len(tt.restored))
-		for i, o := range tt.restored {
-			revs[i] = o.rev
+		for _, o := range tt.restored {
+			tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryRestore})
 		}
-	} else {
-		slices.Sort(revs)
-	}
-	for i := 1; i < len(revs); i++ {
-		if revs[i] == revs[i-1] {
-			return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, revs[i], ErrRestoreInput)
-		}
-	}
-	for _, o := range tt.restored {
-		tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryRestore})
 	}
 	tt.revision = max(tt.revision, maxRev)
 	tt.dirty, tt.written = true, true
@@ -89,6 +81,38 @@ func appendRevision(revs []Revision, rev Revision) []Revision {
 		revs = slices.Grow(revs, max(len(revs), 1024))
 	}
 	return append(revs, rev)
+}
+
+// repeatedRevision returns a revision that revs, all between lowest and
+// highest, holds twice, if there is one. Where the range is at most 64
+// revisions per element, as in a table that was not rewritten over and
+// over, it marks them in a bitmap no larger than revs (one pass, no
+// sort); otherwise it sorts revs.
+//
+// Guarded by BenchmarkRecovery (persist).
+func repeatedRevision(revs []Revision, lowest, highest Revision) (Revision, bool) {
+	if len(revs) < 2 {
+		return 0, false
+	}
+	if span := highest - lowest; span/64 < uint64(len(revs)) {
+		seen := make([]uint64, span/64+1)
+		for _, rev := range revs {
+			i := rev - lowest
+			w, bit := i/64, uint64(1)<<(i%64)
+			if seen[w]&bit != 0 {
+				return rev, true
+			}
+			seen[w] |= bit
+		}
+		return 0, false
+	}
+	slices.Sort(revs)
+	for i := 1; i < len(revs); i++ {
+		if revs[i] == revs[i-1] {
+			return revs[i], true
+		}
+	}
+	return 0, false
 }
 
 // unrestore takes back what a Restore that failed added to the table,
@@ -124,17 +148,17 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
 		tt.newKeys[i] = ix.fromObject(obj)
 		if ix.lpm {
 			if err := lpmCheckKeys(&tt.newKeys[i]); err != nil {
-				clear(tt.newKeys)
 				return fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
 			}
 		}
 	}
 	no := object[Obj]{obj: obj, rev: rev}
-	if _, dup, _ := tt.primary.Update(pk, func(_ object[Obj], found bool) (object[Obj], bool) { return no, !found }); dup {
-		clear(tt.newKeys)
+	// A primary key given twice replaces the first object: Restore fails,
+	// and empties the table again.
+	if _, dup := tt.primary.Insert(pk, no); dup {
 		return fmt.Errorf("table %q: primary key %q twice: %w", t.meta.name, t.indexes[0].keyString(pk), ErrRestoreInput)
 	}
-	defer clear(tt.newKeys)
+	// tt.newKeys is cleared by Restore, once: every object sets all of it.
 	if t.byRevision {
 		tt.insertRevisionKey(no)
 	}

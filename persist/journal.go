@@ -172,6 +172,12 @@ type tableJournal[Obj any] struct {
 	last      strata.Revision
 	lastBatch *journalBatch
 	lastGen   uint64
+	// implied is the revision loading the store gives the table as it is
+	// (the greater of the stored revision and the highest object
+	// revision), which SetRevision need not write: Register sets it to
+	// what it loaded, so that its own commit writes nothing. Later commits
+	// only raise the revision a load gives (see SetRevision).
+	implied strata.Revision
 }
 
 var _ strata.TableJournal[int] = (*tableJournal[int])(nil)
@@ -261,7 +267,9 @@ func (tj *tableJournal[Obj]) DeleteAll(b strata.JournalBatch) error {
 // known without its own record. A commit whose last revision went to a
 // delete, whose object is gone, records it; so every later load finds a
 // revision at least as high as any handed out. (One record less per
-// commit: BenchmarkCommit/Buffered/objects=1/journal.)
+// commit: BenchmarkCommit/Buffered/objects=1/journal.) Nor does it record
+// the revision the table was loaded at (implied): the store gives that one
+// already, and no commit lowers what it gives.
 //
 // While the table refuses writes, SetRevision writes nothing and succeeds:
 // a commit that wrote no object (one that only registers an initializer,
@@ -272,7 +280,7 @@ func (tj *tableJournal[Obj]) SetRevision(b strata.JournalBatch, rev strata.Revis
 		return nil
 	}
 	jb := b.(*journalBatch)
-	if tj.lastBatch == jb && tj.lastGen == jb.gen && tj.last == rev {
+	if (tj.lastBatch == jb && tj.lastGen == jb.gen && tj.last == rev) || rev == tj.implied {
 		tj.lastBatch = nil
 		return nil
 	}

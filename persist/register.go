@@ -173,10 +173,11 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	if err := strata.SetJournal[Obj](txn, b.tbl, s, nil); err != nil {
 		return err
 	}
-	moves, err := b.load(s, txn, tj.keys)
+	moves, implied, err := b.load(s, txn, tj.keys)
 	if err != nil {
 		return err
 	}
+	tj.implied = implied
 
 	// Step 3: attach the table for writing, and complete.
 	if err := strata.SetJournal(txn, b.tbl, s, tj); err != nil {
@@ -191,8 +192,8 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 		}
 	}
 	tj.refuse(nil)
-	// The commit goes through the store (a record of the table's
-	// revision).
+	// The commit goes through the store, and writes nothing unless the
+	// table's revision was above the one loaded (tj.implied).
 	if _, err = txn.Commit(); err != nil {
 		return err
 	}
@@ -221,33 +222,35 @@ type keyMove struct {
 // primary key order, streamed into the table's trees (strata.Restore),
 // with no copy of them in between. It checks that each object's primary
 // key is the key it is stored under, and returns the objects whose key
-// changed, when the binding has Rekey. The table's revision continues
-// above its stored revision.
+// changed, when the binding has Rekey, and the revision the store gives
+// the table: the greater of its stored revision and the highest object
+// revision. The table's revision continues above it.
 //
 // If it fails, the transaction holds part of the objects: the caller
 // aborts it.
 //
 // Guarded by BenchmarkRecovery.
-func (b *binding[Obj]) load(s *Store, txn strata.WriteTxn, keys tableKeys) (moves []keyMove, err error) {
+func (b *binding[Obj]) load(s *Store, txn strata.WriteTxn, keys tableKeys) (moves []keyMove, implied strata.Revision, err error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if err := s.usable(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer recoverFatal(&err)
 	revision, err := s.storedRevision(keys)
 	if err != nil {
-		return nil, fromPebble(err)
+		return nil, 0, fromPebble(err)
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: keys.prefix, UpperBound: keys.upper})
 	if err != nil {
-		return nil, fromPebble(err)
+		return nil, 0, fromPebble(err)
 	}
 	defer it.Close()
 	// scanErr is the error that ended the scan, which Restore, its
 	// consumer, does not see: it restores what it got, and the caller
 	// aborts the transaction.
 	var scanErr error
+	implied = revision
 	objects := func(yield func(Obj, strata.Revision) bool) {
 		for it.First(); it.Valid(); it.Next() {
 			obj, rev, err := b.decode(it, len(keys.prefix), &moves)
@@ -255,6 +258,7 @@ func (b *binding[Obj]) load(s *Store, txn strata.WriteTxn, keys tableKeys) (move
 				scanErr = err
 				return
 			}
+			implied = max(implied, rev)
 			if !yield(obj, rev) {
 				return
 			}
@@ -262,9 +266,9 @@ func (b *binding[Obj]) load(s *Store, txn strata.WriteTxn, keys tableKeys) (move
 		scanErr = fromPebble(it.Error())
 	}
 	if err := strata.Restore(txn, b.tbl, objects, revision); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return moves, scanErr
+	return moves, implied, scanErr
 }
 
 // decode decodes the object at the iterator, whose key begins with a

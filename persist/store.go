@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -269,13 +270,19 @@ func lockedError(err error) bool {
 // loadMeta checks the store's format, writes it into a new store, and
 // reads the catalog.
 func (s *Store) loadMeta() error {
+	// The format as this release writes it: the store format, and the
+	// Pebble format Open may have upgraded the store to.
+	val := binary.AppendUvarint(nil, storeFormat)
+	val = binary.AppendUvarint(val, uint64(s.db.FormatMajorVersion()))
 	v, closer, err := s.db.Get(formatKey)
+	same := false
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
 	case err != nil:
 		return err
 	default:
 		format, n := binary.Uvarint(v)
+		same = bytes.Equal(v, val)
 		closer.Close()
 		if n <= 0 {
 			return fmt.Errorf("format key: %w", ErrCorrupt)
@@ -284,12 +291,14 @@ func (s *Store) loadMeta() error {
 			return fmt.Errorf("store format %d, this release knows up to %d: %w", format, storeFormat, ErrNewerFormat)
 		}
 	}
-	// (Re)write the format: new stores get it, and the recorded Pebble
-	// format follows the upgrade Open may have made.
-	val := binary.AppendUvarint(nil, storeFormat)
-	val = binary.AppendUvarint(val, uint64(s.db.FormatMajorVersion()))
-	if err := s.db.Set(formatKey, val, pebble.Sync); err != nil {
-		return err
+	// (Re)write the format if it changed: new stores get it, and the
+	// recorded Pebble format follows the upgrade Open may have made. An
+	// unchanged one is not written again, which would cost every Open a
+	// log sync.
+	if !same {
+		if err := s.db.Set(formatKey, val, pebble.Sync); err != nil {
+			return err
+		}
 	}
 
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: catalogPrefix, UpperBound: catalogEnd})
