@@ -336,6 +336,13 @@ func TestStatusWriteTakesWhatCameDuringLockWait(t *testing.T) {
 		}
 		return true
 	})
+	// The status write reports to the metrics after its commit
+	// published, so the statuses may be seen before the report.
+	waitFor(t, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.commits > 0
+	})
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.commits != 1 || m.written != 4 {
