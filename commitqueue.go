@@ -71,8 +71,11 @@ type commitQueue struct {
 // takeTips sets the transaction's view, once its tables are locked: the
 // published root, and the tip of each locked table that has one. A tip
 // that failed is dropped first (dropFailedTip).
+//
+// The tips are read before the root: a publish stores its root before it
+// clears the tips it published (publishQueued), so a tip read as nil
+// means the root read after it holds that state.
 func (w *writeTxn) takeTips() {
-	w.root = w.db.root.Load()
 	for i := range w.locked {
 		lt := &w.locked[i]
 		tip := lt.meta.tip.Load()
@@ -85,6 +88,7 @@ func (w *writeTxn) takeTips() {
 		}
 		lt.tip, w.dependent = tip, true
 	}
+	w.root = w.db.root.Load()
 }
 
 // dropFailedTip drops the failed tip of table m, which the caller has
@@ -347,19 +351,21 @@ func (h *writeTxn) publishQueued() *dbRoot {
 	if !changed {
 		return db.root.Load()
 	}
-	root := newRoot(db.first, db.root.Load().tables())
-	tables := root.tables()
+	if invariants {
+		published := db.root.Load().tables()
+		for i := range h.locked {
+			if lt := &h.locked[i]; lt.state != nil {
+				checkPublish(lt, published[lt.meta.pos], h.released)
+			}
+		}
+	}
+	root := db.publishLocked(h.locked)
+	// The tips are cleared after the root is stored (see takeTips).
 	for i := range h.locked {
 		if lt := &h.locked[i]; lt.state != nil {
-			if invariants {
-				checkPublish(lt, tables[lt.meta.pos], h.released)
-			}
-			tables[lt.meta.pos] = lt.state
 			lt.meta.tip.CompareAndSwap(lt.state, nil)
 		}
 	}
-	db.root.Store(root)
-	db.commits++
 	return root
 }
 

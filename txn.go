@@ -542,15 +542,7 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 		}
 	}
 	db.mu.Lock()
-	root := newRoot(db.first, db.root.Load().tables())
-	tables := root.tables()
-	for i := range w.locked {
-		if lt := &w.locked[i]; lt.state != nil {
-			tables[lt.meta.pos] = lt.state
-		}
-	}
-	db.root.Store(root)
-	db.commits++
+	root := db.publishLocked(w.locked)
 	db.mu.Unlock()
 	w.committed, w.root = true, root
 
@@ -560,6 +552,22 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 		}
 	}
 	return root, nil
+}
+
+// publishLocked stores a new root holding the states the tables of locked
+// committed (lockedTable.state), the other tables' as published, and
+// returns it. db.mu is held.
+func (db *DB) publishLocked(locked []lockedTable) *dbRoot {
+	root := newRoot(db.first, db.root.Load().tables())
+	tables := root.tables()
+	for i := range locked {
+		if lt := &locked[i]; lt.state != nil {
+			tables[lt.meta.pos] = lt.state
+		}
+	}
+	db.root.Store(root)
+	db.commits++
+	return root
 }
 
 // firstJournaled returns the position in w.locked of the first table whose
