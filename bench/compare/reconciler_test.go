@@ -9,23 +9,32 @@ package main
 //	B2  latency-bound operations: 10,000 objects, Update sleeps 1 ms;
 //	    Strata with 1, 4, 16 and 64 workers, statedb with its one.
 //	B3  durable statuses: B1 with the table made durable with persist/ in
-//	    Sync mode (every commit fsynced), beside B1 in memory.
+//	    Sync mode (every commit fsynced), against B1 in memory. Each op
+//	    is a pair of runs, one in memory and one durable, in alternating
+//	    order, so that both sides see the same load: the shared machine's
+//	    load moves the durable side, which waits for the disk, more than
+//	    the other, and a ratio of two benchmarks run minutes apart says
+//	    more about the load than about the store.
 //
-// Each op is one whole run (a new database and reconciler); objects/s is
-// N divided by the time from the first insert to the last Done status,
-// and allocs/object the run's allocations over N (the driver's inserts
-// and objects included, on both sides). Strata's runs also report how its
-// statuses were written: status-txns/kobj, the reconciler's write
-// transactions per 1000 objects, objects/status-txn, and, durable, the
-// log syncs per 1000 objects (fsyncs/kobj, the driver's commits
-// included). Run them with
+// Each op is one whole run (a new database and reconciler; B3's op is
+// two); objects/s is N divided by the time from the first insert to the
+// last Done status, and allocs/object the run's allocations over N (the
+// driver's inserts and objects included, on both sides). Strata's runs
+// also report how its statuses were written: status-txns/kobj, the
+// reconciler's write transactions per 1000 objects, objects/status-txn,
+// and, durable, the log syncs per 1000 objects (fsyncs/kobj, the driver's
+// commits included) and their mean latency (µs/fsync: the disk's, which
+// other programs on the machine move). Run them with
 //
 //	go test -run '^$' -bench 'Reconciler/B1' -benchtime 5x -count 6 | tee b1.txt
 //	benchstat -col /impl b1.txt
 //
-// and see README.md for the figures. -reconciler.1m adds B1-1M, B1 with a
-// million objects (not run by default: a run takes seconds);
-// -reconciler.smoke runs them once on small data (CI).
+// and see README.md for the figures. B3 reports the durable runs'
+// figures, the in-memory runs' objects/s (memory-objects/s) and
+// durable/memory, the ratio of the two rates (each over all of the op's
+// runs). -reconciler.1m adds B1-1M, B1 with a million objects (not run by
+// default: a run takes seconds); -reconciler.smoke runs them once on
+// small data (CI).
 
 import (
 	"context"
@@ -77,6 +86,9 @@ type reconcileResult struct {
 	// statusTxns counts the reconciler's write transactions, and syncs
 	// the store's log syncs (durable runs): Strata only.
 	statusTxns, syncs uint64
+	// syncTime is the time the store's log syncs took, all of them
+	// summed (durable runs).
+	syncTime time.Duration
 }
 
 // reconcileImpl runs one reconciliation and returns what it measured, or
@@ -115,10 +127,8 @@ func BenchmarkReconciler(b *testing.B) {
 		}
 	})
 	b.Run("B3", func(b *testing.B) {
-		run := reconcileRun{n: n, workers: 1}
-		b.Run("impl=strata", func(b *testing.B) { benchReconcile(b, reconcileStrata, run) })
-		run.durable = true
-		b.Run("impl=strata-durable", func(b *testing.B) { benchReconcile(b, reconcileStrata, run) })
+		run := reconcileRun{n: n, workers: 1, durable: true}
+		b.Run("impl=strata-durable", func(b *testing.B) { benchDurableVsMemory(b, run) })
 	})
 }
 
@@ -142,15 +152,73 @@ func benchReconcile(b *testing.B, impl reconcileImpl, run reconcileRun) {
 		runs++
 	}
 	runtime.ReadMemStats(&ms1)
+	sum.elapsed = total
+	reportReconcile(b, run, runs, sum, ms1.Mallocs-ms0.Mallocs)
+}
+
+// benchDurableVsMemory runs B3: each op runs run (durable) and the same
+// run in memory, in alternating order, and reports the durable runs'
+// figures beside the in-memory runs' objects/s and the ratio of the two
+// rates. Allocations are counted over the durable runs only.
+func benchDurableVsMemory(b *testing.B, run reconcileRun) {
+	var (
+		memory   time.Duration
+		durable  reconcileResult
+		ms0, ms1 runtime.MemStats
+		mallocs  uint64
+		runs     int
+	)
+	inMemory := run
+	inMemory.durable = false
+	runDurable := func() {
+		runtime.ReadMemStats(&ms0)
+		res, err := reconcileStrata(b, run)
+		runtime.ReadMemStats(&ms1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mallocs += ms1.Mallocs - ms0.Mallocs
+		durable.elapsed += res.elapsed
+		durable.statusTxns += res.statusTxns
+		durable.syncs += res.syncs
+		durable.syncTime += res.syncTime
+	}
+	runMemory := func() {
+		res, err := reconcileStrata(b, inMemory)
+		if err != nil {
+			b.Fatal(err)
+		}
+		memory += res.elapsed
+	}
+	for b.Loop() {
+		if runs%2 == 0 {
+			runMemory()
+			runDurable()
+		} else {
+			runDurable()
+			runMemory()
+		}
+		runs++
+	}
+	reportReconcile(b, run, runs, durable, mallocs)
 	objects := float64(run.n) * float64(runs)
-	b.ReportMetric(objects/total.Seconds(), "objects/s")
-	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/objects, "allocs/object")
+	b.ReportMetric(objects/memory.Seconds(), "memory-objects/s")
+	b.ReportMetric(memory.Seconds()/durable.elapsed.Seconds(), "durable/memory")
+}
+
+// reportReconcile reports the figures of runs runs of run, whose
+// measurements add up to sum, with mallocs allocations.
+func reportReconcile(b *testing.B, run reconcileRun, runs int, sum reconcileResult, mallocs uint64) {
+	objects := float64(run.n) * float64(runs)
+	b.ReportMetric(objects/sum.elapsed.Seconds(), "objects/s")
+	b.ReportMetric(float64(mallocs)/objects, "allocs/object")
 	if sum.statusTxns > 0 {
 		b.ReportMetric(1000*float64(sum.statusTxns)/objects, "status-txns/kobj")
 		b.ReportMetric(objects/float64(sum.statusTxns), "objects/status-txn")
 	}
 	if sum.syncs > 0 {
 		b.ReportMetric(1000*float64(sum.syncs)/objects, "fsyncs/kobj")
+		b.ReportMetric(float64(sum.syncTime.Microseconds())/float64(sum.syncs), "µs/fsync")
 	}
 	b.ReportMetric(0, "ns/op")
 }
@@ -328,7 +396,11 @@ func reconcileStrata(tb testing.TB, run reconcileRun) (reconcileResult, error) {
 	// change feed with wrote statuses.
 	res.statusTxns = txns.committed.Load() - txns0 - driverTxns - 1
 	if store != nil {
-		res.syncs = store.Stats().WALSyncs - syncs0
+		// Stats' mean sync latency is that of the syncs since the
+		// previous call, the one before the first insert.
+		st := store.Stats()
+		res.syncs = st.WALSyncs - syncs0
+		res.syncTime = time.Duration(res.syncs) * st.WALSyncLatency
 	}
 	return res, nil
 }
