@@ -35,7 +35,8 @@ const bufferedKeys = 16
 // what persisting adds to the in-memory commit; persisted/both, the
 // layer's own cost; and raw-after-memory/raw = (both - memory) / raw, how
 // much slower the same batch is right after an in-memory commit than in a
-// loop of batches alone (caches, the log writer's wake-ups), which bounds
+// loop of batches alone (the two paths' code does not fit in the L1
+// instruction cache together: README, BenchmarkCommitSide), which bounds
 // added/raw from below. Also in the process's CPU time (-cpu; Unix only),
 // which a loaded machine disturbs less; and each side's allocations per
 // commit (measured outside the timing).
@@ -202,5 +203,79 @@ func benchCommitSides(b *testing.B, mode SyncMode, round int) {
 	if cpu[2] > 0 {
 		b.ReportMetric(float64(cpu[0]-cpu[1])/float64(cpu[2]), "added/raw-cpu")
 		b.ReportMetric(float64(cpu[0])/float64(cpu[3]), "persisted/both-cpu")
+	}
+}
+
+// BenchmarkCommitSide runs one of BenchmarkBufferedCommit's sides alone,
+// for a profiler or a cache simulator, which cannot tell interleaved
+// sides apart: memory, raw, both or persisted, each on a table and a
+// store of its own, in Buffered mode. It is how the README's instruction
+// cache figures were made (cachegrind; the difference of two runs of
+// different lengths leaves the per-commit cost).
+func BenchmarkCommitSide(b *testing.B) {
+	for _, side := range []string{"memory", "raw", "both", "persisted"} {
+		b.Run(side, func(b *testing.B) { benchCommitSide(b, side) })
+	}
+}
+
+func benchCommitSide(b *testing.B, side string) {
+	objs := make([]*item, bufferedKeys)
+	pks := make([][]byte, bufferedKeys)
+	for i := range objs {
+		objs[i] = benchItem(uint64(i))
+		pks[i] = index.Uint64(uint64(i))
+	}
+	db := strata.New()
+	tbl, _ := strata.NewTable(db, "items", itemByID)
+	s := benchOpen(b, Buffered{Interval: 100 * time.Millisecond})
+	if side == "persisted" {
+		if err := Register(s, db, tbl, Binary[item]()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	keys := makeTableKeys(1)
+	codec := Binary[item]()
+	batch := s.db.NewBatch()
+	var buf []byte
+	var rev uint64
+	next := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if side != "raw" {
+			txn := db.WriteTxn(tbl)
+			o := *objs[next] // a copy: an inserted object may not be inserted again
+			if _, _, err := tbl.Insert(txn, &o); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := txn.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if side == "raw" || side == "both" {
+			o := *objs[next]
+			rev++
+			buf = appendValueHeader(buf[:0], 1, rev)
+			buf, _ = codec.Append(buf, &o)
+			pk := pks[next]
+			op := batch.SetDeferred(len(keys.prefix)+len(pk), len(buf))
+			copy(op.Key[copy(op.Key, keys.prefix):], pk)
+			copy(op.Value, buf)
+			if err := op.Finish(); err != nil {
+				b.Fatal(err)
+			}
+			if err := batch.Commit(s.writeOpts); err != nil {
+				b.Fatal(err)
+			}
+			s.unsynced.Store(s.buffered)
+			batch.Reset()
+		}
+		next = (next + 1) % bufferedKeys
+	}
+	b.StopTimer()
+	if side == "persisted" {
+		if got := tbl.Revision(db.ReadTxn()); got != uint64(b.N) {
+			b.Fatalf("table revision %d after %d commits", got, b.N)
+		}
 	}
 }
