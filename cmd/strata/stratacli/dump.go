@@ -253,12 +253,12 @@ func (a *app) dump(ctx context.Context, table string, q *queryFlags, one bool) e
 		return err
 	}
 	out := a.rows()
-	p := &pager{ctx: ctx, out: out, limit: q.limit}
+	p := newPager(ctx, out, q.limit)
 	switch kind {
 	case sourceStore:
-		err = a.dumpStore(path, table, q, p.emit)
+		err = a.dumpStore(path, table, q, p)
 	case sourceSnapshot:
-		err = a.dumpSnapshot(path, table, q, p.emit)
+		err = a.dumpSnapshot(path, table, q, p)
 	default:
 		err = a.dumpRemote(ctx, path, table, q, p)
 	}
@@ -284,10 +284,12 @@ type emitFunc func(row fields, cursor []byte) (bool, error)
 // page starts: it takes one row past the limit, and if one comes, the
 // cursor of the last row written is the next page's.
 type pager struct {
-	ctx   context.Context
-	out   rowWriter
-	limit int // 0: none
-	n     int // rows written
+	ctx context.Context
+	out rowWriter
+	// records is out if it writes records' rows itself, or nil.
+	records recordWriter
+	limit   int // 0: none
+	n       int // rows written
 	// last is the cursor of the last row written (with a limit), copied:
 	// a row's cursor is valid until the next; known: it was given.
 	last  []byte
@@ -297,16 +299,64 @@ type pager struct {
 	next string
 }
 
+func newPager(ctx context.Context, out rowWriter, limit int) *pager {
+	p := &pager{ctx: ctx, out: out, limit: limit}
+	p.records, _ = out.(recordWriter)
+	return p
+}
+
 func (p *pager) emit(row fields, cursor []byte) (bool, error) {
-	if p.limit > 0 && p.n == p.limit {
-		if p.known {
-			p.next = encodeCursor(p.last)
-		}
+	if p.full() {
 		return false, nil
 	}
 	if err := p.out.write(row); err != nil {
 		return false, err
 	}
+	return p.wrote(cursor)
+}
+
+// emitRecord is emit of the row of rec, an object of the table of v,
+// whose cursor is cursor, or the row's key (v.rowKey) if cursor is nil.
+// For a view without a registered type, an output that writes records
+// itself (JSON, JSON lines) writes it without making the row's fields.
+func (p *pager) emitRecord(v *view, rec record, cursor []byte) (bool, error) {
+	if p.records == nil || v.typed != nil {
+		row, err := v.row(rec, false)
+		if err != nil {
+			return false, err
+		}
+		if cursor == nil {
+			cursor = v.rowKey
+		}
+		return p.emit(row, cursor)
+	}
+	if p.full() {
+		return false, nil
+	}
+	if err := p.records.writeRecord(v, rec, false); err != nil {
+		return false, err
+	}
+	if cursor == nil {
+		cursor = v.rowKey
+	}
+	return p.wrote(cursor)
+}
+
+// full reports whether the limit is reached: a row comes past it, so the
+// last row's cursor is the next page's.
+func (p *pager) full() bool {
+	if p.limit > 0 && p.n == p.limit {
+		if p.known {
+			p.next = encodeCursor(p.last)
+		}
+		return true
+	}
+	return false
+}
+
+// wrote counts a row written, whose cursor is cursor, and says whether to
+// go on.
+func (p *pager) wrote(cursor []byte) (bool, error) {
 	p.n++
 	if p.limit > 0 {
 		p.last, p.known = append(p.last[:0], cursor...), cursor != nil
@@ -317,7 +367,7 @@ func (p *pager) emit(row fields, cursor []byte) (bool, error) {
 	return true, nil
 }
 
-func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
+func (a *app) dumpStore(dir, table string, q *queryFlags, p *pager) error {
 	r, err := a.openStore(dir)
 	if err != nil {
 		return err
@@ -352,11 +402,8 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
 			if err != nil {
 				return err
 			}
-			row, err := v.row(record{key: obj.Key, revision: obj.Revision, version: obj.Version, value: obj.Value}, false)
-			if err != nil {
-				return err
-			}
-			if more, err := emit(row, obj.Key); err != nil || !more {
+			rec := record{key: obj.Key, revision: obj.Revision, version: obj.Version, value: obj.Value}
+			if more, err := p.emitRecord(v, rec, obj.Key); err != nil || !more {
 				return err
 			}
 		}
@@ -365,7 +412,7 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, emit emitFunc) error {
 	if err := s.load(v, storeRecords(r, table), 0, st.Revision); err != nil {
 		return err
 	}
-	return s.query(v, aq, emit)
+	return s.query(v, aq, p.emit)
 }
 
 // storeRecords returns the records of a table of r.
@@ -410,7 +457,7 @@ func (s *session) query(v *view, aq strata.AnyQuery, emit emitFunc) error {
 	return nil
 }
 
-func (a *app) dumpSnapshot(path, table string, q *queryFlags, emit emitFunc) error {
+func (a *app) dumpSnapshot(path, table string, q *queryFlags, p *pager) error {
 	f, sr, err := openSnapshot(path)
 	if err != nil {
 		return err
@@ -442,24 +489,28 @@ func (a *app) dumpSnapshot(path, table string, q *queryFlags, emit emitFunc) err
 	}
 	records := snapshotRecords(sr, pos)
 	if aq.Op == strata.QueryAll && q.primary(v) && aq.After == nil {
-		for rec, err := range records {
-			if err != nil {
-				return fmt.Errorf("snapshot %s: %w", path, err)
+		for sr.Next() {
+			r := sr.Record()
+			if r.Table < pos {
+				continue
 			}
-			row, err := v.row(rec, false)
-			if err != nil {
+			if r.Table > pos {
+				return nil
+			}
+			more, err := p.emitRecord(v, record{revision: r.Revision, value: r.Value}, nil)
+			if err != nil || !more {
 				return err
 			}
-			if more, err := emit(row, v.rowKey); err != nil || !more {
-				return err
-			}
+		}
+		if err := sr.Err(); err != nil {
+			return fmt.Errorf("snapshot %s: %w", path, err)
 		}
 		return nil
 	}
 	if err := s.load(v, records, info.CodecVersion, info.Revision); err != nil {
 		return fmt.Errorf("snapshot %s: %w", path, err)
 	}
-	return s.query(v, aq, emit)
+	return s.query(v, aq, p.emit)
 }
 
 // snapshotTable returns the position and description of table in the

@@ -70,23 +70,66 @@ func newStreamRowWriter(w io.Writer, format string, maxCell int, strike bool) ro
 	return rw
 }
 
+// recordWriter is implemented by the rowWriters that write the row of a
+// record of a view without a registered type without making its fields
+// (view.appendRecordJSON): JSON and JSON lines.
+type recordWriter interface {
+	// writeRecord writes the row that v.row(rec, withTable) makes;
+	// v.typed is nil.
+	writeRecord(v *view, rec record, withTable bool) error
+}
+
+// jsonlRows appends its lines to buf and writes them out to w in chunks
+// of at least jsonlChunk bytes (or at a flush): a line is appended where
+// it goes, not built and then copied.
 type jsonlRows struct {
 	w   *bufio.Writer
 	buf []byte
 }
 
+// jsonlChunk is the size of jsonlRows' writes: that of w's buffer, so
+// that w writes them through without copying them.
+const jsonlChunk = 64 << 10
+
 func (r *jsonlRows) write(row fields) error {
+	n := len(r.buf)
 	var err error
-	if r.buf, err = row.appendJSON(r.buf[:0]); err != nil {
+	if r.buf, err = row.appendJSON(r.buf); err != nil {
+		r.buf = r.buf[:n]
 		return err
 	}
+	return r.wrote()
+}
+
+func (r *jsonlRows) writeRecord(v *view, rec record, withTable bool) error {
+	r.buf = v.appendRecordJSON(r.buf, rec, withTable)
+	return r.wrote()
+}
+
+// wrote ends the line appended last and writes out a full chunk.
+func (r *jsonlRows) wrote() error {
 	r.buf = append(r.buf, '\n')
-	_, err = r.w.Write(r.buf)
+	if len(r.buf) < jsonlChunk {
+		return nil
+	}
+	return r.writeOut()
+}
+
+// writeOut writes the lines in buf to w.
+func (r *jsonlRows) writeOut() error {
+	_, err := r.w.Write(r.buf)
+	r.buf = r.buf[:0]
 	return err
 }
 
-func (r *jsonlRows) flush() error { return r.w.Flush() }
-func (r *jsonlRows) close() error { return r.w.Flush() }
+func (r *jsonlRows) flush() error {
+	if err := r.writeOut(); err != nil {
+		return err
+	}
+	return r.w.Flush()
+}
+
+func (r *jsonlRows) close() error { return r.flush() }
 
 type jsonRows struct {
 	w   *bufio.Writer
@@ -95,17 +138,29 @@ type jsonRows struct {
 }
 
 func (r *jsonRows) write(row fields) error {
-	sep := ",\n  "
-	if r.n == 0 {
-		sep = "[\n  "
-	}
 	var err error
-	if r.buf, err = row.appendJSON(append(r.buf[:0], sep...)); err != nil {
+	if r.buf, err = row.appendJSON(append(r.buf[:0], r.sep()...)); err != nil {
 		return err
 	}
 	r.n++
 	_, err = r.w.Write(r.buf)
 	return err
+}
+
+func (r *jsonRows) writeRecord(v *view, rec record, withTable bool) error {
+	r.buf = v.appendRecordJSON(append(r.buf[:0], r.sep()...), rec, withTable)
+	r.n++
+	_, err := r.w.Write(r.buf)
+	return err
+}
+
+// sep returns what goes before the next row: the array's bracket or a
+// comma.
+func (r *jsonRows) sep() string {
+	if r.n == 0 {
+		return "[\n  "
+	}
+	return ",\n  "
 }
 
 func (r *jsonRows) flush() error { return r.w.Flush() }

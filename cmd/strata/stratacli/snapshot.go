@@ -359,6 +359,7 @@ func (a *app) decode(ctx context.Context, path string, tables []string) error {
 		}
 	}
 	out := a.rows()
+	records, _ := out.(recordWriter)
 	n := 0
 	for sr.Next() {
 		r := sr.Record()
@@ -366,9 +367,15 @@ func (a *app) decode(ctx context.Context, path string, tables []string) error {
 		if v == nil {
 			continue
 		}
-		row, err := v.row(record{revision: r.Revision, value: r.Value}, true)
-		if err == nil {
-			err = out.write(row)
+		rec := record{revision: r.Revision, value: r.Value}
+		var err error
+		if records != nil && v.typed == nil {
+			err = records.writeRecord(v, rec, true)
+		} else {
+			var row fields
+			if row, err = v.row(rec, true); err == nil {
+				err = out.write(row)
+			}
 		}
 		if err != nil {
 			out.close()

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
@@ -130,6 +131,35 @@ func (v *view) row(rec record, withTable bool) (fields, error) {
 	}
 	v.scratch = row
 	return row, nil
+}
+
+// appendRecordJSON appends the JSON of the row of rec that row makes for
+// a view without a registered type (v.typed == nil), byte for byte as
+// that row's fields write it, without making them: the dump's JSON output
+// writes each record's line straight into its buffer
+// (BenchmarkSnapshotRead/dump-json-jsonl; TestRecordJSON keeps the two
+// equal). The keys and field names are constants that need no escaping.
+func (v *view) appendRecordJSON(b []byte, rec record, withTable bool) []byte {
+	b = append(b, '{')
+	if withTable {
+		b = append(appendJSONString(append(b, `"table":`...), v.name), ',')
+	}
+	if rec.key != nil {
+		b = append(appendHex(append(b, `"key_hex":`...), rec.key), ',')
+	}
+	b = strconv.AppendUint(append(b, `"revision":`...), rec.revision, 10)
+	if v.json {
+		b = appendRaw(append(b, `,"object":`...), rec.value)
+	} else {
+		version := rec.version
+		if version == 0 {
+			version = v.version
+		}
+		b = strconv.AppendUint(append(b, `,"version":`...), uint64(version), 10)
+		b = appendHex(append(b, `,"value_hex":`...), rec.value)
+	}
+	v.rowKey = rec.key
+	return append(b, '}')
 }
 
 // current holds the values of the row row made last.
