@@ -47,12 +47,13 @@ type rowWriter interface {
 // that is a JSON object), and cuts cells to maxCell runes unless maxCell
 // is 0.
 func newRowWriter(w io.Writer, format string, maxCell int, strike bool) rowWriter {
+	if format == formatJSONL {
+		return &jsonlRows{w: w, buf: make([]byte, 0, jsonlChunk+jsonlChunk/4)}
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	switch format {
 	case formatJSON:
 		return &jsonRows{w: bw}
-	case formatJSONL:
-		return &jsonlRows{w: bw}
 	case formatYAML:
 		return &yamlRows{w: bw}
 	}
@@ -79,16 +80,16 @@ type recordWriter interface {
 	writeRecord(v *view, rec record, withTable bool) error
 }
 
-// jsonlRows appends its lines to buf and writes them out to w in chunks
-// of at least jsonlChunk bytes (or at a flush): a line is appended where
-// it goes, not built and then copied.
+// jsonlRows appends its lines to buf and writes them to w in chunks of
+// at least jsonlChunk bytes, or at a flush: a line is appended where it
+// goes, not built and then copied into a bufio.Writer.
 type jsonlRows struct {
-	w   *bufio.Writer
+	w   io.Writer
 	buf []byte
 }
 
-// jsonlChunk is the size of jsonlRows' writes: that of w's buffer, so
-// that w writes them through without copying them.
+// jsonlChunk is the least size of jsonlRows' writes but the last; buf
+// has room for a quarter more, so that a line seldom grows it.
 const jsonlChunk = 64 << 10
 
 func (r *jsonlRows) write(row fields) error {
@@ -123,10 +124,10 @@ func (r *jsonlRows) writeOut() error {
 }
 
 func (r *jsonlRows) flush() error {
-	if err := r.writeOut(); err != nil {
-		return err
+	if len(r.buf) == 0 {
+		return nil
 	}
-	return r.w.Flush()
+	return r.writeOut()
 }
 
 func (r *jsonlRows) close() error { return r.flush() }
