@@ -166,6 +166,20 @@ func runBench(b *testing.B, opts []Option, want int, args ...string) {
 	}
 }
 
+// loopCPU runs b.Loop's loop of op and reports the process's CPU time
+// per op.
+func loopCPU(b *testing.B, op func()) {
+	cpu0, ok0 := processCPU()
+	n := 0
+	for b.Loop() {
+		op()
+		n++
+	}
+	if cpu1, ok1 := processCPU(); ok0 && ok1 && n > 0 {
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(n), "cpu-ns/op")
+	}
+}
+
 // BenchmarkSnapshotRead compares the command's reading of a snapshot with
 // the raw snapshot reader on the same file: persist.ReadSnapshot with no
 // tables, which verifies the file (every checksum) and decodes nothing.
@@ -173,7 +187,9 @@ func runBench(b *testing.B, opts []Option, want int, args ...string) {
 // file's first table, to JSON lines or a table, of JSON values (shown as
 // they are) or binary ones (shown in hex); dump-typed decodes them with
 // the registered type. Throughput (MB/s) is of the whole file for the raw
-// reader and verify, of the table's share of it for the dumps.
+// reader and verify, of the table's share of it for the dumps. cpu-ns/op
+// is the process's CPU time per op (Unix), which a shared machine's other
+// programs disturb less than ns/op: compare raw-* and dump-* by it.
 func BenchmarkSnapshotRead(b *testing.B) {
 	path := benchSnapshot(b)
 	info, err := os.Stat(path)
@@ -184,7 +200,7 @@ func BenchmarkSnapshotRead(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		b.SetBytes(info.Size())
 		b.ReportAllocs()
-		for b.Loop() {
+		loopCPU(b, func() {
 			f, err := os.Open(path)
 			if err != nil {
 				b.Fatal(err)
@@ -194,14 +210,12 @@ func BenchmarkSnapshotRead(b *testing.B) {
 			if err != nil || si.Objects != uint64(2*n) {
 				b.Fatalf("%d objects, %v", si.Objects, err)
 			}
-		}
+		})
 	})
 	b.Run("verify", func(b *testing.B) {
 		b.SetBytes(info.Size())
 		b.ReportAllocs()
-		for b.Loop() {
-			runBench(b, nil, 1, "snapshot", "verify", path)
-		}
+		loopCPU(b, func() { runBench(b, nil, 1, "snapshot", "verify", path) })
 	})
 	// What a program of the raw reader writes of the first table, as the
 	// dump does: the same JSON lines (a JSON value as it is, a binary one
@@ -213,11 +227,11 @@ func BenchmarkSnapshotRead(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(info.Size() / 2)
 			b.ReportAllocs()
-			for b.Loop() {
+			loopCPU(b, func() {
 				if lines := rawJSONLines(b, path, c.hex); lines != n {
 					b.Fatalf("%d lines", lines)
 				}
-			}
+			})
 		})
 	}
 	typed := []Option{WithTable("json", persist.JSON[*benchRecord](), benchByID), WithTable("binary", persist.Binary[benchRecord](), benchByID)}
@@ -237,9 +251,9 @@ func BenchmarkSnapshotRead(b *testing.B) {
 			// The table's share of the file: about half.
 			b.SetBytes(info.Size() / 2)
 			b.ReportAllocs()
-			for b.Loop() {
+			loopCPU(b, func() {
 				runBench(b, c.opts, c.lines, "dump", c.table, "-f", path, "-o", c.format)
-			}
+			})
 		})
 	}
 	if strings.HasSuffix(path, ".snap") {
