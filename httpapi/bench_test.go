@@ -84,9 +84,10 @@ func subscribe(b *testing.B, url string) *benchSubscriber {
 // ns/op is the time per commit with them attached (compare subs=0, no
 // stream at all), which on a small machine includes the waits for the
 // CPUs that delivery holds; writer-cpu-ns/op is the writer's own CPU time
-// per commit (Linux), the write path's cost; delivered/s counts the
-// events every subscriber got, per second of the whole run, catch-up
-// included. Each subscriber must reach the writer's last revision.
+// per commit (Linux), the write path's cost; total-cpu-ns/op is the
+// whole process's, the streams and their clients included, until each
+// has the last change; delivered/s counts the events every subscriber
+// got, per second of the whole run, catch-up included. Each subscriber must reach the writer's last revision.
 func BenchmarkChangeStream(b *testing.B) {
 	for _, subs := range []int{0, 1, 100} {
 		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) {
@@ -121,6 +122,7 @@ func BenchmarkChangeStream(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			cpu0, cpuOK := threadCPU()
+			proc0, procOK := processCPU()
 			start := time.Now()
 			n := 0
 			for b.Loop() {
@@ -150,6 +152,11 @@ func BenchmarkChangeStream(b *testing.B) {
 					}
 				}
 				delivered += s.events.Load()
+			}
+			// Every stream has the last change: the CPU time of the whole
+			// process (writer, hub, streams and clients) per commit.
+			if proc1, ok := processCPU(); ok && procOK {
+				b.ReportMetric(float64((proc1-proc0).Nanoseconds())/float64(n), "total-cpu-ns/op")
 			}
 			if subs > 0 {
 				b.ReportMetric(float64(delivered)/time.Since(start).Seconds(), "delivered/s")
