@@ -127,11 +127,24 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 	bookmarked := last
 	bookmarkDue := true // the first catch-up
 	tick := false
-	buf := make([]ringEntry, 0, maxBurst)
+	// An SSE stream writes each entry as an event; an NDJSON one writes
+	// the lines of the entries that follow one another in a chunk (a
+	// round's) in one write.
+	var entries []ringEntry
+	var spans []span
 	pause := newPause(h.opts.StreamInterval)
 	defer pause.stop()
 	for {
-		entries, head, wake, evicted, stopped := hb.read(next, buf[:0], maxBurst)
+		var n int
+		var head strata.Revision
+		var wake <-chan struct{}
+		var evicted, stopped bool
+		if s.sse {
+			entries, head, wake, evicted, stopped = hb.read(next, entries[:0], maxBurst)
+			n = len(entries)
+		} else {
+			spans, n, head, wake, evicted, stopped = hb.readSpans(next, last, spans[:0], maxBurst)
+		}
 		if evicted {
 			h.dropped.Add(1)
 			h.opts.Logger.Info("httpapi: change stream dropped: it fell behind the ring", "table", hb.table.Name(), "revision", last)
@@ -142,28 +155,18 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 			s.problem(ErrShuttingDown)
 			return nil
 		}
-		next += uint64(len(entries))
-		for i := 0; i < len(entries); i++ {
-			e := &entries[i]
-			if e.rev <= last {
-				continue
-			}
-			if s.sse {
+		next += uint64(n)
+		for i := range entries {
+			if e := &entries[i]; e.rev > last {
 				s.event(e.kind, e.rev, e.line())
 				last = e.rev
-				continue
 			}
-			// The entries of one round that follow one another in
-			// its chunk go in one write.
-			j := i
-			for j+1 < len(entries) && &entries[j+1].chunk[0] == &e.chunk[0] && entries[j+1].off == entries[j].end {
-				j++
-			}
-			s.raw(e.chunk[e.off:entries[j].end])
-			last = entries[j].rev
-			i = j
 		}
-		caughtUp := len(entries) < maxBurst
+		for _, sp := range spans {
+			s.raw(sp.chunk[sp.off:sp.end])
+			last = sp.rev
+		}
+		caughtUp := n < maxBurst
 		if caughtUp && (tick || bookmarkDue && max(head, last) > bookmarked) {
 			last = max(head, last)
 			s.event(EventBookmark, last, appendBookmark(nil, last))
