@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"testing"
@@ -243,10 +242,18 @@ func TestRestore(t *testing.T) {
 	txn.Abort()
 }
 
-// TestRepeatedRevision: both ways of finding a revision given twice, the
-// bitmap (revisions close together) and the sort (far apart), find it,
-// and find none in distinct revisions.
-func TestRepeatedRevision(t *testing.T) {
+// TestRevisionSet: both ways of finding a revision given twice, the
+// bitmap (revisions close together, in any order) and the sorted list (far
+// apart, and after revisions that were close together), find it, and find
+// none in distinct revisions.
+func TestRevisionSet(t *testing.T) {
+	seq := func(from, to Revision, step int) []Revision {
+		var revs []Revision
+		for r := from; r != to; r = Revision(int(r) + step) {
+			revs = append(revs, r)
+		}
+		return revs
+	}
 	for _, c := range []struct {
 		name  string
 		revs  []Revision
@@ -257,17 +264,27 @@ func TestRepeatedRevision(t *testing.T) {
 		{"dense distinct", []Revision{5, 3, 4, 1, 2}, 0},
 		{"dense twice", []Revision{5, 3, 4, 3, 2}, 3},
 		{"dense ends", []Revision{1, 64, 65, 128, 1}, 1},
+		{"descending distinct", seq(100_000, 0, -1), 0},
+		{"descending with gaps", append(seq(100_000, 50_000, -1), seq(50_000, 2, -3)...), 0},
+		{"descending, then one twice", append(seq(100_000, 1, -1), 77_777), 77_777},
+		{"ascending from high, then low", append(seq(1<<20, 1<<20+5000, 1), seq(1, 5000, 1)...), 0},
 		{"sparse distinct", []Revision{1 << 40, 1, 1 << 50}, 0},
 		{"sparse twice", []Revision{1 << 40, 1, 1 << 50, 1 << 40}, 1 << 40},
+		{"dense, then sparse, twice", append(seq(1, 200, 1), 1<<40, 150), 150},
+		{"dense, then sparse, distinct", append(seq(1, 200, 1), 1<<40, 1<<41, 300), 0},
 	} {
-		revs := slices.Clone(c.revs)
-		lowest, highest := Revision(math.MaxUint64), Revision(0)
-		for _, r := range revs {
-			lowest, highest = min(lowest, r), max(highest, r)
+		var s revisionSet
+		found := Revision(0)
+		for _, r := range c.revs {
+			if s.add(r) && found == 0 {
+				found = r
+			}
 		}
-		rev, found := repeatedRevision(revs, lowest, highest)
-		if found != (c.twice != 0) || rev != c.twice {
-			t.Errorf("%s: repeatedRevision = %d, %v; want %d", c.name, rev, found, c.twice)
+		if rev, ok := s.repeated(); ok && found == 0 {
+			found = rev
+		}
+		if found != c.twice {
+			t.Errorf("%s: found %d twice, want %d", c.name, found, c.twice)
 		}
 	}
 }

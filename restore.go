@@ -1,10 +1,11 @@
 package strata
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"iter"
-	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -22,94 +23,223 @@ import (
 // ErrPrimaryKey, or an LPMIndex's ErrInvalidPrefix or ErrPrefixHostBits; an
 // error, or a panic of an index function, leaves the table as it was.
 func Restore[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Revision], revision Revision) error {
-	t := tbl.(*table[Obj])
-	tt, err := t.writeState(txn)
+	r, err := beginRestore(txn, tbl, revision)
 	if err != nil {
 		return err
 	}
-	tt.keepLock = true
-	if tt.primary.Len() != 0 {
-		return fmt.Errorf("table %q: %w", t.meta.name, ErrTableNotEmpty)
-	}
-	maxRev := revision
-	ops, multiKey, done := len(tt.ops), tt.multiKey, false
-	// Only the revisions are collected, to find duplicates: the trees hold
-	// the objects, and nothing else copies them, except for change feeds,
-	// which get them in revision order.
-	logged := tt.log.seg != nil
-	var revs []Revision
-	lowest := Revision(math.MaxUint64)
-	defer func() {
-		if !done && tt.primary.Len() > 0 {
-			tt.unrestore(ops, multiKey)
-		}
-		clear(tt.newKeys)
-		// Not kept for the next Restore: a table restores once.
-		clear(tt.restored)
-		tt.restored = nil
-	}()
+	defer r.end()
 	for obj, rev := range objects {
-		if err := tt.restore(obj, rev); err != nil {
+		if err := r.add(obj, rev, nil, false, nil); err != nil {
 			return err
 		}
-		maxRev, lowest = max(maxRev, rev), min(lowest, rev)
-		revs = appendRevision(revs, rev)
-		if logged {
-			tt.restored = append(tt.restored, object[Obj]{obj: obj, rev: rev})
+	}
+	return r.finish()
+}
+
+// StoredObject is an object given to RestoreStored with the primary key it
+// was stored under.
+type StoredObject[Obj any] struct {
+	Obj Obj
+	// Key is the primary key the object was stored under. It is only read
+	// until the next object is drawn: it may be a buffer that is reused.
+	Key []byte
+}
+
+// RestoreStored is Restore for objects that come with the primary key they
+// were stored under, such as a persistence layer's, which must learn of an
+// object whose key in the table's primary index is no longer its stored
+// key (the index's encoding changed between versions). Each object's
+// primary key is computed from it once, as Restore computes it, and
+// compared with its stored key; where they differ, keyChanged is called
+// with both, before the next object is drawn (neither slice may be kept
+// after the call): if it returns an error, RestoreStored fails with it and
+// leaves the table as it was; if it returns nil, the object is restored
+// under the key computed now. A nil keyChanged fails with ErrRestoreInput
+// instead. Otherwise RestoreStored is Restore, with its errors.
+func RestoreStored[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[StoredObject[Obj], Revision], revision Revision, keyChanged func(stored, now []byte) error) error {
+	r, err := beginRestore(txn, tbl, revision)
+	if err != nil {
+		return err
+	}
+	defer r.end()
+	for o, rev := range objects {
+		if err := r.add(o.Obj, rev, o.Key, true, keyChanged); err != nil {
+			return err
 		}
 	}
-	if rev, found := repeatedRevision(revs, lowest, maxRev); found {
-		return fmt.Errorf("table %q: revision %d twice: %w", t.meta.name, rev, ErrRestoreInput)
+	return r.finish()
+}
+
+// restoring is one Restore (or RestoreStored) under way: the table's
+// transaction, what it held before, and what the objects added so far
+// make of the table's revision.
+type restoring[Obj any] struct {
+	tt *tableTxn[Obj]
+	// ops and multiKey are the transaction's before the first object, for
+	// unrestore.
+	ops      int
+	multiKey uint64
+	// done is set once every object is in and checked: end then keeps them.
+	done bool
+	// logged: the table has change feeds, which get the objects in
+	// revision order (tt.restored) once all are in.
+	logged bool
+	// Only the revisions are kept, to find one given twice: the trees
+	// hold the objects, and nothing else copies them, except for change
+	// feeds.
+	revs   revisionSet
+	maxRev Revision
+}
+
+// beginRestore checks that tbl is empty in txn and starts restoring it.
+func beginRestore[Obj any](txn WriteTxn, tbl RWTable[Obj], revision Revision) (*restoring[Obj], error) {
+	t := tbl.(*table[Obj])
+	tt, err := t.writeState(txn)
+	if err != nil {
+		return nil, err
 	}
-	if logged {
+	tt.keepLock = true
+	if tt.primary.Len() != 0 {
+		return nil, fmt.Errorf("table %q: %w", t.meta.name, ErrTableNotEmpty)
+	}
+	return &restoring[Obj]{
+		tt: tt, ops: len(tt.ops), multiKey: tt.multiKey,
+		logged: tt.log.seg != nil,
+		maxRev: revision,
+	}, nil
+}
+
+// add restores one object; stored is its stored key if check is set
+// (RestoreStored).
+func (r *restoring[Obj]) add(obj Obj, rev Revision, stored []byte, check bool, keyChanged func(stored, now []byte) error) error {
+	if err := r.tt.restore(obj, rev, stored, check, keyChanged); err != nil {
+		return err
+	}
+	r.maxRev = max(r.maxRev, rev)
+	if r.revs.add(rev) {
+		return fmt.Errorf("table %q: revision %d twice: %w", r.tt.t.meta.name, rev, ErrRestoreInput)
+	}
+	if r.logged {
+		r.tt.restored = append(r.tt.restored, object[Obj]{obj: obj, rev: rev})
+	}
+	return nil
+}
+
+// finish checks the revisions of every object added, logs them for the
+// change feeds, and sets the table's revision.
+func (r *restoring[Obj]) finish() error {
+	tt := r.tt
+	if rev, found := r.revs.repeated(); found {
+		return fmt.Errorf("table %q: revision %d twice: %w", tt.t.meta.name, rev, ErrRestoreInput)
+	}
+	if r.logged {
 		slices.SortFunc(tt.restored, func(a, b object[Obj]) int { return cmp.Compare(a.rev, b.rev) })
 		for _, o := range tt.restored {
 			tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryRestore})
 		}
 	}
-	tt.revision = max(tt.revision, maxRev)
+	tt.revision = max(tt.revision, r.maxRev)
 	tt.dirty, tt.written = true, true
-	done = true
+	r.done = true
 	return nil
 }
 
-// appendRevision appends rev to revs, doubling the capacity when it is
-// full: the revisions of a large restore are copied about once as they
-// grow, not four times (append's growth of large slices).
-func appendRevision(revs []Revision, rev Revision) []Revision {
-	if len(revs) == cap(revs) {
-		revs = slices.Grow(revs, max(len(revs), 1024))
+// end takes the objects back out of the table unless finish succeeded,
+// after an error or a panic, and drops what the restore kept.
+func (r *restoring[Obj]) end() {
+	tt := r.tt
+	if !r.done && tt.primary.Len() > 0 {
+		tt.unrestore(r.ops, r.multiKey)
 	}
-	return append(revs, rev)
+	clear(tt.newKeys)
+	// Not kept for the next Restore: a table restores once.
+	clear(tt.restored)
+	tt.restored = nil
 }
 
-// repeatedRevision returns a revision that revs, all between lowest and
-// highest, holds twice, if there is one. Where the range is at most 64
-// revisions per element, as in a table that was not rewritten over and
-// over, it marks them in a bitmap no larger than revs (one pass, no
-// sort); otherwise it sorts revs.
+// revisionSet holds the revisions of the objects restored so far, to find
+// one given twice. While they are dense, as in a table that was not
+// rewritten over and over, it is a bitmap of the revisions from base on,
+// grown as they come, no larger than about two words per revision; once
+// they are too sparse for that, it is a list of them (sparse), sorted at
+// the end.
 //
 // Guarded by BenchmarkRecovery (persist).
-func repeatedRevision(revs []Revision, lowest, highest Revision) (Revision, bool) {
-	if len(revs) < 2 {
-		return 0, false
+type revisionSet struct {
+	base   Revision // a multiple of 64: bit i of bits[w] is revision base+64w+i
+	bits   []uint64
+	n      int // revisions added
+	sparse bool
+	list   []Revision // once sparse: every revision added
+}
+
+// add adds rev, which is not 0, and reports whether it was added before;
+// while sparse, that is found by repeated.
+func (s *revisionSet) add(rev Revision) (twice bool) {
+	s.n++
+	if s.sparse {
+		s.list = append(s.list, rev)
+		return false
 	}
-	if span := highest - lowest; span/64 < uint64(len(revs)) {
-		seen := make([]uint64, span/64+1)
-		for _, rev := range revs {
-			i := rev - lowest
-			w, bit := i/64, uint64(1)<<(i%64)
-			if seen[w]&bit != 0 {
-				return rev, true
-			}
-			seen[w] |= bit
+	if s.n == 1 {
+		s.base = rev &^ 63
+	}
+	if rev < s.base {
+		// Grown downwards by at least its length, so that revisions
+		// coming in descending order copy it about once.
+		base := rev &^ 63
+		if grow := Revision(len(s.bits)) * 64; s.base-base < grow {
+			base = s.base - min(grow, s.base)
 		}
+		if !s.fits(int((s.base-base)/64) + len(s.bits)) {
+			return s.toList(rev)
+		}
+		bits := make([]uint64, int((s.base-base)/64)+len(s.bits), 2*len(s.bits)+int((s.base-base)/64))
+		copy(bits[(s.base-base)/64:], s.bits)
+		s.base, s.bits = base, bits
+	}
+	w := (rev - s.base) / 64
+	if w >= Revision(len(s.bits)) {
+		if !s.fits(int(w) + 1) {
+			return s.toList(rev)
+		}
+		s.bits = append(s.bits, make([]uint64, int(w)+1-len(s.bits))...)
+	}
+	bit := uint64(1) << (rev % 64)
+	if s.bits[w]&bit != 0 {
+		return true
+	}
+	s.bits[w] |= bit
+	return false
+}
+
+// fits reports whether a bitmap of words words is small enough for the
+// revisions added: two words each, and 1024 more.
+func (s *revisionSet) fits(words int) bool { return words <= 2*s.n+1024 }
+
+// toList makes the set a list, of the revisions in the bitmap and rev.
+func (s *revisionSet) toList(rev Revision) bool {
+	s.list = make([]Revision, 0, 2*s.n)
+	for w, word := range s.bits {
+		for ; word != 0; word &= word - 1 {
+			s.list = append(s.list, s.base+Revision(w)*64+Revision(bits.TrailingZeros64(word)))
+		}
+	}
+	s.list = append(s.list, rev)
+	s.sparse, s.bits = true, nil
+	return false
+}
+
+// repeated returns a revision added twice while the set was sparse, if
+// there is one (add reports the others).
+func (s *revisionSet) repeated() (Revision, bool) {
+	if !s.sparse {
 		return 0, false
 	}
-	slices.Sort(revs)
-	for i := 1; i < len(revs); i++ {
-		if revs[i] == revs[i-1] {
-			return revs[i], true
+	slices.Sort(s.list)
+	for i := 1; i < len(s.list); i++ {
+		if s.list[i] == s.list[i-1] {
+			return s.list[i], true
 		}
 	}
 	return 0, false
@@ -127,14 +257,24 @@ func (tt *tableTxn[Obj]) unrestore(ops int, multiKey uint64) {
 	tt.ops, tt.multiKey = tt.ops[:ops], multiKey
 }
 
-// restore adds one object at its own revision.
-func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision) error {
+// restore adds one object at its own revision. If check is set, stored is
+// the key the object was stored under, compared with its primary key (see
+// RestoreStored).
+func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision, stored []byte, check bool, keyChanged func(stored, now []byte) error) error {
 	t := tt.t
 	pk, err := t.primaryKey(tt.pkBuf, obj)
 	if err != nil {
 		return err
 	}
 	tt.pkBuf = pk
+	if check && !bytes.Equal(pk, stored) {
+		if keyChanged == nil {
+			return fmt.Errorf("table %q: object stored under key %q has key %q: %w", t.meta.name, t.indexes[0].keyString(stored), t.indexes[0].keyString(pk), ErrRestoreInput)
+		}
+		if err := keyChanged(stored, pk); err != nil {
+			return err
+		}
+	}
 	if len(pk) > maxKeyLen {
 		return fmt.Errorf("table %q: primary key of %d bytes: %w", t.meta.name, len(pk), ErrKeyTooLong)
 	}
