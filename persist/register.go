@@ -251,33 +251,45 @@ func (b *binding[Obj]) load(s *Store, txn strata.WriteTxn, keys tableKeys) (move
 	// aborts the transaction.
 	var scanErr error
 	implied = revision
-	objects := func(yield func(Obj, strata.Revision) bool) {
+	prefixLen := len(keys.prefix)
+	objects := func(yield func(strata.StoredObject[Obj], strata.Revision) bool) {
 		for it.First(); it.Valid(); it.Next() {
-			obj, rev, err := b.decode(it, len(keys.prefix), &moves)
+			obj, rev, err := b.decode(it, prefixLen)
 			if err != nil {
 				scanErr = err
 				return
 			}
 			implied = max(implied, rev)
-			if !yield(obj, rev) {
+			if !yield(strata.StoredObject[Obj]{Obj: obj, Key: it.Key()[prefixLen:]}, rev) {
 				return
 			}
 		}
 		scanErr = fromPebble(it.Error())
 	}
-	if err := strata.Restore(txn, b.tbl, objects, revision); err != nil {
+	// Restore computes each object's primary key and compares it with the
+	// stored one, calling keyChanged, while the iterator is still at the
+	// object, where they differ.
+	keyChanged := func(stored, now []byte) error {
+		if !b.opts.rekey {
+			return fmt.Errorf("object stored under key %q has key %q in primary index %q now (register with persist.Rekey to rewrite the stored keys): %w",
+				b.keyString(stored), b.keyString(now), b.tbl.Indexes()[0], ErrKeyChanged)
+		}
+		moves = append(moves, keyMove{from: bytes.Clone(stored), to: bytes.Clone(now), value: bytes.Clone(it.Value())})
+		return nil
+	}
+	if err := strata.RestoreStored(txn, b.tbl, objects, revision, keyChanged); err != nil {
 		return nil, 0, err
 	}
 	return moves, implied, scanErr
 }
 
 // decode decodes the object at the iterator, whose key begins with a
-// prefix of prefixLen bytes, and checks its primary key, appending to
-// moves an object whose key changed if the binding has Rekey.
+// prefix of prefixLen bytes. Its primary key is checked by Restore
+// (strata.RestoreStored, load's keyChanged).
 //
 // The iterator's keys and values are only valid until it moves: the codec
-// copies what it keeps (its contract), and so do the moves.
-func (b *binding[Obj]) decode(it *pebble.Iterator, prefixLen int, moves *[]keyMove) (obj Obj, rev strata.Revision, err error) {
+// copies what it keeps (its contract).
+func (b *binding[Obj]) decode(it *pebble.Iterator, prefixLen int) (obj Obj, rev strata.Revision, err error) {
 	key := it.Key()[prefixLen:]
 	v, err := it.ValueAndErr()
 	if err != nil {
@@ -292,16 +304,6 @@ func (b *binding[Obj]) decode(it *pebble.Iterator, prefixLen int, moves *[]keyMo
 	}
 	if obj, err = b.codec.Decode(data, version); err != nil {
 		return obj, 0, fmt.Errorf("key %q: decode: %w", b.keyString(key), err)
-	}
-	// An object without exactly one primary key is refused by Restore
-	// (strata.ErrPrimaryKey).
-	if pks := b.primaryKeys(obj); pks.Len() == 1 && !bytes.Equal(pks.At(0), key) {
-		now := bytes.Clone(pks.At(0))
-		if !b.opts.rekey {
-			return obj, 0, fmt.Errorf("object stored under key %q has key %q in primary index %q now (register with persist.Rekey to rewrite the stored keys): %w",
-				b.keyString(key), b.keyString(now), b.tbl.Indexes()[0], ErrKeyChanged)
-		}
-		*moves = append(*moves, keyMove{from: bytes.Clone(key), to: now, value: bytes.Clone(v)})
 	}
 	return obj, rev, nil
 }
