@@ -211,7 +211,7 @@ func TestRestore(t *testing.T) {
 	}{
 		{"duplicate key", []*testObject{{ID: 1}, {ID: 1}}, []Revision{1, 2}, ErrRestoreInput},
 		{"duplicate revision", []*testObject{{ID: 1}, {ID: 2}}, []Revision{3, 3}, ErrRestoreInput},
-		// Revisions too far apart for repeatedRevision's bitmap: sorted.
+		// Revisions too far apart for revisionSet's bitmap: sorted.
 		{"duplicate sparse revision", []*testObject{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}}, []Revision{1 << 40, 1, 1 << 40}, ErrRestoreInput},
 		{"revision 0", []*testObject{{ID: 1}}, []Revision{0}, ErrRestoreInput},
 		{"unique index", []*testObject{{ID: 1, Name: "x"}, {ID: 2, Name: "x"}}, []Revision{1, 2}, ErrUniqueConstraint},
@@ -255,23 +255,27 @@ func TestRevisionSet(t *testing.T) {
 		return revs
 	}
 	for _, c := range []struct {
-		name  string
-		revs  []Revision
-		twice Revision // 0: none
+		name   string
+		revs   []Revision
+		twice  Revision // 0: none
+		sparse bool     // the set became a list
 	}{
-		{"none", nil, 0},
-		{"one", []Revision{7}, 0},
-		{"dense distinct", []Revision{5, 3, 4, 1, 2}, 0},
-		{"dense twice", []Revision{5, 3, 4, 3, 2}, 3},
-		{"dense ends", []Revision{1, 64, 65, 128, 1}, 1},
-		{"descending distinct", seq(100_000, 0, -1), 0},
-		{"descending with gaps", append(seq(100_000, 50_000, -1), seq(50_000, 2, -3)...), 0},
-		{"descending, then one twice", append(seq(100_000, 1, -1), 77_777), 77_777},
-		{"ascending from high, then low", append(seq(1<<20, 1<<20+5000, 1), seq(1, 5000, 1)...), 0},
-		{"sparse distinct", []Revision{1 << 40, 1, 1 << 50}, 0},
-		{"sparse twice", []Revision{1 << 40, 1, 1 << 50, 1 << 40}, 1 << 40},
-		{"dense, then sparse, twice", append(seq(1, 200, 1), 1<<40, 150), 150},
-		{"dense, then sparse, distinct", append(seq(1, 200, 1), 1<<40, 1<<41, 300), 0},
+		{"none", nil, 0, false},
+		{"one", []Revision{7}, 0, false},
+		{"dense distinct", []Revision{5, 3, 4, 1, 2}, 0, false},
+		{"dense twice", []Revision{5, 3, 4, 3, 2}, 3, false},
+		{"dense ends", []Revision{1, 64, 65, 128, 1}, 1, false},
+		{"descending distinct", seq(100_000, 0, -1), 0, false},
+		{"descending with gaps", append(seq(100_000, 50_000, -1), seq(50_000, 2, -3)...), 0, false},
+		{"descending, then one twice", append(seq(100_000, 1, -1), 77_777), 77_777, false},
+		{"ascending from high, then low", append(seq(1<<20, 1<<20+5000, 1), seq(1, 5000, 1)...), 0, false},
+		// The first revisions of objects in random revision order, far
+		// apart, before there are many: still a bitmap.
+		{"far apart first", []Revision{500_000, 3, 999_000, 250_000, 3}, 3, false},
+		{"sparse distinct", []Revision{1 << 40, 1, 1 << 50}, 0, true},
+		{"sparse twice", []Revision{1 << 40, 1, 1 << 50, 1 << 40}, 1 << 40, true},
+		{"dense, then sparse, twice", append(seq(1, 200, 1), 1<<40, 150), 150, true},
+		{"dense, then sparse, distinct", append(seq(1, 200, 1), 1<<40, 1<<41, 300), 0, true},
 	} {
 		var s revisionSet
 		found := Revision(0)
@@ -283,8 +287,8 @@ func TestRevisionSet(t *testing.T) {
 		if rev, ok := s.repeated(); ok && found == 0 {
 			found = rev
 		}
-		if found != c.twice {
-			t.Errorf("%s: found %d twice, want %d", c.name, found, c.twice)
+		if found != c.twice || s.sparse != c.sparse {
+			t.Errorf("%s: found %d twice, sparse %v; want %d, %v", c.name, found, s.sparse, c.twice, c.sparse)
 		}
 	}
 }

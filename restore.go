@@ -160,7 +160,7 @@ func (r *restoring[Obj]) end() {
 // revisionSet holds the revisions of the objects restored so far, to find
 // one given twice. While they are dense, as in a table that was not
 // rewritten over and over, it is a bitmap of the revisions from base on,
-// grown as they come, no larger than about two words per revision; once
+// grown as they come, no larger than two words per revision (or 1 MB); once
 // they are too sparse for that, it is a list of them (sparse), sorted at
 // the end.
 //
@@ -214,8 +214,10 @@ func (s *revisionSet) add(rev Revision) (twice bool) {
 }
 
 // fits reports whether a bitmap of words words is small enough for the
-// revisions added: two words each, and 1024 more.
-func (s *revisionSet) fits(words int) bool { return words <= 2*s.n+1024 }
+// revisions added: two words each, or 1 MB, whichever is more, so that
+// the first revisions of objects that come in random revision order, far
+// apart, keep it a bitmap.
+func (s *revisionSet) fits(words int) bool { return words <= max(2*s.n, 1<<17) }
 
 // toList makes the set a list, of the revisions in the bitmap and rev.
 func (s *revisionSet) toList(rev Revision) bool {
