@@ -265,9 +265,9 @@ func (t *table[Obj]) lpmPrefix(ix *indexDef[Obj], st *tableState[Obj], q Query[O
 		}
 		w = tree.WatchPrefix(p)
 	}
-	s := scan{op: scanBounded, reverse: reverse, dedup: st.dedup(ix.pos), nonUnique: !ix.unique,
-		lowerSet: true, lower: q.key, upperSet: true, upperInclusive: true, upper: upper}
-	return scanObjects(tree, s), w
+	s := scan{scanFlags: scanFlags{op: scanBounded, reverse: reverse, dedup: st.dedup(ix.pos), nonUnique: !ix.unique,
+		lowerSet: true, upperSet: true, upperInclusive: true}, lower: q.key, upper: upper}
+	return scanObjects(st.treeRef(ix.pos), s), w
 }
 
 // lpmCheckBounds panics if a bound of the bounded read s (LowerBound,

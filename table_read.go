@@ -185,7 +185,8 @@ func (t *table[Obj]) list(txn ReadTxn, q Query[Obj], watch bool) (iter.Seq2[Obj,
 		}
 		return lpmList(tree, q.key.bytes(), !ix.unique, st.dedup(ix.pos)), w
 	}
-	tree := t.read(txn).tree(ix.pos)
+	st := t.read(txn)
+	tree := st.tree(ix.pos)
 	if ix.unique {
 		var o object[Obj]
 		var w <-chan struct{}
@@ -203,13 +204,13 @@ func (t *table[Obj]) list(txn ReadTxn, q Query[Obj], watch bool) (iter.Seq2[Obj,
 	}
 	// One entry per object: the key is the object's key and its primary
 	// key, so there is nothing to skip.
-	s := scan{op: scanList, nonUnique: true, lower: q.key}
+	s := scan{scanFlags: scanFlags{op: scanList, nonUnique: true}, lower: q.key}
 	var w <-chan struct{}
 	if watch {
 		var buf [escapedKeyBuf]byte
 		w = tree.WatchPrefix(index.AppendEscaped(buf[:0], q.key.bytes()))
 	}
-	return scanObjects(tree, s), w
+	return scanObjects(st.treeRef(ix.pos), s), w
 }
 
 func (t *table[Obj]) Prefix(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
@@ -239,7 +240,7 @@ func (t *table[Obj]) prefix(txn ReadTxn, q Query[Obj], reverse, watch bool) (ite
 		return t.lpmPrefix(ix, st, q, reverse, watch)
 	}
 	tree := st.tree(ix.pos)
-	s := scan{op: scanPrefix, reverse: reverse, dedup: st.dedup(ix.pos), nonUnique: !ix.unique, lower: q.key}
+	s := scan{scanFlags: scanFlags{op: scanPrefix, reverse: reverse, dedup: st.dedup(ix.pos), nonUnique: !ix.unique}, lower: q.key}
 	var w <-chan struct{}
 	if watch {
 		key := q.key.bytes()
@@ -249,7 +250,7 @@ func (t *table[Obj]) prefix(txn ReadTxn, q Query[Obj], reverse, watch bool) (ite
 		}
 		w = tree.WatchPrefix(key)
 	}
-	return scanObjects(tree, s), w
+	return scanObjects(st.treeRef(ix.pos), s), w
 }
 
 func (t *table[Obj]) LowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
@@ -258,7 +259,7 @@ func (t *table[Obj]) LowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revisi
 }
 
 func (t *table[Obj]) LowerBoundWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	return t.bounded(txn, q.index, scan{lowerSet: true, lower: q.key})
+	return t.bounded(txn, q.index, scan{scanFlags: scanFlags{lowerSet: true}, lower: q.key})
 }
 
 func (t *table[Obj]) ReverseLowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
@@ -267,7 +268,7 @@ func (t *table[Obj]) ReverseLowerBound(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj,
 }
 
 func (t *table[Obj]) ReverseLowerBoundWatch(txn ReadTxn, q Query[Obj]) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	return t.bounded(txn, q.index, scan{reverse: true, upperSet: true, upperInclusive: true, upper: q.key})
+	return t.bounded(txn, q.index, scan{scanFlags: scanFlags{reverse: true, upperSet: true, upperInclusive: true}, upper: q.key})
 }
 
 func (t *table[Obj]) Range(txn ReadTxn, from, to Query[Obj]) iter.Seq2[Obj, Revision] {
@@ -292,7 +293,7 @@ func (t *table[Obj]) ranged(txn ReadTxn, from, to Query[Obj], reverse bool) (ite
 	if from.index != to.index {
 		panic("strata: Range: from and to are queries on different indexes")
 	}
-	return t.bounded(txn, from.index, scan{reverse: reverse, lowerSet: true, lower: from.key, upperSet: true, upper: to.key})
+	return t.bounded(txn, from.index, scan{scanFlags: scanFlags{reverse: reverse, lowerSet: true, upperSet: true}, lower: from.key, upper: to.key})
 }
 
 // bounded scans the keys of the named index between the bounds of s. The
@@ -303,32 +304,40 @@ func (t *table[Obj]) bounded(txn ReadTxn, indexName string, s scan) (iter.Seq2[O
 		t.lpmCheckBounds(ix, &s)
 	}
 	st := t.read(txn)
-	tree := st.tree(ix.pos)
 	s.op, s.dedup, s.nonUnique = scanBounded, st.dedup(ix.pos), !ix.unique
-	return scanObjects(tree, s), tree.RootWatch()
+	return scanObjects(st.treeRef(ix.pos), s), st.tree(ix.pos).RootWatch()
 }
 
 func (t *table[Obj]) All(txn ReadTxn) iter.Seq2[Obj, Revision] {
-	return scanObjects(t.read(txn).primary, scan{})
+	return scanObjects(&t.read(txn).primary, scan{})
 }
 
 func (t *table[Obj]) AllWatch(txn ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	tree := t.read(txn).primary
-	return scanObjects(tree, scan{}), tree.RootWatch()
+	st := t.read(txn)
+	return scanObjects(&st.primary, scan{}), st.primary.RootWatch()
 }
 
 func (t *table[Obj]) ReverseAll(txn ReadTxn) iter.Seq2[Obj, Revision] {
-	return scanObjects(t.read(txn).primary, scan{reverse: true})
+	return scanObjects(&t.read(txn).primary, scan{scanFlags: scanFlags{reverse: true}})
 }
 
 func (t *table[Obj]) ReverseAllWatch(txn ReadTxn) (iter.Seq2[Obj, Revision], <-chan struct{}) {
-	tree := t.read(txn).primary
-	return scanObjects(tree, scan{reverse: true}), tree.RootWatch()
+	st := t.read(txn)
+	return scanObjects(&st.primary, scan{scanFlags: scanFlags{reverse: true}}), st.primary.RootWatch()
 }
 
 // dedup reports whether scans of index pos must skip objects they already
 // returned, because some object had several keys in it.
 func (s *tableState[Obj]) dedup(pos int) bool { return s.multiKey&(1<<pos) != 0 }
+
+// treeRef returns a pointer to the tree of index pos, which lives as long
+// as the state and, like it, never changes.
+func (s *tableState[Obj]) treeRef(pos int) *part.Tree[object[Obj]] {
+	if pos == 0 {
+		return &s.primary
+	}
+	return &s.secondary[pos-1]
+}
 
 // scanOp is what a scan selects in its index.
 type scanOp uint8
@@ -344,45 +353,77 @@ const (
 // caller gave them: in a non-unique index they are escaped when the scan
 // runs (seekScan), into buffers on the stack.
 type scan struct {
+	scanFlags
+	// Lower bounds are inclusive; upper bounds are exclusive unless
+	// upperInclusive is set.
+	lower, upper queryKey
+}
+
+// scanFlags is what a scan does besides its keys, in one word.
+type scanFlags struct {
 	op        scanOp
 	reverse   bool
 	nonUnique bool
 	// dedup: skip objects already returned (some object has several keys
 	// in the index).
-	dedup bool
-	// Lower bounds are inclusive; upper bounds are exclusive unless
-	// upperInclusive is set.
+	dedup                              bool
 	lowerSet, upperSet, upperInclusive bool
-	lower, upper                       queryKey
 }
 
-// scanObjects returns the iterator of the objects of tree that s selects.
-// The iterator is the one allocation of a scan: its state lives on the
-// stack of the goroutine that runs it, and each object goes from the tree
-// to the caller's loop in one call (BenchmarkDB_FullIteration_All,
-// BenchmarkDB_LowerBound_Primary).
-func scanObjects[Obj any](tree part.Tree[object[Obj]], s scan) iter.Seq2[Obj, Revision] {
-	return func(yield func(Obj, Revision) bool) {
-		var it part.Iterator[part.Pair[Obj, Revision]]
-		it.SetTree(pairTree(tree))
-		s := s // a copy on this stack: the closure keeps s by value
-		seekScan(&it, &s)
-		if !s.dedup {
-			part.YieldPairs(&it, yield)
-			return
+// scanObjects returns the iterator of the objects of *tree that s selects.
+// tree points into a tableState, which is never changed: the iterator
+// reads the same tree every time it runs.
+//
+// The iterator is the one allocation of a scan, and it is kept small,
+// because the bytes a scan allocates set how often the collector runs
+// while a reader scans: it holds the pointer to the tree, not the tree,
+// and only the keys that the scan uses (48 bytes for a scan with at most
+// a lower bound, 24 for All). Its state lives on the stack of the
+// goroutine that runs it, and each object goes from the tree to the
+// caller's loop in one call (BenchmarkDB_FullIteration_All,
+// BenchmarkDB_LowerBound_Primary, bench/compare's List_Tag).
+func scanObjects[Obj any](tree *part.Tree[object[Obj]], s scan) iter.Seq2[Obj, Revision] {
+	switch {
+	case s.upperSet:
+		return func(yield func(Obj, Revision) bool) {
+			s := s // a copy on this stack: the closure keeps s by value
+			runScan(tree, &s, yield)
 		}
-		var seen map[Revision]struct{}
-		part.YieldPairs(&it, func(o Obj, rev Revision) bool {
-			if _, dup := seen[rev]; dup {
-				return true
-			}
-			if seen == nil {
-				seen = map[Revision]struct{}{}
-			}
-			seen[rev] = struct{}{}
-			return yield(o, rev)
-		})
+	case s.op == scanAll:
+		reverse := s.reverse
+		return func(yield func(Obj, Revision) bool) {
+			s := scan{scanFlags: scanFlags{reverse: reverse}}
+			runScan(tree, &s, yield)
+		}
+	default:
+		f, lower := s.scanFlags, s.lower
+		return func(yield func(Obj, Revision) bool) {
+			s := scan{scanFlags: f, lower: lower}
+			runScan(tree, &s, yield)
+		}
 	}
+}
+
+// runScan runs the scan s of tree, handing its objects to yield.
+func runScan[Obj any](tree *part.Tree[object[Obj]], s *scan, yield func(Obj, Revision) bool) {
+	var it part.Iterator[part.Pair[Obj, Revision]]
+	it.SetTree(pairTree(*tree))
+	seekScan(&it, s)
+	if !s.dedup {
+		part.YieldPairs(&it, yield)
+		return
+	}
+	var seen map[Revision]struct{}
+	part.YieldPairs(&it, func(o Obj, rev Revision) bool {
+		if _, dup := seen[rev]; dup {
+			return true
+		}
+		if seen == nil {
+			seen = map[Revision]struct{}{}
+		}
+		seen[rev] = struct{}{}
+		return yield(o, rev)
+	})
 }
 
 // seekScan positions it, which reads its tree (SetTree) but is not
