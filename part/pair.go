@@ -31,7 +31,13 @@ func YieldPairs[A, B any](it *Iterator[Pair[A, B]], yield func(A, B) bool) bool 
 			it.n--
 			continue
 		}
-		p, end := yieldRun(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], it.stop, yield)
+		var p **header
+		var end int
+		if it.stop == nil {
+			p, end = yieldRunToEnd(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], yield)
+		} else {
+			p, end = yieldRun(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], it.stop, yield)
+		}
 		f.i = int((uintptr(unsafe.Pointer(p))-uintptr(unsafe.Pointer(&f.nodes[0])))/unsafe.Sizeof(p)) + 1
 		switch end {
 		case runInner:
@@ -74,6 +80,30 @@ func yieldRun[A, B any](p, last **header, stop *header, yield func(A, B) bool) (
 		case c == nil: // an empty node256 slot
 		case c == stop:
 			return p, runStop
+		case c.kind() != kindLeaf:
+			return p, runInner
+		default:
+			if v := &asLeaf[Pair[A, B]](c).value; !yield(v.First, v.Second) {
+				return p, runBreak
+			}
+		}
+		if p == last {
+			return p, runDone
+		}
+		p = (**header)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(c)))
+	}
+}
+
+// yieldRunToEnd is yieldRun for a scan without an end leaf, the common
+// case (All, Prefix, List, LowerBound): one value fewer to compare with
+// each slot and to reload after each call of yield.
+//
+//go:noinline
+func yieldRunToEnd[A, B any](p, last **header, yield func(A, B) bool) (**header, int) {
+	for {
+		c := *p
+		switch {
+		case c == nil: // an empty node256 slot
 		case c.kind() != kindLeaf:
 			return p, runInner
 		default:
