@@ -31,6 +31,14 @@ func YieldPairs[A, B any](it *Iterator[Pair[A, B]], yield func(A, B) bool) bool 
 			it.n--
 			continue
 		}
+		if c := f.nodes[f.i]; c != nil && c.kind() != kindLeaf {
+			// An inner node first (a node's children are inner nodes
+			// or leaves alike): expanded here, without a yieldRun
+			// that would return at once.
+			f.i++
+			st = it.expandAscending(c, st)
+			continue
+		}
 		var p **header
 		var end int
 		if it.stop == nil {
@@ -41,7 +49,7 @@ func YieldPairs[A, B any](it *Iterator[Pair[A, B]], yield func(A, B) bool) bool 
 		f.i = int((uintptr(unsafe.Pointer(p))-uintptr(unsafe.Pointer(&f.nodes[0])))/unsafe.Sizeof(p)) + 1
 		switch end {
 		case runInner:
-			st = it.expand(*p)
+			st = it.expandAscending(*p, st)
 		case runDone:
 			it.n--
 		case runStop:
@@ -52,6 +60,23 @@ func YieldPairs[A, B any](it *Iterator[Pair[A, B]], yield func(A, B) bool) bool 
 		}
 	}
 	return true
+}
+
+// expandAscending is expand for an ascending scan whose stack st has room
+// for the two frames it may push, written for YieldPairs, which expands
+// a node for every run of leaves: the children go on the stack, then the
+// node's own leaf, which comes first.
+func (it *Iterator[T]) expandAscending(n *header, st []frame) []frame {
+	if it.n+2 > len(st) {
+		return it.expand(n)
+	}
+	st[it.n] = frame{nodes: n.children()}
+	it.n++
+	if l := &n.inner().leaf; *l != nil {
+		st[it.n] = frame{nodes: unsafe.Slice(l, 1)}
+		it.n++
+	}
+	return st
 }
 
 // How a yieldRun ended.
