@@ -2,6 +2,7 @@ package main
 
 import (
 	"iter"
+	"runtime"
 	"testing"
 
 	"github.com/strata-db/strata"
@@ -36,15 +37,28 @@ func TestReadScanAllocs(t *testing.T) {
 		name string
 		seq  func() iter.Seq2[*Object, strata.Revision]
 		want int // objects
+		// bytes: the size of the iterator, which sets how often the
+		// collector runs while readers scan (table_read.go's scanObjects).
+		bytes uint64
 	}{
-		{"All", func() iter.Seq2[*Object, strata.Revision] { return s.tbl.All(txn) }, batchN},
-		{"LowerBound", func() iter.Seq2[*Object, strata.Revision] { return s.tbl.LowerBound(txn, strataID.Query(500)) }, batchN - 500},
-		{"List", func() iter.Seq2[*Object, strata.Revision] { return s.tbl.List(txn, strataTags.Query(readTags[3][0])) }, batchN / readTagCount},
+		{"All", func() iter.Seq2[*Object, strata.Revision] { return s.tbl.All(txn) }, batchN, 32},
+		{"LowerBound", func() iter.Seq2[*Object, strata.Revision] { return s.tbl.LowerBound(txn, strataID.Query(500)) }, batchN - 500, 48},
+		{"List", func() iter.Seq2[*Object, strata.Revision] { return s.tbl.List(txn, strataTags.Query(readTags[3][0])) }, batchN / readTagCount, 48},
 	}
 	for _, sc := range scans {
 		n = 0
 		if a := testing.AllocsPerRun(100, func() { sc.seq()(yield) }); a != 1 || n != 101*sc.want {
 			t.Errorf("%s: a scan allocated %v times (want 1) and yielded %d objects (want %d)", sc.name, a, n, 101*sc.want)
+		}
+		const runs = 1000
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			sc.seq()(yield)
+		}
+		runtime.ReadMemStats(&after)
+		if b := (after.TotalAlloc - before.TotalAlloc) / runs; b > sc.bytes {
+			t.Errorf("%s: a scan allocated %d bytes, want at most %d", sc.name, b, sc.bytes)
 		}
 	}
 
