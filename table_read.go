@@ -127,7 +127,7 @@ func (t *table[Obj]) get(txn ReadTxn, ix *indexDef[Obj], q Query[Obj]) (obj Obj,
 		return o.obj, o.rev, found
 	}
 	var buf [escapedKeyBuf]byte
-	return firstWithPrefix(tree, index.AppendEscaped(buf[:0], key))
+	return firstWithPrefix(tree, appendEscapedShort(&buf, key))
 }
 
 // escapedKeyBuf is the size of the stack buffers that query keys of
@@ -158,7 +158,7 @@ func (t *table[Obj]) GetWatch(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision,
 		return o.obj, o.rev, w, found
 	}
 	var buf [escapedKeyBuf]byte
-	prefix := index.AppendEscaped(buf[:0], key)
+	prefix := appendEscapedShort(&buf, key)
 	obj, rev, found = firstWithPrefix(tree, prefix)
 	return obj, rev, tree.WatchPrefix(prefix), found
 }
@@ -208,7 +208,7 @@ func (t *table[Obj]) list(txn ReadTxn, q Query[Obj], watch bool) (iter.Seq2[Obj,
 	var w <-chan struct{}
 	if watch {
 		var buf [escapedKeyBuf]byte
-		w = tree.WatchPrefix(index.AppendEscaped(buf[:0], q.key.bytes()))
+		w = tree.WatchPrefix(appendEscapedShort(&buf, q.key.bytes()))
 	}
 	return scanObjects(st.treeRef(ix.pos), s), w
 }
@@ -428,10 +428,28 @@ func runScan[Obj any](tree *part.Tree[object[Obj]], s *scan, yield func(Obj, Rev
 	})
 }
 
+// appendEscapedShort returns index.AppendEscaped(buf[:0], k). A short key
+// without a 0x00 byte, the usual one, is copied into buf byte by byte and
+// terminated, without the calls AppendEscaped makes to grow, search and
+// copy.
+func appendEscapedShort(buf *[escapedKeyBuf]byte, k []byte) []byte {
+	if len(k) > len(buf)-2 {
+		return index.AppendEscaped(buf[:0], k)
+	}
+	for i, c := range k {
+		if c == 0 {
+			return index.AppendEscaped(buf[:0], k)
+		}
+		buf[i] = c
+	}
+	n := len(k)
+	buf[n], buf[n+1] = 0x00, 0x01
+	return buf[:n+2]
+}
+
 // seekScan positions it, which reads its tree (SetTree) but is not
 // positioned yet, for the scan s.
 func seekScan[T any](it *part.Iterator[T], s *scan) {
-	var lb, ub [escapedKeyBuf]byte
 	switch s.op {
 	case scanAll:
 		if s.reverse {
@@ -440,10 +458,11 @@ func seekScan[T any](it *part.Iterator[T], s *scan) {
 			it.First()
 		}
 	case scanList, scanPrefix:
+		var lb [escapedKeyBuf]byte
 		p := s.lower.bytes()
 		switch {
 		case s.nonUnique && s.op == scanList:
-			p = index.AppendEscaped(lb[:0], p)
+			p = appendEscapedShort(&lb, p)
 		case s.nonUnique:
 			p = index.AppendEscapedPrefix(lb[:0], p)
 		}
@@ -453,6 +472,7 @@ func seekScan[T any](it *part.Iterator[T], s *scan) {
 			it.SeekPrefix(p)
 		}
 	case scanBounded:
+		var lb, ub [escapedKeyBuf]byte
 		lower, upper, inclusive := s.lower.bytes(), s.upper.bytes(), s.upperInclusive
 		if s.nonUnique {
 			// A non-unique index stores escape(key), the terminator
