@@ -323,7 +323,9 @@ func (it *Iterator[T]) Skip(key []byte) bool {
 
 // start empties the stack for a scan in the given direction.
 func (it *Iterator[T]) start(reverse bool) {
-	clear(it.frames()[:it.n])
+	if it.n > 0 {
+		clear(it.frames()[:it.n])
+	}
 	it.n, it.stop, it.reverse = 0, nil, reverse
 }
 

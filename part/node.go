@@ -316,6 +316,20 @@ func comparePart(a, b []byte) int {
 	return cmp.Compare(len(a), len(b))
 }
 
+// equalPart is bytes.Equal for the short stretches of key between two
+// branch bytes (prefixNode): a loop, without the call bytes.Equal makes.
+func equalPart(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // compareKey is bytes.Compare, with 8-byte keys (the usual integer keys)
 // compared in one load each instead of a call.
 func compareKey(a, b []byte) int {

@@ -216,13 +216,13 @@ func prefixNode(root *header, prefix []byte) (top, watch *header) {
 		c := *slot
 		k := c.nodeKey()
 		if len(k) < len(prefix) {
-			if c.kind() == kindLeaf || !bytes.Equal(k[d+1:], prefix[d+1:len(k)]) {
+			if c.kind() == kindLeaf || !equalPart(k[d+1:], prefix[d+1:len(k)]) {
 				return nil, n
 			}
 			n = c
 			continue
 		}
-		if !bytes.Equal(k[d+1:len(prefix)], prefix[d+1:]) {
+		if !equalPart(k[d+1:len(prefix)], prefix[d+1:]) {
 			return nil, n
 		}
 		if c.kind() != kindLeaf && len(k) == len(prefix) {
