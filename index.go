@@ -141,7 +141,11 @@ func (i Index[Obj, Key]) Query(key Key) Query[Obj] {
 	if unsafe.Sizeof(key) == 8 && isUint64Encoder(unsafe.Pointer(&i.FromKey)) {
 		return Query[Obj]{index: i.Name, key: uint64Key(*(*uint64)(unsafe.Pointer(&key)))}
 	}
-	return query(&i, key)
+	switch unsafe.Sizeof(key) {
+	case 2, 4, 8: // the sizes of the integer keys fixedKey encodes
+		return query(&i, key)
+	}
+	return Query[Obj]{index: i.Name, key: sliceKey(i.FromKey(key))}
 }
 
 // query is Query for every other FromKey.
