@@ -202,15 +202,28 @@ func (t *table[Obj]) list(txn ReadTxn, q Query[Obj], watch bool) (iter.Seq2[Obj,
 			}
 		}, w
 	}
-	// One entry per object: the key is the object's key and its primary
-	// key, so there is nothing to skip.
-	s := scan{scanFlags: scanFlags{op: scanList, nonUnique: true}, lower: q.key}
 	var w <-chan struct{}
 	if watch {
 		var buf [escapedKeyBuf]byte
 		w = tree.WatchPrefix(appendEscapedShort(&buf, q.key.bytes()))
 	}
-	return scanObjects(st.treeRef(ix.pos), s), w
+	return listObjects(st.treeRef(ix.pos), q.key), w
+}
+
+// listObjects returns the iterator of the objects whose key in *tree, a
+// non-unique index, is key: scanObjects for that scan, written out, as
+// List on a non-unique index is the most common scan. There is one entry
+// per object (the object's key and its primary key), so there is nothing
+// to skip.
+func listObjects[Obj any](tree *part.Tree[object[Obj]], key queryKey) iter.Seq2[Obj, Revision] {
+	return func(yield func(Obj, Revision) bool) {
+		var it part.Iterator[part.Pair[Obj, Revision]]
+		it.SetTree(pairTree(*tree))
+		k := key // a copy on this stack: the closure keeps key by value
+		var buf [escapedKeyBuf]byte
+		it.SeekPrefix(appendEscapedShort(&buf, k.bytes()))
+		part.YieldPairs(&it, yield)
+	}
 }
 
 func (t *table[Obj]) Prefix(txn ReadTxn, q Query[Obj]) iter.Seq2[Obj, Revision] {
