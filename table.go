@@ -455,7 +455,7 @@ func (t *table[Obj]) index(name string) *indexDef[Obj] {
 
 // indexByName is index past the primary index's own name.
 func (t *table[Obj]) indexByName(name string) *indexDef[Obj] {
-	for i := range t.indexes {
+	for i := 1; i < len(t.indexes); i++ { // index has tried the primary
 		if d := &t.indexes[i]; unsafe.StringData(d.name) == unsafe.StringData(name) && len(d.name) == len(name) {
 			return d
 		}

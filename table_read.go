@@ -449,13 +449,14 @@ func appendEscapedShort(buf *[escapedKeyBuf]byte, k []byte) []byte {
 	if len(k) > len(buf)-2 {
 		return index.AppendEscaped(buf[:0], k)
 	}
+	n := len(k)
+	b := buf[:n]
 	for i, c := range k {
 		if c == 0 {
 			return index.AppendEscaped(buf[:0], k)
 		}
-		buf[i] = c
+		b[i] = c
 	}
-	n := len(k)
 	buf[n], buf[n+1] = 0x00, 0x01
 	return buf[:n+2]
 }
