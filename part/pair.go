@@ -46,20 +46,26 @@ func YieldPairs[A, B any](it *Iterator[Pair[A, B]], yield func(A, B) bool) bool 
 		} else {
 			p, end = yieldRun(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], it.stop, yield)
 		}
-		f.i = int((uintptr(unsafe.Pointer(p))-uintptr(unsafe.Pointer(&f.nodes[0])))/unsafe.Sizeof(p)) + 1
 		switch end {
-		case runInner:
-			st = it.expandAscending(*p, st)
-		case runDone:
+		case runDone: // the frame is done: no position to keep
 			it.n--
+		case runInner:
+			f.i = slotIndex(f.nodes, p) + 1
+			st = it.expandAscending(*p, st)
 		case runStop:
 			it.n = 0
 			return true
 		default: // runBreak
+			f.i = slotIndex(f.nodes, p) + 1
 			return false
 		}
 	}
 	return true
+}
+
+// slotIndex returns the index in nodes of its slot p.
+func slotIndex(nodes []*header, p **header) int {
+	return int((uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(&nodes[0]))) / unsafe.Sizeof(p))
 }
 
 // expandAscending is expand for an ascending scan whose stack st has room
