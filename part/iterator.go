@@ -43,7 +43,11 @@ const iterFrames = 16
 // by its children and its own leaf (expand).
 type frame struct {
 	nodes []*header
-	i     int
+	i     int32
+	// dense: no slot of nodes is nil, as in the children of every node
+	// but a node256, and in a leaf's slot. A frame not known to be dense
+	// (a node256's children, any slice a seek pushes) is not.
+	dense bool
 }
 
 // frames returns the stack's backing array. It is derived from the
@@ -68,7 +72,7 @@ func (it *Iterator[T]) push(s []*header) []frame {
 	}
 	f := frame{nodes: s}
 	if it.reverse {
-		f.i = len(s)
+		f.i = int32(len(s))
 	}
 	st[it.n] = f
 	it.n++
@@ -82,11 +86,13 @@ func (it *Iterator[T]) push(s []*header) []frame {
 func (it *Iterator[T]) expand(n *header) []frame {
 	in := n.inner()
 	if it.reverse && in.leaf != nil {
-		it.push(unsafe.Slice(&in.leaf, 1))
+		it.push(unsafe.Slice(&in.leaf, 1))[it.n-1].dense = true
 	}
 	st := it.push(n.children())
+	st[it.n-1].dense = n.kind() != kindNode256
 	if !it.reverse && in.leaf != nil {
 		st = it.push(unsafe.Slice(&in.leaf, 1))
+		st[it.n-1].dense = true
 	}
 	return st
 }
@@ -109,7 +115,7 @@ func (it *Iterator[T]) next() *header {
 	st := it.frames()
 	for it.n > 0 {
 		f := &st[it.n-1]
-		if f.i >= len(f.nodes) {
+		if int(f.i) >= len(f.nodes) {
 			it.n--
 			continue
 		}
@@ -185,7 +191,7 @@ func (it *Iterator[T]) NextValues(dst []T) int {
 	k := 0
 	for k < len(dst) && it.n > 0 {
 		f := &st[it.n-1]
-		nodes, i := f.nodes, f.i
+		nodes, i := f.nodes, int(f.i)
 		for ; i < len(nodes) && k < len(dst); i++ {
 			c := nodes[i]
 			if c == nil {
@@ -205,9 +211,9 @@ func (it *Iterator[T]) NextValues(dst []T) int {
 		case i == len(nodes):
 			it.n--
 		case k == len(dst):
-			f.i = i
+			f.i = int32(i)
 		default: // nodes[i] is an inner node
-			f.i = i + 1
+			f.i = int32(i + 1)
 			st = it.expand(nodes[i])
 		}
 	}
