@@ -146,3 +146,26 @@ func TestQueryIndexNameCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendEscapedShort checks that appendEscapedShort escapes every key
+// as index.AppendEscaped does: keys of every length up to past the buffer,
+// without a 0x00 and with one at each position.
+func TestAppendEscapedShort(t *testing.T) {
+	for n := 0; n <= escapedKeyBuf+2; n++ {
+		k := make([]byte, n)
+		for i := range k {
+			k[i] = byte('a' + i%26)
+		}
+		for z := -1; z < n; z++ {
+			key := append([]byte(nil), k...)
+			if z >= 0 {
+				key[z] = 0
+			}
+			var buf [escapedKeyBuf]byte
+			got := appendEscapedShort(&buf, key)
+			if want := index.AppendEscaped(nil, key); !bytes.Equal(got, want) {
+				t.Fatalf("appendEscapedShort(%q) = %q, want %q", key, got, want)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"encoding/binary"
 	"iter"
 	"unsafe"
 
@@ -442,23 +443,54 @@ func runScan[Obj any](tree *part.Tree[object[Obj]], s *scan, yield func(Obj, Rev
 }
 
 // appendEscapedShort returns index.AppendEscaped(buf[:0], k). A short key
-// without a 0x00 byte, the usual one, is copied into buf byte by byte and
-// terminated, without the calls AppendEscaped makes to grow, search and
-// copy.
+// without a 0x00 byte, the usual one, is copied into buf a word at a time
+// and terminated, without the calls AppendEscaped makes to grow, search
+// and copy.
 func appendEscapedShort(buf *[escapedKeyBuf]byte, k []byte) []byte {
-	if len(k) > len(buf)-2 {
+	n := len(k)
+	if n > len(buf)-2 {
 		return index.AppendEscaped(buf[:0], k)
 	}
-	n := len(k)
-	b := buf[:n]
-	for i, c := range k {
-		if c == 0 {
+	switch {
+	case n >= 8:
+		// Whole words, then the last 8 bytes, which may overlap them.
+		for i := 0; i+8 <= n; i += 8 {
+			w := binary.LittleEndian.Uint64(k[i:])
+			if hasZeroByte(w) {
+				return index.AppendEscaped(buf[:0], k)
+			}
+			binary.LittleEndian.PutUint64(buf[i:], w)
+		}
+		w := binary.LittleEndian.Uint64(k[n-8:])
+		if hasZeroByte(w) {
 			return index.AppendEscaped(buf[:0], k)
 		}
-		b[i] = c
+		binary.LittleEndian.PutUint64(buf[n-8:], w)
+	case n >= 4:
+		// The first 4 bytes and the last 4, which may overlap.
+		lo, hi := binary.LittleEndian.Uint32(k), binary.LittleEndian.Uint32(k[n-4:])
+		if hasZeroByte(uint64(lo)<<32 | uint64(hi)) {
+			return index.AppendEscaped(buf[:0], k)
+		}
+		binary.LittleEndian.PutUint32(buf[:], lo)
+		binary.LittleEndian.PutUint32(buf[n-4:], hi)
+	default:
+		b := buf[:n]
+		for i, c := range k {
+			if c == 0 {
+				return index.AppendEscaped(buf[:0], k)
+			}
+			b[i] = c
+		}
 	}
 	buf[n], buf[n+1] = 0x00, 0x01
 	return buf[:n+2]
+}
+
+// hasZeroByte reports whether one of the 8 bytes of w is 0x00.
+func hasZeroByte(w uint64) bool {
+	const lows, highs = 0x0101010101010101, 0x8080808080808080
+	return (w-lows)&^w&highs != 0
 }
 
 // seekScan positions it, which reads its tree (SetTree) but is not
