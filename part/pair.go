@@ -31,36 +31,51 @@ func YieldPairs[A, B any](it *Iterator[Pair[A, B]], yield func(A, B) bool) bool 
 			it.n--
 			continue
 		}
+		var n *header // the inner node to expand
 		if c := f.nodes[f.i]; c != nil && c.kind() != kindLeaf {
 			// An inner node first (a node's children are inner nodes
 			// or leaves alike): expanded here, without a yieldRun
 			// that would return at once.
 			f.i++
-			st = it.expandAscending(c, st)
+			n = c
+		} else {
+			var p **header
+			var end int
+			switch {
+			case it.stop == nil && f.dense:
+				p, end = yieldDenseToEnd(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], yield)
+			case it.stop == nil:
+				p, end = yieldRunToEnd(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], yield)
+			default:
+				p, end = yieldRun(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], it.stop, yield)
+			}
+			switch end {
+			case runDone: // the frame is done: no position to keep
+				it.n--
+				continue
+			case runInner:
+				f.i = int32(slotIndex(f.nodes, p) + 1)
+				n = *p
+			case runStop:
+				it.n = 0
+				return true
+			default: // runBreak
+				f.i = int32(slotIndex(f.nodes, p) + 1)
+				return false
+			}
+		}
+		// expand for an ascending scan, written out here, where it runs
+		// for every run of leaves: the children go on the stack, then
+		// the node's own leaf, which comes first.
+		if it.n+2 > len(st) {
+			st = it.expand(n)
 			continue
 		}
-		var p **header
-		var end int
-		switch {
-		case it.stop == nil && f.dense:
-			p, end = yieldDenseToEnd(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], yield)
-		case it.stop == nil:
-			p, end = yieldRunToEnd(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], yield)
-		default:
-			p, end = yieldRun(&f.nodes[f.i], &f.nodes[len(f.nodes)-1], it.stop, yield)
-		}
-		switch end {
-		case runDone: // the frame is done: no position to keep
-			it.n--
-		case runInner:
-			f.i = int32(slotIndex(f.nodes, p) + 1)
-			st = it.expandAscending(*p, st)
-		case runStop:
-			it.n = 0
-			return true
-		default: // runBreak
-			f.i = int32(slotIndex(f.nodes, p) + 1)
-			return false
+		st[it.n] = frame{nodes: n.children(), dense: n.kind() != kindNode256}
+		it.n++
+		if l := &n.inner().leaf; *l != nil {
+			st[it.n] = frame{nodes: unsafe.Slice(l, 1), dense: true}
+			it.n++
 		}
 	}
 	return true
@@ -69,23 +84,6 @@ func YieldPairs[A, B any](it *Iterator[Pair[A, B]], yield func(A, B) bool) bool 
 // slotIndex returns the index in nodes of its slot p.
 func slotIndex(nodes []*header, p **header) int {
 	return int((uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(&nodes[0]))) / unsafe.Sizeof(p))
-}
-
-// expandAscending is expand for an ascending scan whose stack st has room
-// for the two frames it may push, written for YieldPairs, which expands
-// a node for every run of leaves: the children go on the stack, then the
-// node's own leaf, which comes first.
-func (it *Iterator[T]) expandAscending(n *header, st []frame) []frame {
-	if it.n+2 > len(st) {
-		return it.expand(n)
-	}
-	st[it.n] = frame{nodes: n.children(), dense: n.kind() != kindNode256}
-	it.n++
-	if l := &n.inner().leaf; *l != nil {
-		st[it.n] = frame{nodes: unsafe.Slice(l, 1), dense: true}
-		it.n++
-	}
-	return st
 }
 
 // How a yieldRun ended.
