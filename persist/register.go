@@ -219,12 +219,24 @@ type keyMove struct {
 
 // load restores into the table, in txn, the objects the store holds for
 // it, decoded, as one bounded scan of the table's keys reads them: in
-// primary key order, streamed into the table's trees (strata.Restore),
-// with no copy of them in between. It checks that each object's primary
-// key is the key it is stored under, and returns the objects whose key
-// changed, when the binding has Rekey, and the revision the store gives
-// the table: the greater of its stored revision and the highest object
-// revision. The table's revision continues above it.
+// primary key order, streamed into the table's trees (strata.Restore). It
+// checks that each object's primary key is the key it is stored under, and
+// returns the objects whose key changed, when the binding has Rekey, and
+// the revision the store gives the table: the greater of its stored
+// revision and the highest object revision. The table's revision continues
+// above it.
+//
+// The scan runs beside the restore: a goroutine reads and decodes the
+// objects into batches (scan) that the calling goroutine restores, so that
+// on two cores the reading and decoding overlap the tree inserts. The
+// invariants: the iterator is used by the scanning goroutine alone, and
+// closed only after it has ended; load does not return before that
+// goroutine has ended, whichever way it returns (an error, a panic of
+// Restore or of an index function, early stop); a panic of the scan (the
+// codec's, or a fatal error of Pebble) is raised again in the calling
+// goroutine, where it would have been raised without the pipeline; the
+// objects reach Restore in the scan's order, each batch whole, the error
+// that ended the scan after the objects read before it.
 //
 // If it fails, the transaction holds part of the objects: the caller
 // aborts it.
@@ -245,42 +257,199 @@ func (b *binding[Obj]) load(s *Store, txn strata.WriteTxn, keys tableKeys) (move
 	if err != nil {
 		return nil, 0, fromPebble(err)
 	}
-	defer it.Close()
+	sc := &scanner[Obj]{
+		b: b, it: it, prefixLen: len(keys.prefix),
+		out:  make(chan *loadBatch[Obj], loadBatches),
+		free: make(chan *loadBatch[Obj], loadBatches+2),
+		stop: make(chan struct{}),
+	}
+	go sc.run()
+	// Runs before recoverFatal, whatever ends load: the scan ends, then
+	// its iterator is closed (run closes out last).
+	defer sc.end()
+
 	// scanErr is the error that ended the scan, which Restore, its
 	// consumer, does not see: it restores what it got, and the caller
 	// aborts the transaction.
 	var scanErr error
+	// value is the stored value of the object Restore is at, kept by the
+	// scan only with Rekey.
+	var value []byte
 	implied = revision
-	prefixLen := len(keys.prefix)
 	objects := func(yield func(strata.StoredObject[Obj], strata.Revision) bool) {
-		for it.First(); it.Valid(); it.Next() {
-			obj, rev, err := b.decode(it, prefixLen)
-			if err != nil {
-				scanErr = err
+		for batch := range sc.out {
+			for i := range batch.objs {
+				rev := batch.revs[i]
+				implied = max(implied, rev)
+				if batch.values != nil {
+					value = batch.values[i]
+				}
+				if !yield(batch.objs[i], rev) {
+					return
+				}
+			}
+			if batch.panicked != nil {
+				panic(batch.panicked.value)
+			}
+			if batch.err != nil {
+				scanErr = batch.err
 				return
 			}
-			implied = max(implied, rev)
-			if !yield(strata.StoredObject[Obj]{Obj: obj, Key: it.Key()[prefixLen:]}, rev) {
-				return
-			}
+			sc.recycle(batch)
 		}
-		scanErr = fromPebble(it.Error())
 	}
 	// Restore computes each object's primary key and compares it with the
-	// stored one, calling keyChanged, while the iterator is still at the
-	// object, where they differ.
+	// stored one, calling keyChanged, before it draws the next object.
 	keyChanged := func(stored, now []byte) error {
 		if !b.opts.rekey {
 			return fmt.Errorf("object stored under key %q has key %q in primary index %q now (register with persist.Rekey to rewrite the stored keys): %w",
 				b.keyString(stored), b.keyString(now), b.tbl.Indexes()[0], ErrKeyChanged)
 		}
-		moves = append(moves, keyMove{from: bytes.Clone(stored), to: bytes.Clone(now), value: bytes.Clone(it.Value())})
+		moves = append(moves, keyMove{from: bytes.Clone(stored), to: bytes.Clone(now), value: bytes.Clone(value)})
 		return nil
 	}
 	if err := strata.RestoreStored(txn, b.tbl, objects, revision, keyChanged); err != nil {
 		return nil, 0, err
 	}
 	return moves, implied, scanErr
+}
+
+// loadBatchSize is how many objects the scan decodes into a batch, and
+// loadBatches how many batches it may be ahead of the restore.
+const (
+	loadBatchSize = 256
+	loadBatches   = 4
+)
+
+// loadBatch is a run of objects the scan decoded, in key order, with
+// their revisions; the last batch of a scan may carry what ended it.
+type loadBatch[Obj any] struct {
+	objs []strata.StoredObject[Obj]
+	revs []strata.Revision
+	// values are the stored values, kept only with Rekey (keyChanged
+	// records them in a move).
+	values [][]byte
+	// keys holds the bytes of the objects' stored keys (objs[i].Key);
+	// ends[i] is where the key of objs[i] ends in it.
+	keys []byte
+	ends []int
+	// err is the error that ended the scan, after objs.
+	err error
+	// panicked is a panic that ended the scan, raised again by the
+	// restoring goroutine after objs.
+	panicked *scanPanic
+}
+
+// scanPanic carries a panic's value from the scan to the goroutine that
+// restores (a nil panic value is a *runtime.PanicNilError since Go 1.21,
+// so the value is never nil).
+type scanPanic struct{ value any }
+
+// scanner is the scanning side of a load (load says how the two meet).
+type scanner[Obj any] struct {
+	b         *binding[Obj]
+	it        *pebble.Iterator
+	prefixLen int
+	// out carries the batches to the restore, and is closed when the scan
+	// has ended and closed the iterator; free brings batches back to be
+	// filled again; stop is closed when the restore takes no more.
+	out, free chan *loadBatch[Obj]
+	stop      chan struct{}
+}
+
+// run scans the table's keys into batches; it closes the iterator, then
+// out.
+func (sc *scanner[Obj]) run() {
+	defer close(sc.out)
+	defer sc.it.Close()
+	batch := sc.batch()
+	defer func() {
+		if r := recover(); r != nil {
+			batch.panicked = &scanPanic{value: r}
+			sc.send(batch)
+		}
+	}()
+	it := sc.it
+	for it.First(); it.Valid(); it.Next() {
+		obj, rev, err := sc.b.decode(it, sc.prefixLen)
+		if err != nil {
+			batch.err = err
+			sc.send(batch)
+			return
+		}
+		batch.objs = append(batch.objs, strata.StoredObject[Obj]{Obj: obj})
+		batch.revs = append(batch.revs, rev)
+		batch.keys = append(batch.keys, it.Key()[sc.prefixLen:]...)
+		batch.ends = append(batch.ends, len(batch.keys))
+		if sc.b.opts.rekey {
+			batch.values = append(batch.values, bytes.Clone(it.Value()))
+		}
+		if len(batch.objs) == loadBatchSize {
+			if !sc.send(batch) {
+				return
+			}
+			batch = sc.batch()
+		}
+	}
+	batch.err = fromPebble(it.Error())
+	sc.send(batch)
+}
+
+// batch returns an empty batch, one the restore is done with if there is.
+func (sc *scanner[Obj]) batch() *loadBatch[Obj] {
+	select {
+	case batch := <-sc.free:
+		return batch
+	default:
+		return &loadBatch[Obj]{
+			objs: make([]strata.StoredObject[Obj], 0, loadBatchSize),
+			revs: make([]strata.Revision, 0, loadBatchSize),
+			ends: make([]int, 0, loadBatchSize),
+		}
+	}
+}
+
+// send hands batch to the restore, its keys set; it reports false if the
+// restore takes no more.
+func (sc *scanner[Obj]) send(batch *loadBatch[Obj]) bool {
+	start := 0
+	for i, end := range batch.ends {
+		batch.objs[i].Key = batch.keys[start:end:end]
+		start = end
+	}
+	// Checked first: once the restore has stopped, end drains out, and a
+	// send would not block to see it.
+	select {
+	case <-sc.stop:
+		return false
+	default:
+	}
+	select {
+	case sc.out <- batch:
+		return true
+	case <-sc.stop:
+		return false
+	}
+}
+
+// recycle gives a batch the restore is done with back to the scan. Its
+// objects are in the table's trees, not in the batch, once cleared.
+func (sc *scanner[Obj]) recycle(batch *loadBatch[Obj]) {
+	clear(batch.objs)
+	batch.objs, batch.revs, batch.keys, batch.ends = batch.objs[:0], batch.revs[:0], batch.keys[:0], batch.ends[:0]
+	batch.values = nil
+	select {
+	case sc.free <- batch:
+	default:
+	}
+}
+
+// end stops the scan and waits until it has ended (and closed its
+// iterator).
+func (sc *scanner[Obj]) end() {
+	close(sc.stop)
+	for range sc.out {
+	}
 }
 
 // decode decodes the object at the iterator, whose key begins with a
