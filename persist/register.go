@@ -16,7 +16,9 @@ import (
 const InitializerName = "persist"
 
 // Register makes the tables durable in s and loads into each the objects s
-// holds for it; several load in parallel, one goroutine each. It returns
+// holds for it; several load in parallel, one goroutine each, and each table
+// scans its stored objects on a goroutine of its own beside the one that
+// restores them, which ends before Register returns. It returns
 // the errors of the tables that failed, joined; the others are registered.
 // Each table's database is its own (strata.TableMeta.DB): tables of several
 // databases may share a store.
