@@ -363,20 +363,28 @@ type scanner[Obj any] struct {
 // out.
 func (sc *scanner[Obj]) run() {
 	defer close(sc.out)
-	defer sc.it.Close()
-	batch := sc.batch()
+	// batch is the batch being filled, nil once it is sent.
+	var batch *loadBatch[Obj]
+	// Deferred before the iterator's Close, so that a panic of Close (a
+	// fatal error of Pebble) reaches the restore too.
 	defer func() {
 		if r := recover(); r != nil {
+			if batch == nil {
+				batch = sc.batch()
+			}
 			batch.panicked = &scanPanic{value: r}
 			sc.send(batch)
 		}
 	}()
+	defer sc.it.Close()
+	batch = sc.batch()
 	it := sc.it
 	for it.First(); it.Valid(); it.Next() {
 		obj, rev, err := sc.b.decode(it, sc.prefixLen)
 		if err != nil {
 			batch.err = err
 			sc.send(batch)
+			batch = nil
 			return
 		}
 		batch.objs = append(batch.objs, strata.StoredObject[Obj]{Obj: obj})
@@ -387,7 +395,9 @@ func (sc *scanner[Obj]) run() {
 			batch.values = append(batch.values, bytes.Clone(it.Value()))
 		}
 		if len(batch.objs) == loadBatchSize {
-			if !sc.send(batch) {
+			sent := sc.send(batch)
+			batch = nil
+			if !sent {
 				return
 			}
 			batch = sc.batch()
@@ -395,6 +405,7 @@ func (sc *scanner[Obj]) run() {
 	}
 	batch.err = fromPebble(it.Error())
 	sc.send(batch)
+	batch = nil
 }
 
 // batch returns an empty batch, one the restore is done with if there is.
