@@ -14,7 +14,9 @@ package main
 //	    order, so that both sides see the same load: the shared machine's
 //	    load moves the durable side, which waits for the disk, more than
 //	    the other, and a ratio of two benchmarks run minutes apart says
-//	    more about the load than about the store.
+//	    more about the load than about the store. impl=pebble-floor
+//	    pairs the same in-memory run with B3's writes done by Pebble
+//	    alone (pebbleFloor): how near the goal the disk lets B3 come.
 //
 // Each op is one whole run (a new database and reconciler; B3's op is
 // two); objects/s is N divided by the time from the first insert to the
@@ -32,7 +34,9 @@ package main
 // and see README.md for the figures. B3 reports the durable runs'
 // figures, the in-memory runs' objects/s (memory-objects/s) and
 // durable/memory, the ratio of the two rates (each over all of the op's
-// runs). -reconciler.1m adds B1-1M, B1 with a million objects (not run by
+// runs), and, on Unix, each side's CPU time per run (cpu-ms/run: the
+// whole process's, Pebble's goroutines included) and the cores it kept
+// busy on average (cores: CPU time over elapsed time). -reconciler.1m adds B1-1M, B1 with a million objects (not run by
 // default: a run takes seconds); -reconciler.smoke runs them once on
 // small data (CI).
 
@@ -55,6 +59,7 @@ import (
 	"github.com/cilium/statedb"
 	sindex "github.com/cilium/statedb/index"
 	sreconciler "github.com/cilium/statedb/reconciler"
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
 	smetrics "github.com/strata-db/strata/metrics"
@@ -89,6 +94,9 @@ type reconcileResult struct {
 	// syncTime is the time the store's log syncs took, all of them
 	// summed (durable runs).
 	syncTime time.Duration
+	// cpu is the CPU time the process used over elapsed (user and
+	// system, every goroutine: Pebble's too), 0 where not measured.
+	cpu time.Duration
 }
 
 // reconcileImpl runs one reconciliation and returns what it measured, or
@@ -128,7 +136,8 @@ func BenchmarkReconciler(b *testing.B) {
 	})
 	b.Run("B3", func(b *testing.B) {
 		run := reconcileRun{n: n, workers: 1, durable: true}
-		b.Run("impl=strata-durable", func(b *testing.B) { benchDurableVsMemory(b, run) })
+		b.Run("impl=strata-durable", func(b *testing.B) { benchDurableVsMemory(b, run, reconcileStrata) })
+		b.Run("impl=pebble-floor", func(b *testing.B) { benchDurableVsMemory(b, run, pebbleFloor) })
 	})
 }
 
@@ -156,13 +165,14 @@ func benchReconcile(b *testing.B, impl reconcileImpl, run reconcileRun) {
 	reportReconcile(b, run, runs, sum, ms1.Mallocs-ms0.Mallocs)
 }
 
-// benchDurableVsMemory runs B3: each op runs run (durable) and the same
-// run in memory, in alternating order, and reports the durable runs'
-// figures beside the in-memory runs' objects/s and the ratio of the two
-// rates. Allocations are counted over the durable runs only.
-func benchDurableVsMemory(b *testing.B, run reconcileRun) {
+// benchDurableVsMemory runs B3: each op runs run durable (durableImpl:
+// reconcileStrata, or pebbleFloor) and the same run in memory, in
+// alternating order, and reports the durable runs' figures beside the
+// in-memory runs' objects/s and the ratio of the two rates. Allocations
+// are counted over the durable runs only.
+func benchDurableVsMemory(b *testing.B, run reconcileRun, durableImpl reconcileImpl) {
 	var (
-		memory   time.Duration
+		memory   reconcileResult
 		durable  reconcileResult
 		ms0, ms1 runtime.MemStats
 		mallocs  uint64
@@ -172,7 +182,7 @@ func benchDurableVsMemory(b *testing.B, run reconcileRun) {
 	inMemory.durable = false
 	runDurable := func() {
 		runtime.ReadMemStats(&ms0)
-		res, err := reconcileStrata(b, run)
+		res, err := durableImpl(b, run)
 		runtime.ReadMemStats(&ms1)
 		if err != nil {
 			b.Fatal(err)
@@ -182,13 +192,15 @@ func benchDurableVsMemory(b *testing.B, run reconcileRun) {
 		durable.statusTxns += res.statusTxns
 		durable.syncs += res.syncs
 		durable.syncTime += res.syncTime
+		durable.cpu += res.cpu
 	}
 	runMemory := func() {
 		res, err := reconcileStrata(b, inMemory)
 		if err != nil {
 			b.Fatal(err)
 		}
-		memory += res.elapsed
+		memory.elapsed += res.elapsed
+		memory.cpu += res.cpu
 	}
 	for b.Loop() {
 		if runs%2 == 0 {
@@ -202,8 +214,15 @@ func benchDurableVsMemory(b *testing.B, run reconcileRun) {
 	}
 	reportReconcile(b, run, runs, durable, mallocs)
 	objects := float64(run.n) * float64(runs)
-	b.ReportMetric(objects/memory.Seconds(), "memory-objects/s")
-	b.ReportMetric(memory.Seconds()/durable.elapsed.Seconds(), "durable/memory")
+	b.ReportMetric(objects/memory.elapsed.Seconds(), "memory-objects/s")
+	b.ReportMetric(memory.elapsed.Seconds()/durable.elapsed.Seconds(), "durable/memory")
+	if durable.cpu > 0 && memory.cpu > 0 {
+		// CPU per run and cores busy on average, each side.
+		b.ReportMetric(float64(durable.cpu.Microseconds())/1000/float64(runs), "cpu-ms/run")
+		b.ReportMetric(durable.cpu.Seconds()/durable.elapsed.Seconds(), "cores")
+		b.ReportMetric(float64(memory.cpu.Microseconds())/1000/float64(runs), "memory-cpu-ms/run")
+		b.ReportMetric(memory.cpu.Seconds()/memory.elapsed.Seconds(), "memory-cores")
+	}
 }
 
 // reportReconcile reports the figures of runs runs of run, whose
@@ -236,6 +255,7 @@ func TestReconcilerSmoke(t *testing.T) {
 		{"B2/strata/4", reconcileStrata, reconcileRun{n: 100, delay: time.Millisecond, workers: 4}},
 		{"B2/statedb", reconcileStatedb, reconcileRun{n: 100, delay: time.Millisecond}},
 		{"B3/strata-durable", reconcileStrata, reconcileRun{n: 2000, workers: 1, durable: true}},
+		{"B3/pebble-floor", pebbleFloor, reconcileRun{n: 2000, durable: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := tc.impl(t, tc.run); err != nil {
@@ -352,7 +372,7 @@ func reconcileStrata(tb testing.TB, run reconcileRun) (reconcileResult, error) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx, nil) }()
 
-	start := time.Now()
+	cpu0, start := processCPU(), time.Now()
 	var rev strata.Revision
 	driverTxns := uint64(0)
 	for i := 0; i < run.n; i += insertBatch {
@@ -370,7 +390,7 @@ func reconcileStrata(tb testing.TB, run reconcileRun) (reconcileResult, error) {
 		}
 	}
 	got, low, err := r.WaitUntilReconciled(ctx, rev)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	cancel()
 	if rerr := <-done; rerr != nil {
 		return reconcileResult{}, rerr
@@ -391,7 +411,7 @@ func reconcileStrata(tb testing.TB, run reconcileRun) (reconcileResult, error) {
 	if n != run.n {
 		return reconcileResult{}, fmt.Errorf("strata: %d objects, want %d", n, run.n)
 	}
-	res := reconcileResult{elapsed: elapsed}
+	res := reconcileResult{elapsed: elapsed, cpu: cpu}
 	// Every write transaction but the driver's and the one Run opens its
 	// change feed with wrote statuses.
 	res.statusTxns = txns.committed.Load() - txns0 - driverTxns - 1
@@ -403,6 +423,95 @@ func reconcileStrata(tb testing.TB, run reconcileRun) (reconcileResult, error) {
 		res.syncTime = time.Duration(res.syncs) * st.WALSyncLatency
 	}
 	return res, nil
+}
+
+// pebbleFloor does B3's writes with Pebble alone, and no database or
+// reconciler: a driver commits run.n records in Sync batches of
+// insertBatch, one after another, and a second goroutine writes each
+// batch's Done statuses, as Sync batches of their own, once the driver's
+// batch is committed. Keys and values have the sizes of the store's
+// records (a 12-byte key, the object's encoding behind a 4-byte header).
+// Its elapsed time is what B3's durable run cannot go below on this disk
+// whatever Strata and the reconciler do: its driver waits for the same
+// syncs one after another, and does none of the inserts, encodings and
+// operations.
+func pebbleFloor(tb testing.TB, run reconcileRun) (reconcileResult, error) {
+	db, err := pebble.Open(tb.TempDir(), &pebble.Options{Logger: quietPebble{}})
+	if err != nil {
+		return reconcileResult{}, err
+	}
+	defer db.Close()
+	batches := (run.n + insertBatch - 1) / insertBatch
+	write := func(i int, status reconciler.Status) error {
+		batch := db.NewBatch()
+		defer batch.Close()
+		var key, val []byte
+		for id := i * insertBatch; id < min((i+1)*insertBatch, run.n); id++ {
+			key = binary.BigEndian.AppendUint64(append(key[:0], 0, 0, 0, 1), uint64(id))
+			val, _ = (&strataRObj{ID: uint64(id), Status: status}).AppendBinary(append(val[:0], 1, 0, 0, 0))
+			if err := batch.Set(key, val, nil); err != nil {
+				return err
+			}
+		}
+		return batch.Commit(pebble.Sync)
+	}
+	committed := make(chan int, batches)
+	statusErr := make(chan error, 1)
+	cpu0, start := processCPU(), time.Now()
+	go func() {
+		for i := range committed {
+			if err := write(i, reconciler.StatusDone()); err != nil {
+				statusErr <- err
+				for range committed {
+				}
+				return
+			}
+		}
+		statusErr <- nil
+	}()
+	for i := range batches {
+		if err := write(i, reconciler.StatusPending()); err != nil {
+			close(committed)
+			<-statusErr
+			return reconcileResult{}, err
+		}
+		committed <- i
+	}
+	close(committed)
+	if err := <-statusErr; err != nil {
+		return reconcileResult{}, err
+	}
+	res := reconcileResult{elapsed: time.Since(start), cpu: processCPU() - cpu0}
+	// Every record holds its object's Done status.
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return reconcileResult{}, err
+	}
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		var o strataRObj
+		if err := o.UnmarshalBinary(it.Value()[4:]); err != nil {
+			return reconcileResult{}, err
+		}
+		if o.ID != uint64(n) || o.Status.Kind != reconciler.StatusKindDone {
+			return reconcileResult{}, fmt.Errorf("pebble floor: record %d holds object %d, %s", n, o.ID, o.Status)
+		}
+		n++
+	}
+	if n != run.n {
+		return reconcileResult{}, fmt.Errorf("pebble floor: %d records, want %d", n, run.n)
+	}
+	return res, it.Error()
+}
+
+// quietPebble is a pebble.Logger that drops Pebble's messages.
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)  {}
+func (quietPebble) Errorf(string, ...any) {}
+func (quietPebble) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
 }
 
 // ---- statedb ----------------------------------------------------------------
