@@ -36,9 +36,9 @@ package main
 // durable/memory, the ratio of the two rates (each over all of the op's
 // runs), and, on Unix, each side's CPU time per run (cpu-ms/run: the
 // whole process's, Pebble's goroutines included) and the cores it kept
-// busy on average (cores: CPU time over elapsed time). -reconciler.1m adds B1-1M, B1 with a million objects (not run by
-// default: a run takes seconds); -reconciler.smoke runs them once on
-// small data (CI).
+// busy on average (cores: CPU time over elapsed time). -reconciler.1m
+// adds B1-1M, B1 with a million objects (not run by default: a run takes
+// seconds); -reconciler.smoke runs them once on small data (CI).
 
 import (
 	"context"
