@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/reconciler"
+	"gopkg.in/yaml.v3"
 )
 
 func TestStatusConstructors(t *testing.T) {
@@ -184,5 +185,38 @@ func TestStatusSet(t *testing.T) {
 	}
 	if back.Len() != 2 || back.Get("a").Kind != reconciler.StatusKindDone || back.Get("b").GetError() != "x" {
 		t.Errorf("JSON round trip: %s -> %s", j, back)
+	}
+}
+
+// TestStatusSetYAML: a StatusSet encodes to YAML as a mapping of statuses
+// by name (not the empty mapping of a struct without exported fields), and
+// decodes back, inside an object as a table would hold it.
+func TestStatusSetYAML(t *testing.T) {
+	type obj struct {
+		Name     string               `yaml:"name"`
+		Statuses reconciler.StatusSet `yaml:"statuses"`
+	}
+	set := reconciler.NewStatusSet("a", "b").
+		Set("a", reconciler.StatusDone()).
+		Set("b", reconciler.StatusError(errors.New("no route")))
+	out, err := yaml.Marshal(obj{Name: "x", Statuses: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"statuses:\n", "    a:\n", "kind: Done", "    b:\n", "kind: Error", "error: no route"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("YAML lacks %q:\n%s", want, out)
+		}
+	}
+	var back obj
+	if err := yaml.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Statuses.Len() != 2 || back.Statuses.Get("a").Kind != reconciler.StatusKindDone ||
+		back.Statuses.Get("b").GetError() != "no route" || back.Statuses.Get("b").Kind != reconciler.StatusKindError {
+		t.Errorf("YAML round trip: %s -> %s", out, back.Statuses)
+	}
+	if err := yaml.Unmarshal([]byte("statuses: [1, 2]\n"), &back); err == nil {
+		t.Error("a sequence decoded as a StatusSet")
 	}
 }

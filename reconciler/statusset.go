@@ -188,10 +188,33 @@ func (s *StatusSet) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return err
 	}
+	s.setAll(m)
+	return nil
+}
+
+// MarshalYAML encodes the set as a mapping of statuses by name, as
+// MarshalJSON does (gopkg.in/yaml.v3 and sigs.k8s.io/yaml call it).
+func (s StatusSet) MarshalYAML() (any, error) {
+	return maps.Collect(s.All()), nil
+}
+
+// UnmarshalYAML decodes a set encoded by MarshalYAML. It has the form of
+// yaml.v2's Unmarshaler, which gopkg.in/yaml.v3 still calls, so that this
+// package need not import a YAML library.
+func (s *StatusSet) UnmarshalYAML(unmarshal func(any) error) error {
+	m := map[string]Status{}
+	if err := unmarshal(&m); err != nil {
+		return err
+	}
+	s.setAll(m)
+	return nil
+}
+
+// setAll makes the set hold the statuses of m, by name.
+func (s *StatusSet) setAll(m map[string]Status) {
 	s.statuses = make([]namedStatus, 0, len(m))
 	for name, status := range m {
 		s.statuses = append(s.statuses, namedStatus{status, name})
 	}
 	slices.SortFunc(s.statuses, func(a, b namedStatus) int { return cmp.Compare(a.name, b.name) })
-	return nil
 }
