@@ -51,8 +51,10 @@ func (c *committer[Obj]) run(wg *sync.WaitGroup) {
 			c.batches = append(c.batches, b)
 		}
 		c.takeAvailable()
+		c.l.r.at(holdCommit)
 		err := c.write()
 		if err == nil {
+			c.l.r.at(holdCommitted)
 			c.handOff()
 			continue
 		}
@@ -223,10 +225,14 @@ func (l *loop[Obj]) decide(e *entry[Obj], now int64) {
 	s.inflight--
 	it.phase = PhaseIdle
 	it.flightRev, it.flightID = 0, 0
-	if g := it.group; g != nil {
+	if g := it.flightGroup; g != nil {
+		it.flightGroup = nil
 		s.groupDone(g)
 	}
-	if e.written {
+	if e.written && e.newRev >= it.rev {
+		// The version just written is the newest the loop knows of. If
+		// the loop read a newer change while the status committed, that
+		// change is the item's work now (dirty), and stays.
 		it.obj, it.rev, it.statusID = e.work, e.newRev, e.status.ID
 	}
 	switch {
@@ -251,6 +257,9 @@ func (l *loop[Obj]) decide(e *entry[Obj], now int64) {
 		case it.dirty:
 			l.again(it, now)
 		case e.outcome == OutcomeRequeue:
+			// Not a change: it holds back no other object of its
+			// ordering key while it waits (promote puts it back).
+			s.quit(it)
 			it.retryKind = StatusKindRefreshing
 			s.delay(it, PhaseRequeued, now+int64(e.delay))
 		default:
@@ -272,6 +281,9 @@ func (l *loop[Obj]) decide(e *entry[Obj], now int64) {
 		s.setFailing(it, e.err, e.rev)
 		switch e.outcome {
 		case OutcomeTerminal:
+			// It waits for a change: the others of its ordering key go
+			// on.
+			s.quit(it)
 			it.phase = PhaseFailed
 			s.terminal++
 		default:

@@ -32,8 +32,13 @@ type Config[Obj any] struct {
 	// OrderingKey, optional, groups objects whose operations must not run
 	// at the same time: at most one operation per ordering key is in
 	// flight, and the objects of one key are reconciled in the order of
-	// their revisions. Without it, only operations on the same object
-	// exclude each other.
+	// the revisions of their changes (a delete at revision 4 before an
+	// update at 5, even if the delete came while the object's previous
+	// Update ran). An object that failed keeps its place and holds back
+	// the later objects of its key until it succeeds, changes, or fails
+	// with Terminal; an object waiting for a Requeue holds back nothing
+	// until its requeue is due. Without it, only operations on the same
+	// object exclude each other.
 	OrderingKey func(Obj) string
 }
 

@@ -37,7 +37,9 @@
 //   - At most one operation runs per object (or per Config.OrderingKey),
 //     with any number of workers (WithWorkers). Changes that arrive while
 //     an object's operation runs cause exactly one more operation, on the
-//     newest version.
+//     newest version, also when they arrive while the status of the
+//     operation is being written. The objects of one ordering key are
+//     reconciled in the order of the revisions of their changes.
 //   - A failed object is retried with exponential backoff (100ms to 1
 //     minute, with jitter, WithRetry), from its newest version; a change
 //     resets the backoff. The number of failed attempts is kept in the
@@ -65,7 +67,8 @@
 //     operation asks CheckPruneBudget (PruneStrangers, a Prune body for
 //     worlds that can list what they hold, asks for it): the reconciler
 //     does not see what Prune deletes, and warns when a prune did not ask.
-//     A prune writes nothing to the table.
+//     A prune writes nothing to the table. Prune called while a prune
+//     runs makes another one after it.
 //   - Refresh marks Done objects older than the refresh interval (with
 //     jitter) Refreshing, at a limited rate and in batches, and reconciles
 //     them in the background; objects found Done when Run starts (a
@@ -89,7 +92,13 @@
 // WaitUntilReconciled reports progress as the revision up to which every
 // change was attempted (with several workers, the one before the oldest
 // change not yet attempted), and the lowest revision of an object whose
-// last attempt failed.
+// last attempt failed. A change superseded by a newer one of the same
+// object counts as attempted once the newer one is.
+//
+// Every hand-off between these goroutines passes through a hold point
+// (holds.go), where the model test (model_test.go) holds them and drives
+// them in many seeded orders; docs/interleavings.md lists what it
+// explores and checks.
 //
 // # Observing it
 //

@@ -42,8 +42,6 @@ type item[Obj any] struct {
 	// current qseq is live.
 	qseq     uint32
 	queuedAt int64 // when it entered its lane or group (mono)
-	// parkRev orders the parked items of a group.
-	parkRev strata.Revision
 
 	// In flight: the status ID of the version being attempted, and
 	// whether a newer change arrived meanwhile.
@@ -71,7 +69,14 @@ type item[Obj any] struct {
 	dueAt    int64 // mono time of the next attempt, in PhaseBackoff and PhaseRequeued
 	delayIdx int32 // position in state.delayed, or -1
 
-	group *group[Obj]
+	// With an ordering key: the group it is a member of while it has
+	// work, its place there (the revision of the change that gave it its
+	// work), and the group it keeps busy while in flight, which is the
+	// group it was a member of when it started (a change while in flight
+	// may move it to another).
+	group       *group[Obj]
+	orderRev    strata.Revision
+	flightGroup *group[Obj]
 }
 
 // ref is an item's index in the arena.

@@ -282,6 +282,7 @@ func (l *loop[Obj]) collect(now int64) {
 // finished takes a batch back from the committer, and decides what comes
 // next for its objects.
 func (l *loop[Obj]) finished(b *batch[Obj], now int64) {
+	l.r.at(holdOutcome)
 	l.out--
 	if b.prune != nil {
 		l.prune.finished(l, b, now)
@@ -321,6 +322,7 @@ func (l *loop[Obj]) readFeed(now int64) {
 		return
 	}
 	r := l.r
+	r.at(holdFeedRead)
 	txn := r.db.ReadTxn()
 	changes, watch := l.feed.Next(txn)
 	l.feedWatch = watch
@@ -406,9 +408,15 @@ func (l *loop[Obj]) promote(now int64) {
 	if s.delayed.len() == 0 || s.delayed.top().dueAt > now {
 		return
 	}
+	l.r.at(holdPromote)
 	l.r.mu.Lock()
 	for s.delayed.len() > 0 && s.delayed.top().dueAt <= now {
 		it := s.delayed.top()
+		if key := l.r.cfg.OrderingKey; key != nil && it.group == nil {
+			// A requeue that is due takes its place after the changes
+			// read so far.
+			s.join(it, key(it.obj), s.feedRev)
+		}
 		s.leave(it)
 		s.enqueue(it, LaneRetries, now)
 	}
@@ -458,35 +466,33 @@ func (l *loop[Obj]) dispatch(now int64) {
 		}
 		l.idle--
 		l.out++
+		r.at(holdDispatch)
 		l.work <- b
 	}
 }
 
-// next returns the next item to start, or nil: the first parked item of a
-// group that became free, otherwise the pick of the lanes (parking those
-// whose group is busy).
+// next returns the next item to start, or nil: the parked head of a group
+// that became free, otherwise the pick of the lanes (parking those that
+// are not their group's head, or whose group is busy).
 func (l *loop[Obj]) next(now int64) *item[Obj] {
 	s := &l.r.s
 	for s.readyGroups.len() > 0 {
 		g := *s.readyGroups.front()
 		s.readyGroups.pop()
 		g.queued = false
-		if g.busy || len(g.parked) == 0 {
+		if g.busy || len(g.members) == 0 {
 			continue
 		}
-		it := s.at(g.parked[0])
-		g.parked = g.parked[1:]
-		s.parked--
-		it.phase = PhaseIdle
+		it := s.at(g.members[0])
+		if it.phase != PhaseParked {
+			continue
+		}
+		s.leave(it)
 		return it
 	}
 	for {
 		it := s.pick(now, int64(l.r.o.aging), &l.r.o.weights)
-		if it == nil || l.r.cfg.OrderingKey == nil {
-			return it
-		}
-		g := s.attach(it, l.r.cfg.OrderingKey(it.obj))
-		if !g.busy && len(g.parked) == 0 {
+		if it == nil || s.mayStart(it) {
 			return it
 		}
 		s.park(it, now)
@@ -512,8 +518,9 @@ func (l *loop[Obj]) start(it *item[Obj], b *batch[Obj]) {
 	it.flightRev, it.flightChangedAt = it.pendingRev, it.changedAt
 	it.pendingRev = 0
 	s.inflight++
-	if it.group != nil {
-		it.group.busy = true
+	if g := it.group; g != nil {
+		g.busy = true
+		it.flightGroup = g
 	}
 }
 

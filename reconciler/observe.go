@@ -84,9 +84,16 @@ func (l *loop[Obj]) newChange(it *item[Obj], c *strata.Change[Obj], st Status, n
 	if l.r.metricsOn && !c.Deleted && !st.UpdatedAt.IsZero() {
 		changedAt = l.r.monoOf(st.UpdatedAt)
 	}
-	s.notePending(it, c.Revision, changedAt, now)
+	// The change feed delivers an object once per batch, in its newest
+	// version: the object's first change not yet attempted may be any
+	// after the previous batch, which is what holds the progress back.
+	s.notePending(it, min(c.Revision, s.feedRev+1), changedAt, now)
 	// The failures were those of an older version.
 	s.clearFailing(it)
+	if key := l.r.cfg.OrderingKey; key != nil {
+		// Its place in its group is that of this change.
+		s.join(it, key(c.Object), c.Revision)
+	}
 	switch it.phase {
 	case PhaseInFlight:
 		it.dirty = true
@@ -155,9 +162,14 @@ func (l *loop[Obj]) restoreError(c *strata.Change[Obj], st Status, now int64) {
 	it.retryKind = StatusKindPending
 	s.setFailing(it, errors.New(st.GetError()), c.Revision)
 	if st.Terminal {
+		// Not a member of its group: a terminal failure holds nothing
+		// back.
 		it.phase = PhaseFailed
 		s.terminal++
 		return
+	}
+	if key := l.r.cfg.OrderingKey; key != nil {
+		s.join(it, key(c.Object), c.Revision)
 	}
 	// The end of the backoff is converted from the status's time as it
 	// is, not as an offset from now: now was read when the loop's round

@@ -16,8 +16,14 @@ import (
 //
 // The oldest change not yet attempted is found with the ring: when an item
 // gets a change while it has none outstanding, the change's revision goes
-// to the back of the ring (pendingRev). The changes come from the feed in
-// revision order, so the ring stays sorted. An entry is live while its
+// to the back of the ring (pendingRev). The change feed delivers each
+// object once per batch, in its newest version, so an object's first
+// change not yet attempted may be any after the previous batch: the
+// revision recorded is the first after it (feedRev+1), or the change's
+// own if older. A change superseded within a batch (a delete at 11, then
+// an insert at 14, read together) thus holds the progress below 11 until
+// the insert is attempted, as it must: nothing of the object at 11 was.
+// The revisions come in order, so the ring stays sorted. An entry is live while its
 // revision is the item's pendingRev, or its flightRev once the attempt
 // started; after that (or once the item was released and reused: gen) it
 // is stale, and dropped when it reaches the front. Each operation on the

@@ -54,12 +54,13 @@ func (p *pruneState[Obj]) next(l *loop[Obj]) int64 {
 
 func (p *pruneState[Obj]) tick(l *loop[Obj], now int64) {
 	r := l.r
-	if r.pruneReq.Load() && l.initialized {
-		r.pruneReq.Store(false)
-		p.wanted, p.forced = true, true
-	}
 	if !l.initialized || p.running {
+		// A Prune called now stays requested: the prune that runs may
+		// have read its snapshot before the call.
 		return
+	}
+	if r.pruneReq.Swap(false) {
+		p.wanted, p.forced = true, true
 	}
 	if !p.wanted && now >= p.nextAt {
 		p.wanted = true
@@ -86,6 +87,7 @@ func (p *pruneState[Obj]) tick(l *loop[Obj], now int64) {
 	p.running = true
 	l.idle--
 	l.out++
+	r.at(holdPruneDispatch)
 	l.work <- b
 }
 

@@ -43,6 +43,8 @@ type Reconciler[Obj any] struct {
 	epoch time.Time
 
 	started atomic.Bool
+	// hold, set by tests only, is called at each hold point (holds.go).
+	hold func(holdPoint)
 	// kick wakes the loop: Prune, Resume and Pause send to it.
 	kick chan struct{}
 	// pruneReq: Prune was called (1) and the loop has not taken it.
@@ -189,7 +191,9 @@ func (r *Reconciler[Obj]) Name() string { return r.name }
 
 // Prune asks for a prune now, without the prune budget. It happens once
 // the table is initialized and no operation is in flight; several calls
-// before it starts make one prune.
+// before it starts make one prune, and a call while a prune runs makes
+// another after it (the running one may have read its snapshot before the
+// call).
 func (r *Reconciler[Obj]) Prune() {
 	r.pruneReq.Store(true)
 	r.wake()

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"slices"
+	"sort"
 
 	"github.com/strata-db/strata"
 )
@@ -14,7 +15,8 @@ import (
 // An item is in exactly one phase, and the structures agree with it:
 //
 //	PhaseQueued    one live entry in lanes[it.lane]; counted in laneLen
-//	PhaseParked    in it.group.parked; counted in parked
+//	PhaseParked    a member of it.group, not its head or the group busy;
+//	               counted in parked
 //	PhaseInFlight  in a batch a worker holds or whose outcome waits to be
 //	               committed; counted in inflight
 //	PhaseBackoff,
@@ -62,14 +64,25 @@ type ringEntry struct {
 	at  int64
 }
 
-// group is the set of items of one ordering key: at most one is in flight
-// (busy), the others wait in parked, in revision order.
+// group is the set of items of one ordering key (Config.OrderingKey) that
+// have work: its members, in the order of the revisions of the changes
+// that gave them their work (orderRev), the order in which they are to be
+// reconciled. Only the first member (the head) may start, and only while
+// no operation of the group is in flight (busy): so at most one
+// operation per key runs, and the operations of a key run in revision
+// order. A member that failed keeps its place, and holds the others back,
+// until it succeeds, is changed, or fails for good (Terminal); an object
+// waiting for a requeue is not a member until its requeue is due.
+//
+// Members picked from a lane before their turn wait parked. When the
+// group becomes free, or its head changes, a parked head makes the group
+// ready (readyGroups), and the loop starts it before it picks from the
+// lanes.
 type group[Obj any] struct {
-	key    string
-	busy   bool
-	queued bool // in readyGroups
-	refs   int  // items whose group this is
-	parked []ref
+	key     string
+	busy    bool  // an operation of a member runs (the item's flightGroup)
+	queued  bool  // in readyGroups
+	members []ref // sorted by orderRev; equal revisions in arrival order
 }
 
 // init readies s where it is to stay (the heaps point into it).
@@ -107,10 +120,6 @@ func (s *state[Obj]) leave(it *item[Obj]) {
 	case PhaseQueued:
 		s.laneLen[it.lane]--
 	case PhaseParked:
-		g := it.group
-		if i := slices.Index(g.parked, it.self); i >= 0 {
-			g.parked = slices.Delete(g.parked, i, i+1)
-		}
 		s.parked--
 	case PhaseBackoff, PhaseRequeued:
 		s.delayed.remove(it)
@@ -147,73 +156,87 @@ func (s *state[Obj]) release(it *item[Obj]) {
 		s.leave(it)
 	}
 	s.failing.remove(it)
-	s.detach(it)
+	s.quit(it)
 	s.items.remove(it)
 }
 
-// detach takes it out of its group, dropping the group once unused.
-func (s *state[Obj]) detach(it *item[Obj]) {
-	g := it.group
-	if g == nil {
-		return
-	}
-	it.group = nil
-	g.refs--
-	if g.refs == 0 && !g.busy {
-		delete(s.groups, g.key)
-	}
-}
-
-// attach puts it in the group of key.
-func (s *state[Obj]) attach(it *item[Obj], key string) *group[Obj] {
-	if g := it.group; g != nil {
-		if g.key == key {
-			return g
-		}
-		s.detach(it)
+// join makes it a member of the group of key, placed by rev, the
+// revision of the change that gave it its work (moving it if it was a
+// member already).
+func (s *state[Obj]) join(it *item[Obj], key string, rev strata.Revision) {
+	if it.group != nil {
+		s.quit(it)
 	}
 	g := s.groups[key]
 	if g == nil {
 		g = &group[Obj]{key: key}
 		s.groups[key] = g
 	}
-	g.refs++
-	it.group = g
-	return g
+	it.group, it.orderRev = g, rev
+	// After the members of the same revision: arrival order.
+	i := sort.Search(len(g.members), func(i int) bool { return s.at(g.members[i]).orderRev > rev })
+	g.members = slices.Insert(g.members, i, it.self)
+	s.wakeGroup(g)
 }
 
-// park makes it wait for its group, in revision order.
-func (s *state[Obj]) park(it *item[Obj], now int64) {
+// quit takes it out of its group, if it is in one, dropping the group
+// once it has no members and nothing in flight.
+func (s *state[Obj]) quit(it *item[Obj]) {
 	g := it.group
-	it.phase, it.queuedAt = PhaseParked, now
-	it.parkRev = it.pendingRev
-	if it.parkRev == 0 {
-		it.parkRev = it.rev
+	if g == nil {
+		return
 	}
-	i, _ := slices.BinarySearchFunc(g.parked, it.parkRev, func(p ref, rev strata.Revision) int {
-		switch pr := s.at(p).parkRev; {
-		case pr < rev:
-			return -1
-		case pr > rev:
-			return 1
+	it.group = nil
+	i := sort.Search(len(g.members), func(i int) bool { return s.at(g.members[i]).orderRev >= it.orderRev })
+	for g.members[i] != it.self {
+		i++
+	}
+	if i == 0 {
+		g.members = g.members[1:]
+	} else {
+		g.members = slices.Delete(g.members, i, i+1)
+	}
+	if len(g.members) == 0 {
+		if !g.busy {
+			delete(s.groups, g.key)
 		}
-		return 0
-	})
-	g.parked = slices.Insert(g.parked, i, it.self)
+		return
+	}
+	if i == 0 {
+		s.wakeGroup(g)
+	}
+}
+
+// wakeGroup makes g ready if it is free and its head waits parked.
+func (s *state[Obj]) wakeGroup(g *group[Obj]) {
+	if g.busy || g.queued || len(g.members) == 0 || s.at(g.members[0]).phase != PhaseParked {
+		return
+	}
+	g.queued = true
+	s.readyGroups.push(g)
+}
+
+// mayStart reports whether it may start: it has no group, or it is its
+// group's head and the group is free.
+func (s *state[Obj]) mayStart(it *item[Obj]) bool {
+	g := it.group
+	return g == nil || (!g.busy && g.members[0] == it.self)
+}
+
+// park makes it wait for its turn in its group.
+func (s *state[Obj]) park(it *item[Obj], now int64) {
+	it.phase, it.queuedAt = PhaseParked, now
 	s.parked++
 }
 
 // groupDone frees g after an operation of its ended.
 func (s *state[Obj]) groupDone(g *group[Obj]) {
 	g.busy = false
-	if len(g.parked) > 0 {
-		if !g.queued {
-			g.queued = true
-			s.readyGroups.push(g)
-		}
-	} else if g.refs == 0 {
+	if len(g.members) == 0 {
 		delete(s.groups, g.key)
+		return
 	}
+	s.wakeGroup(g)
 }
 
 // head returns the live entry at the front of lane, dropping stale ones.

@@ -80,9 +80,12 @@ func (w *worker[Obj]) run(wg *sync.WaitGroup) {
 	defer wg.Done()
 	l := w.l
 	for b := range l.work {
+		l.r.at(holdWorkerStart)
 		w.runBatch(b)
 		l.r.ctl.release()
+		l.r.at(holdWorkerDone)
 		l.committer.in <- b
+		l.r.at(holdWorkerFree)
 		l.freed <- struct{}{}
 	}
 }
