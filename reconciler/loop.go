@@ -53,6 +53,7 @@ type loop[Obj any] struct {
 	abandon atomic.Bool
 
 	perOpNs    float64 // moving average of an operation's cost
+	costKnown  bool    // a round came back: perOpNs is known (0 if too small to measure)
 	stopping   bool
 	drainUntil int64
 	timer      *time.Timer
@@ -290,6 +291,7 @@ func (l *loop[Obj]) finished(b *batch[Obj], now int64) {
 		return
 	}
 	if n := len(b.entries); n > 0 {
+		l.costKnown = true
 		per := float64(b.took) / float64(n)
 		if l.perOpNs == 0 {
 			l.perOpNs = per
@@ -428,6 +430,10 @@ func (l *loop[Obj]) promote(now int64) {
 // slow.
 const targetRound = 5 * time.Millisecond
 
+// firstRound bounds the rounds handed out before an operation's cost is
+// known.
+const firstRound = 64
+
 // dispatch hands work to idle workers.
 func (l *loop[Obj]) dispatch(now int64) {
 	r := l.r
@@ -443,9 +449,19 @@ func (l *loop[Obj]) dispatch(now int64) {
 		if !r.ctl.reserve() {
 			return
 		}
-		size := (ready + l.idle - 1) / l.idle
-		if l.perOpNs > 0 {
+		// A fair share of all the workers, not only of the idle ones:
+		// the first worker back must not take what the others, busy
+		// for now, would share (TestRoundsKeepWorkersBusy). Until an
+		// operation's cost is known, rounds are small, so that it soon
+		// is, and a round of slow operations cannot hold its objects
+		// while other workers idle.
+		n := len(l.workers)
+		size := (ready + n - 1) / n
+		switch {
+		case l.perOpNs > 0:
 			size = min(size, max(1, int(float64(targetRound)/l.perOpNs)))
+		case !l.costKnown:
+			size = min(size, firstRound)
 		}
 		size = min(size, r.o.roundSize)
 		b := l.getBatch()
