@@ -48,7 +48,7 @@ import (
 )
 
 var (
-	modelSeeds = flag.Int("reconciler.model.seeds", 150, "seeds of each reconciler model test")
+	modelSeeds = flag.Int("reconciler.model.seeds", 300, "seeds of each reconciler model test")
 	modelSeed  = flag.Int64("reconciler.model.seed", -1, "run the reconciler model tests with this seed only")
 	modelLong  = flag.Bool("reconciler.model.long", false, "run the reconciler model tests with 20x the seeds")
 )
@@ -133,8 +133,12 @@ type modelWorld struct {
 	groupLast    map[string]strata.Revision
 	// attempted is, per object, the highest revision of a change whose
 	// operation ended.
-	attempted  map[uint64]strata.Revision
-	fail       *rand.Rand // nil: no failures
+	attempted map[uint64]strata.Revision
+	// chance decides, while failures or requeues are on, which
+	// operations fail or ask for a requeue.
+	chance     *rand.Rand
+	failures   bool
+	requeues   bool
 	pruning    bool
 	prunes     int // prunes started
 	pruneAfter int // m.pruneReqs when the last prune started
@@ -183,11 +187,15 @@ func (w *modelWorld) end(o *testObj, rev strata.Revision, apply func()) error {
 		w.groupRunning[o.Group]--
 	}
 	w.attempted[o.ID] = max(w.attempted[o.ID], rev)
-	if w.fail != nil && w.fail.IntN(4) == 0 {
+	if w.failures && w.chance.IntN(4) == 0 {
 		w.s.noteLocked(fmt.Sprintf("fail id=%d", o.ID))
 		return errors.New("injected failure")
 	}
 	apply()
+	if w.requeues && w.chance.IntN(4) == 0 {
+		w.s.noteLocked(fmt.Sprintf("requeue id=%d", o.ID))
+		return reconciler.Requeue(20 * time.Millisecond)
+	}
 	return nil
 }
 
@@ -286,7 +294,9 @@ type modelConfig struct {
 	failures bool
 	pruning  bool
 	batch    bool
-	objects  int // distinct IDs
+	requeues bool // some operations ask for a requeue
+	refresh  bool // refresh every 50ms
+	objects  int  // distinct IDs
 	actions  int // user actions per seed
 }
 
@@ -299,9 +309,11 @@ func TestModel(t *testing.T) {
 		{workers: 4, objects: 6, actions: 40, ordering: true, failures: true},
 		{workers: 3, objects: 4, actions: 30, pruning: true},
 		{workers: 3, objects: 5, actions: 30, batch: true, failures: true},
+		{workers: 3, objects: 4, actions: 30, requeues: true, failures: true},
+		{workers: 2, objects: 4, actions: 30, refresh: true},
 	} {
-		name := fmt.Sprintf("workers=%d/objects=%d/ordering=%v/failures=%v/prune=%v/batch=%v",
-			mc.workers, mc.objects, mc.ordering, mc.failures, mc.pruning, mc.batch)
+		name := fmt.Sprintf("workers=%d/objects=%d/ordering=%v/failures=%v/prune=%v/batch=%v/requeue=%v/refresh=%v",
+			mc.workers, mc.objects, mc.ordering, mc.failures, mc.pruning, mc.batch, mc.requeues, mc.refresh)
 		t.Run(name, func(t *testing.T) {
 			seeds := *modelSeeds
 			if *modelLong {
@@ -358,9 +370,8 @@ func newModelRig(t *testing.T, mc modelConfig, seed int64) *modelRig {
 		applied: map[uint64]string{}, running: map[uint64]int{},
 		groupRunning: map[string]int{}, groupLast: map[string]strata.Revision{},
 		attempted: map[uint64]strata.Revision{},
-	}
-	if mc.failures {
-		w.fail = rand.New(rand.NewPCG(uint64(seed), 0xfa11))
+		chance:    rand.New(rand.NewPCG(uint64(seed), 0xfa11)),
+		failures:  mc.failures, requeues: mc.requeues,
 	}
 	db := strata.New()
 	tbl := strata.MustNewTable(db, "objects", idIndex)
@@ -375,12 +386,16 @@ func newModelRig(t *testing.T, mc modelConfig, seed int64) *modelRig {
 	if mc.batch {
 		cfg.BatchOperations = modelBatch{w}
 	}
+	refresh := reconciler.WithoutRefresh()
+	if mc.refresh {
+		refresh = reconciler.WithRefresh(30*time.Millisecond, 1000)
+	}
 	r, err := reconciler.New(db, cfg,
 		reconciler.WithWorkers(mc.workers),
 		reconciler.WithRoundSize(2),
 		reconciler.WithRetry(10*time.Millisecond, 40*time.Millisecond),
 		reconciler.WithJitter(0, nil),
-		reconciler.WithoutRefresh(),
+		refresh,
 		reconciler.WithoutPruning(),
 		reconciler.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -555,7 +570,7 @@ func (g *modelRig) runOthers(point string) {
 // outside world's failures off, and returns false if it never is.
 func (g *modelRig) settle() bool {
 	g.w.mu.Lock()
-	g.w.fail = nil
+	g.w.failures, g.w.requeues = false, false
 	g.w.mu.Unlock()
 	idle := 0
 	for range 20000 {
@@ -566,8 +581,9 @@ func (g *modelRig) settle() bool {
 			continue
 		}
 		if g.idle() {
-			// Idle for a while of fake time: nothing is due.
-			if idle++; idle > 5 {
+			// Idle for a while of fake time: no retry is due. (Refreshes
+			// come back forever: idle once is all there is.)
+			if idle++; idle > 5 || g.mc.refresh {
 				return true
 			}
 		}
@@ -652,12 +668,18 @@ func runModel(t *testing.T, mc modelConfig, seed int64) string {
 	g := newModelRig(t, mc, seed)
 	for actions := mc.actions; actions > 0; {
 		synctest.Wait()
-		if held := g.s.numHeld(); held > 0 && g.rng.IntN(3) != 0 {
+		switch held := g.s.numHeld(); {
+		case held > 0 && g.rng.IntN(3) != 0:
 			g.s.release(g.rng.IntN(held))
-			continue
+		case g.rng.IntN(4) == 0:
+			// Time passes: retries, requeues and refreshes fall due
+			// among the user's actions.
+			g.s.note("time +5ms")
+			time.Sleep(5 * time.Millisecond)
+		default:
+			g.act()
+			actions--
 		}
-		g.act()
-		actions--
 	}
 	if !g.settle() {
 		g.violate("no convergence: %+v", g.r.Stats())
