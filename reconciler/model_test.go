@@ -297,7 +297,7 @@ type modelConfig struct {
 	requeues bool // some operations ask for a requeue
 	refresh  bool // refresh every 50ms
 	objects  int  // distinct IDs
-	actions  int // user actions per seed
+	actions  int  // user actions per seed
 }
 
 func TestModel(t *testing.T) {
