@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare persist cli hive e2e commitcheck lint
+.PHONY: test vet fmt-check unit race bench-smoke compare persist cli hive e2e commitcheck lint models-long
 
 test: vet fmt-check unit race bench-smoke compare persist cli hive e2e commitcheck
 
@@ -105,3 +105,13 @@ lint:
 	@set -e; for m in $(LINT_MODULES); do \
 		echo "staticcheck $$m"; (cd $$m && $(STATICCHECK) ./...); \
 	done
+
+# The model tests at length, with the race detector: the change feed's
+# and the write path's (TestModel, ten times longer), and the
+# reconciler's interleavings (TestModel in reconciler/, twenty times the
+# seeds). Not part of test: about ten minutes on two cores. Run it before
+# sending a change to the write path, the change log or the reconciler.
+# docs/interleavings.md says what each explores.
+models-long:
+	$(GO) test -count=1 -race -run 'Model' -strata.model.long .
+	$(GO) test -count=1 -race -run 'TestModel$$' ./reconciler -reconciler.model.long

@@ -295,7 +295,7 @@ type modelConfig struct {
 	pruning  bool
 	batch    bool
 	requeues bool // some operations ask for a requeue
-	refresh  bool // refresh every 50ms
+	refresh  bool // refresh every 30ms
 	objects  int  // distinct IDs
 	actions  int  // user actions per seed
 }
