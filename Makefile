@@ -113,5 +113,5 @@ lint:
 # sending a change to the write path, the change log or the reconciler.
 # docs/interleavings.md says what each explores.
 models-long:
-	$(GO) test -count=1 -race -run 'Model' -strata.model.long .
+	$(GO) test -count=1 -race -run 'Model' . -strata.model.long
 	$(GO) test -count=1 -race -run 'TestModel$$' ./reconciler -reconciler.model.long

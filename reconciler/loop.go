@@ -159,6 +159,11 @@ func (l *loop[Obj]) run(ctx context.Context) {
 			l.prune.tick(l, now)
 		}
 		l.publish(now)
+		if invariants {
+			l.r.mu.Lock()
+			l.r.s.check()
+			l.r.mu.Unlock()
+		}
 		if l.stopping && l.out == 0 {
 			return
 		}

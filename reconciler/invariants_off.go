@@ -1,0 +1,5 @@
+//go:build !invariants
+
+package reconciler
+
+const invariants = false
