@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -31,12 +32,12 @@ import (
 // maxBurst is the most entries a stream copies out of the ring at once.
 const maxBurst = 1024
 
-func (h *Handler) getChanges(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) getChanges(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	t, err := h.table(r)
 	if err != nil {
 		return err
 	}
-	from, sse, err := parseChanges(r, h.instance)
+	from, sse, err := parseChanges(r, vals, h.instance)
 	if err != nil {
 		return err
 	}
@@ -85,8 +86,7 @@ func (h *Handler) getChanges(w http.ResponseWriter, r *http.Request) error {
 // Last-Event-ID header, which takes its place), instance (a Summary's
 // Instance the client's revisions belong to: another one is
 // ErrRevisionGone) and format.
-func parseChanges(r *http.Request, instance string) (from strata.Revision, sse bool, err error) {
-	vals := r.URL.Query()
+func parseChanges(r *http.Request, vals url.Values, instance string) (from strata.Revision, sse bool, err error) {
 	for name := range vals {
 		switch name {
 		case "from", "instance", "format":
