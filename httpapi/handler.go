@@ -156,6 +156,12 @@ type Handler struct {
 
 	sampler *sampler
 	ui      *ui
+
+	// hook, if not nil, is called at each hold point (hold.go) by the
+	// goroutine passing it, with the request of the stream passing it
+	// (nil for the hubs and Close). Tests set it before the handler
+	// serves.
+	hook func(p hold, r *http.Request)
 }
 
 // New returns a handler serving db. The application mounts it where it
@@ -196,7 +202,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // sampler, and waits for the handler's goroutines to return. Requests
 // that come after it get ErrShuttingDown. It returns nil.
 func (h *Handler) Close() error {
+	h.at(holdClose, nil)
 	h.cancel()
+	h.at(holdCloseWait, nil)
 	h.wg.Wait()
 	return nil
 }

@@ -162,6 +162,7 @@ func (hb *hub) run() {
 	defer h.wg.Done()
 	defer hb.stop()
 	defer h.forget(hb)
+	h.at(holdHubOpen, nil)
 	feed, watch, err := hb.open()
 	hb.err = err
 	close(hb.ready)
@@ -182,6 +183,7 @@ func (hb *hub) run() {
 	for {
 		select {
 		case <-watch:
+			h.at(holdHubWake, nil)
 			// Let the commits of the next StreamInterval join this
 			// batch, unless the last round left some of it.
 			if watch != closedChan && !pause.wait(h.ctx.Done()) {
@@ -189,6 +191,7 @@ func (hb *hub) run() {
 			}
 			watch = hb.appendRound(feed, enc, round)
 		case <-hb.subsChanged:
+			h.at(holdHubSubs, nil)
 			h.mu.Lock()
 			idle := hb.subs == 0
 			h.mu.Unlock()
@@ -198,6 +201,7 @@ func (hb *hub) run() {
 				retention.Stop()
 			}
 		case <-retention.C:
+			h.at(holdHubRetire, nil)
 			h.mu.Lock()
 			idle := hb.subs == 0
 			if idle {
@@ -280,6 +284,7 @@ func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, ma
 	} else if len(entries) > 0 {
 		head = entries[len(entries)-1].rev
 	}
+	hb.h.at(holdHubPublish, nil)
 	hb.append(entries, head)
 	if !full {
 		return closedChan
@@ -352,6 +357,7 @@ func (hb *hub) evictLocked() {
 
 // stop marks the hub stopped and wakes its streams.
 func (hb *hub) stop() {
+	hb.h.at(holdHubStop, nil)
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	hb.stopped = true

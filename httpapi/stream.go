@@ -46,11 +46,16 @@ func (h *Handler) getChanges(w http.ResponseWriter, r *http.Request, vals url.Va
 		return fmt.Errorf("%w: %d open", ErrTooManyStreams, n-1)
 	}
 	defer h.streams.Add(-1)
+	h.at(holdAttach, r)
 	hb, err := h.attach(t)
 	if err != nil {
 		return err
 	}
-	defer h.detach(hb)
+	defer func() {
+		h.at(holdDetach, r)
+		h.detach(hb)
+	}()
+	h.at(holdAttached, r)
 
 	txn := h.db.ReadTxn()
 	cur := t.Revision(txn)
@@ -139,6 +144,7 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 		var head strata.Revision
 		var wake <-chan struct{}
 		var evicted, stopped bool
+		h.at(holdStreamRead, r)
 		if s.sse {
 			entries, head, wake, evicted, stopped = hb.read(next, entries[:0], maxBurst)
 			n = len(entries)
@@ -156,6 +162,7 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 			return nil
 		}
 		next += uint64(n)
+		h.at(holdStreamWrite, r)
 		for i := range entries {
 			if e := &entries[i]; e.rev > last {
 				s.event(e.kind, e.rev, e.line())
@@ -184,6 +191,7 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 		if !caughtUp {
 			continue
 		}
+		h.at(holdStreamWait, r)
 		select {
 		case <-wake:
 			// Let what comes in the next StreamInterval go with it.
