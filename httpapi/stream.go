@@ -174,8 +174,11 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 			last = sp.rev
 		}
 		caughtUp := n < maxBurst
-		if caughtUp && (tick || bookmarkDue && max(head, last) > bookmarked) {
-			last = max(head, last)
+		// A bookmark says every change up to it was sent: it is at the
+		// ring's head, once the stream has every entry and none after
+		// the head (the rest of their batch may hold older changes).
+		if caughtUp && head >= last && (tick || bookmarkDue && head > bookmarked) {
+			last = head
 			s.event(EventBookmark, last, appendBookmark(nil, last))
 			bookmarked, bookmarkDue, tick = last, false, false
 		}
