@@ -83,7 +83,11 @@
 // Every error is an RFC 9457 problem document (application/problem+json)
 // whose error member names the error value: strata.ErrTableNotFound,
 // strata.ErrIndexNotFound, index.ErrParseKey, ErrRevisionGone and the
-// others of this package (see ProblemOf).
+// others of this package (see ProblemOf). A query string the handler
+// cannot parse (a malformed percent-escape such as key=h0%zz, or a
+// semicolon) is refused at every endpoint, before anything is read or
+// written, with 400 (ErrBadRequest) naming the parameter: the request is
+// never served as if the parameter were absent.
 //
 // # Security
 //

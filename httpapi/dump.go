@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/strata-db/strata"
@@ -17,8 +18,7 @@ import (
 // encoding/json cannot encode) before anything is sent is a problem;
 // after, it aborts the response, so that the client sees a truncated body
 // and not a complete document.
-func (h *Handler) getDump(w http.ResponseWriter, r *http.Request) error {
-	vals := r.URL.Query()
+func (h *Handler) getDump(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	for name := range vals {
 		if name != "table" {
 			return fmt.Errorf("%w: unknown query parameter %q", ErrBadRequest, name)
@@ -49,8 +49,8 @@ func (h *Handler) getDump(w http.ResponseWriter, r *http.Request) error {
 
 // getSnapshot streams Options.Snapshot of one snapshot. An error half-way
 // aborts the response.
-func (h *Handler) getSnapshot(w http.ResponseWriter, r *http.Request) error {
-	if len(r.URL.Query()) > 0 {
+func (h *Handler) getSnapshot(w http.ResponseWriter, r *http.Request, vals url.Values) error {
+	if len(vals) > 0 {
 		return fmt.Errorf("%w: a snapshot takes no query parameters", ErrBadRequest)
 	}
 	if h.opts.Snapshot == nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,6 +156,12 @@ type Handler struct {
 
 	sampler *sampler
 	ui      *ui
+
+	// hook, if not nil, is called at each hold point (hold.go) by the
+	// goroutine passing it, with the request of the stream passing it
+	// (nil for the hubs and Close). Tests set it before the handler
+	// serves.
+	hook func(p hold, r *http.Request)
 }
 
 // New returns a handler serving db. The application mounts it where it
@@ -195,7 +202,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // sampler, and waits for the handler's goroutines to return. Requests
 // that come after it get ErrShuttingDown. It returns nil.
 func (h *Handler) Close() error {
+	h.at(holdClose, nil)
 	h.cancel()
+	h.at(holdCloseWait, nil)
 	h.wg.Wait()
 	return nil
 }
@@ -213,9 +222,10 @@ func (h *Handler) Stats() StreamStats {
 // Summary and the Strata-Instance header of every response carry.
 func (h *Handler) Instance() string { return h.instance }
 
-// endpoint is one route's handler: it returns an error to serve as a
-// problem, if it has not written a response yet.
-type endpoint func(w http.ResponseWriter, r *http.Request) error
+// endpoint is one route's handler: it is given the request's query
+// parameters (parseQuery's), and returns an error to serve as a problem,
+// if it has not written a response yet.
+type endpoint func(w http.ResponseWriter, r *http.Request, query url.Values) error
 
 // routes builds the handler's mux. Each path is registered with its
 // method; a catch-all serves ErrMethodNotAllowed or ErrNotFound as
@@ -239,7 +249,7 @@ func (h *Handler) routes() *http.ServeMux {
 		route("GET", "/v1/samples", AccessRead, h.getSamples)
 		h.ui.routes(mux, h.serve)
 	}
-	mux.Handle("/", h.serve(0, func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/", h.serve(0, func(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 		// The mux sends here what no pattern matches: another method
 		// of a known path, or an unknown path.
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
@@ -258,8 +268,10 @@ func withMethod(r *http.Request, method string) *http.Request {
 	return &r2
 }
 
-// serve wraps an endpoint: the instance header, authorization (access 0
-// needs none), and errors served as problems.
+// serve wraps an endpoint: the instance header, the query's parameters
+// (parseQuery: every endpoint reads them from there, so that a malformed
+// one is refused here, for all of them), authorization (access 0 needs
+// none), and errors served as problems.
 func (h *Handler) serve(access Access, e endpoint) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Strata-Instance", h.instance)
@@ -267,7 +279,12 @@ func (h *Handler) serve(access Access, e endpoint) http.Handler {
 			writeProblem(w, ErrShuttingDown)
 			return
 		}
-		if access == AccessRead && r.URL.Query().Has("waitRev") {
+		query, err := parseQuery(r.URL.RawQuery)
+		if err != nil {
+			writeProblem(w, err)
+			return
+		}
+		if access == AccessRead && query.Has("waitRev") {
 			access = AccessWatch
 		}
 		if access != 0 {
@@ -279,7 +296,7 @@ func (h *Handler) serve(access Access, e endpoint) http.Handler {
 				return
 			}
 		}
-		if err := e(w, r); err != nil {
+		if err := e(w, r, query); err != nil {
 			writeProblem(w, err)
 		}
 	})

@@ -16,12 +16,16 @@ package httpapi
 //     revision of each change the ring evicts: a change after that
 //     revision sits after the evicted one (1).
 //  3. head is the revision of the last snapshot whose changes are all in
-//     the ring (head >= every entry's revision).
+//     the ring, as themselves or as newer changes of the same objects:
+//     the end of the last batch read whole. Entries of a batch read in
+//     part may be after head (and stand for older changes still to come).
 //  4. A stream from revision R is served iff floor <= R <= the table's
 //     revision: it is sent the ring's changes after R, then each change
 //     the hub appends. A stream whose next change is evicted before it is
 //     sent is ended (ErrSlowConsumer): its client resumes, if the ring
-//     still covers where it stopped, or lists again.
+//     still covers where it stopped, or lists again. A stream bookmarks
+//     only head, once it has sent every entry and none after head (3): a
+//     bookmark says that every change up to it has been sent.
 //  5. A hub lives while streams of its table are attached, and for
 //     Options.RingRetention after the last detaches; then it closes its
 //     feed and leaves the handler's map, under the handler's mu, so that
@@ -91,6 +95,10 @@ type hub struct {
 	wake chan struct{}
 	// stopped: the hub's goroutine returned; streams attached end.
 	stopped bool
+
+	// batchTxn, owned by the hub's goroutine, is the snapshot of the
+	// feed's batch that the last round read in part (nil: none).
+	batchTxn strata.ReadTxn
 }
 
 // attach returns the running hub of t, starting one if there is none,
@@ -162,6 +170,7 @@ func (hb *hub) run() {
 	defer h.wg.Done()
 	defer hb.stop()
 	defer h.forget(hb)
+	h.at(holdHubOpen, nil)
 	feed, watch, err := hb.open()
 	hb.err = err
 	close(hb.ready)
@@ -182,6 +191,7 @@ func (hb *hub) run() {
 	for {
 		select {
 		case <-watch:
+			h.at(holdHubWake, nil)
 			// Let the commits of the next StreamInterval join this
 			// batch, unless the last round left some of it.
 			if watch != closedChan && !pause.wait(h.ctx.Done()) {
@@ -189,6 +199,7 @@ func (hb *hub) run() {
 			}
 			watch = hb.appendRound(feed, enc, round)
 		case <-hb.subsChanged:
+			h.at(holdHubSubs, nil)
 			h.mu.Lock()
 			idle := hb.subs == 0
 			h.mu.Unlock()
@@ -198,6 +209,7 @@ func (hb *hub) run() {
 				retention.Stop()
 			}
 		case <-retention.C:
+			h.at(holdHubRetire, nil)
 			h.mu.Lock()
 			idle := hb.subs == 0
 			if idle {
@@ -243,26 +255,22 @@ func (hb *hub) open() (strata.AnyChangeIterator, <-chan struct{}, error) {
 
 // appendRound reads up to max changes of the feed's next batch into the
 // ring, and returns the channel to wait on before the next round: a
-// closed one if the batch has more.
+// closed one if the batch may have more.
 func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, max int) <-chan struct{} {
-	txn := hb.h.db.ReadTxn()
+	// After a round that stopped at max, the next reads the rest of the
+	// batch, or finds it was all read: either way with the batch's own
+	// snapshot, so that no change after it comes in this batch, and
+	// head is the batch's revision.
+	txn := hb.batchTxn
+	if txn == nil {
+		txn = hb.h.db.ReadTxn()
+	}
 	changes, watch := feed.Next(txn)
 	var entries []ringEntry
 	var chunk []byte
 	full := true
 	for c, rev := range changes {
-		kind := EventUpsert
-		if c.Deleted {
-			kind = EventDelete
-		}
-		key := ""
-		if pk, err := hb.table.PrimaryKey(c.Object); err == nil {
-			key, _ = hb.table.KeyString("", pk)
-		}
-		data, err := enc.encode(c.Object)
-		off := len(chunk)
-		chunk = append(appendObject(chunk, kind, rev, key, data, err), '\n')
-		entries = append(entries, ringEntry{rev: rev, kind: kind, off: off, end: len(chunk)})
+		chunk, entries = hb.encode(enc, chunk, entries, c, rev)
 		if len(entries) == max {
 			// Stop here: the feed moved past every change yielded, so
 			// breaking before the next one keeps it for the next round
@@ -274,17 +282,39 @@ func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, ma
 	for i := range entries {
 		entries[i].chunk = chunk
 	}
+	// head rises only with a batch read whole, to its snapshot's revision
+	// (invariant 3): the changes of a batch read in part may stand for
+	// older ones (invariant 2) that are still to come, so that a stream
+	// that had them all would not have every change up to theirs.
 	head := strata.Revision(0)
+	hb.batchTxn = nil
 	if full {
 		head = hb.table.Revision(txn)
-	} else if len(entries) > 0 {
-		head = entries[len(entries)-1].rev
+	} else {
+		hb.batchTxn = txn
 	}
+	hb.h.at(holdHubPublish, nil)
 	hb.append(entries, head)
 	if !full {
 		return closedChan
 	}
 	return watch
+}
+
+// encode appends the change c at rev to a round's chunk and entries.
+func (hb *hub) encode(enc *objectEncoder, chunk []byte, entries []ringEntry, c strata.Change[any], rev strata.Revision) ([]byte, []ringEntry) {
+	kind := EventUpsert
+	if c.Deleted {
+		kind = EventDelete
+	}
+	key := ""
+	if pk, err := hb.table.PrimaryKey(c.Object); err == nil {
+		key, _ = hb.table.KeyString("", pk)
+	}
+	data, err := enc.encode(c.Object)
+	off := len(chunk)
+	chunk = append(appendObject(chunk, kind, rev, key, data, err), '\n')
+	return chunk, append(entries, ringEntry{rev: rev, kind: kind, off: off, end: len(chunk)})
 }
 
 var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
@@ -352,6 +382,7 @@ func (hb *hub) evictLocked() {
 
 // stop marks the hub stopped and wakes its streams.
 func (hb *hub) stop() {
+	hb.h.at(holdHubStop, nil)
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	hb.stopped = true

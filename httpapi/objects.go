@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/strata-db/strata"
@@ -14,12 +15,12 @@ import (
 // GET /v1/tables/{table}/objects and /v1/tables/{table}/object: the
 // objects of a query, and one object, with blocking reads.
 
-func (h *Handler) getObjects(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) getObjects(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	t, err := h.table(r)
 	if err != nil {
 		return err
 	}
-	req, err := h.parseRead(r.URL.Query(), t, false)
+	req, err := h.parseRead(vals, t, false)
 	if err != nil {
 		return err
 	}
@@ -30,12 +31,12 @@ func (h *Handler) getObjects(w http.ResponseWriter, r *http.Request) error {
 	return writePage(w, t, txn, seq, req)
 }
 
-func (h *Handler) getObject(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) getObject(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	t, err := h.table(r)
 	if err != nil {
 		return err
 	}
-	req, err := h.parseRead(r.URL.Query(), t, true)
+	req, err := h.parseRead(vals, t, true)
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *http.Request) error {
 		res := ObjectResult{Table: t.Name(), Revision: rev, Object: objectOf(t, isPrimary(t, req.q.Index), o, newObjectEncoder())}
 		return writeJSON(w, res)
 	}
-	return fmt.Errorf("table %q: no object with key %q in index %q: %w", t.Name(), r.URL.Query().Get("key"), indexName(t, req.q.Index), strata.ErrObjectNotFound)
+	return fmt.Errorf("table %q: no object with key %q in index %q: %w", t.Name(), vals.Get("key"), indexName(t, req.q.Index), strata.ErrObjectNotFound)
 }
 
 // read runs req's query on a snapshot and returns it. A blocking read

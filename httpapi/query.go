@@ -177,3 +177,38 @@ func decodeBase64(s string) ([]byte, error) {
 // encodeBase64 encodes base64url without padding, as raw keys and cursors
 // travel.
 func encodeBase64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// parseQuery parses a request's query string as url.ParseQuery does, and
+// is where every endpoint's parameters come from. Unlike r.URL.Query(),
+// which drops a pair ParseQuery cannot decode (so that ?key=h0%zz would
+// read the whole table, and a mangled after= cursor would start again at
+// the first page), a malformed pair is an error; and unlike ParseQuery's,
+// whose message names no parameter, the error (ErrBadRequest) names the
+// parameter of the pair: its name as sent, if the name is what is
+// malformed.
+func parseQuery(raw string) (url.Values, error) {
+	vals := url.Values{}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue
+		}
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, err := url.QueryUnescape(rawName)
+		if err != nil {
+			return nil, fmt.Errorf("%w: query parameter %q: malformed name: %v", ErrBadRequest, rawName, err)
+		}
+		if strings.Contains(pair, ";") {
+			// ParseQuery refuses semicolons, which were once separators.
+			name, _, _ = strings.Cut(name, ";")
+			return nil, fmt.Errorf("%w: query parameter %q: %q: a semicolon is not a separator; escape it as %%3B", ErrBadRequest, name, pair)
+		}
+		value, err := url.QueryUnescape(rawValue)
+		if err != nil {
+			return nil, fmt.Errorf("%w: query parameter %q: malformed value %q: %v", ErrBadRequest, name, rawValue, err)
+		}
+		vals[name] = append(vals[name], value)
+	}
+	return vals, nil
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -118,6 +119,6 @@ func (s *sampler) history() Samples {
 	return out
 }
 
-func (h *Handler) getSamples(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) getSamples(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 	return writeJSON(w, h.sampler.history())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -31,12 +32,12 @@ import (
 // maxBurst is the most entries a stream copies out of the ring at once.
 const maxBurst = 1024
 
-func (h *Handler) getChanges(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) getChanges(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	t, err := h.table(r)
 	if err != nil {
 		return err
 	}
-	from, sse, err := parseChanges(r, h.instance)
+	from, sse, err := parseChanges(r, vals, h.instance)
 	if err != nil {
 		return err
 	}
@@ -45,11 +46,16 @@ func (h *Handler) getChanges(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: %d open", ErrTooManyStreams, n-1)
 	}
 	defer h.streams.Add(-1)
+	h.at(holdAttach, r)
 	hb, err := h.attach(t)
 	if err != nil {
 		return err
 	}
-	defer h.detach(hb)
+	defer func() {
+		h.at(holdDetach, r)
+		h.detach(hb)
+	}()
+	h.at(holdAttached, r)
 
 	txn := h.db.ReadTxn()
 	cur := t.Revision(txn)
@@ -85,8 +91,7 @@ func (h *Handler) getChanges(w http.ResponseWriter, r *http.Request) error {
 // Last-Event-ID header, which takes its place), instance (a Summary's
 // Instance the client's revisions belong to: another one is
 // ErrRevisionGone) and format.
-func parseChanges(r *http.Request, instance string) (from strata.Revision, sse bool, err error) {
-	vals := r.URL.Query()
+func parseChanges(r *http.Request, vals url.Values, instance string) (from strata.Revision, sse bool, err error) {
 	for name := range vals {
 		switch name {
 		case "from", "instance", "format":
@@ -139,6 +144,7 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 		var head strata.Revision
 		var wake <-chan struct{}
 		var evicted, stopped bool
+		h.at(holdStreamRead, r)
 		if s.sse {
 			entries, head, wake, evicted, stopped = hb.read(next, entries[:0], maxBurst)
 			n = len(entries)
@@ -156,6 +162,7 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 			return nil
 		}
 		next += uint64(n)
+		h.at(holdStreamWrite, r)
 		for i := range entries {
 			if e := &entries[i]; e.rev > last {
 				s.event(e.kind, e.rev, e.line())
@@ -167,8 +174,11 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 			last = sp.rev
 		}
 		caughtUp := n < maxBurst
-		if caughtUp && (tick || bookmarkDue && max(head, last) > bookmarked) {
-			last = max(head, last)
+		// A bookmark says every change up to it was sent: it is at the
+		// ring's head, once the stream has every entry and none after
+		// the head (the rest of their batch may hold older changes).
+		if caughtUp && head >= last && (tick || bookmarkDue && head > bookmarked) {
+			last = head
 			s.event(EventBookmark, last, appendBookmark(nil, last))
 			bookmarked, bookmarkDue, tick = last, false, false
 		}
@@ -184,6 +194,7 @@ func (h *Handler) follow(r *http.Request, hb *hub, s *streamWriter, next uint64,
 		if !caughtUp {
 			continue
 		}
+		h.at(holdStreamWait, r)
 		select {
 		case <-wake:
 			// Let what comes in the next StreamInterval go with it.

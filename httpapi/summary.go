@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/strata-db/strata"
@@ -10,7 +11,7 @@ import (
 
 // GET /v1/, /v1/tables and /v1/tables/{table}: what the database holds.
 
-func (h *Handler) getSummary(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) getSummary(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 	txn := h.db.ReadTxn()
 	s := Summary{
 		Instance: h.instance,
@@ -21,11 +22,11 @@ func (h *Handler) getSummary(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, s)
 }
 
-func (h *Handler) getTables(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) getTables(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 	return writeJSON(w, h.tableInfos(h.db.ReadTxn()))
 }
 
-func (h *Handler) getTable(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) getTable(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 	t, err := h.table(r)
 	if err != nil {
 		return err

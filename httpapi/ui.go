@@ -52,13 +52,13 @@ func (u *ui) routes(mux *http.ServeMux, serve func(Access, endpoint) http.Handle
 	mux.Handle("GET /ui/table", serve(AccessRead, u.table))
 	mux.Handle("GET /ui/object", serve(AccessRead, u.object))
 	mux.Handle("GET /ui/static/{file}", serve(AccessRead, u.file))
-	mux.Handle("GET /favicon.ico", serve(AccessRead, func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("GET /favicon.ico", serve(AccessRead, func(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 		r.URL.Path = "/favicon.svg"
 		return u.serveFile(w, r, "favicon.svg")
 	}))
 }
 
-func (u *ui) file(w http.ResponseWriter, r *http.Request) error {
+func (u *ui) file(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 	return u.serveFile(w, r, r.PathValue("file"))
 }
 
@@ -110,7 +110,7 @@ type overviewPage struct {
 	Tables   []TableInfo
 }
 
-func (u *ui) overview(w http.ResponseWriter, r *http.Request) error {
+func (u *ui) overview(w http.ResponseWriter, r *http.Request, _ url.Values) error {
 	txn := u.h.db.ReadTxn()
 	return u.render(w, http.StatusOK, "overview", overviewPage{
 		Title:    "Overview",
@@ -148,8 +148,7 @@ type row struct {
 
 var uiOps = []string{"all", "key", "prefix", "lowerbound", "range"}
 
-func (u *ui) table(w http.ResponseWriter, r *http.Request) error {
-	vals := r.URL.Query()
+func (u *ui) table(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	t, err := u.h.db.AnyTable(vals.Get("table"))
 	if err != nil {
 		return u.renderError(w, err)
@@ -269,8 +268,7 @@ type objectPage struct {
 	API string
 }
 
-func (u *ui) object(w http.ResponseWriter, r *http.Request) error {
-	vals := r.URL.Query()
+func (u *ui) object(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	t, err := u.h.db.AnyTable(vals.Get("table"))
 	if err != nil {
 		return u.renderError(w, err)

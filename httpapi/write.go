@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/strata-db/strata"
 )
@@ -17,12 +18,12 @@ import (
 // postObjects inserts the objects of the body, a JSON object or a
 // sequence of them (NDJSON), in one write transaction: all of them, or,
 // on the first error, none.
-func (h *Handler) postObjects(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) postObjects(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	t, err := h.table(r)
 	if err != nil {
 		return err
 	}
-	if len(r.URL.Query()) > 0 {
+	if len(vals) > 0 {
 		return fmt.Errorf("%w: a write takes no query parameters", ErrBadRequest)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
@@ -72,12 +73,11 @@ func (h *Handler) postObjects(w http.ResponseWriter, r *http.Request) error {
 
 // deleteObject deletes the object with the primary key key (text, or raw
 // with raw=1).
-func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request, vals url.Values) error {
 	t, err := h.table(r)
 	if err != nil {
 		return err
 	}
-	vals := r.URL.Query()
 	if vals.Has("index") || vals.Has("waitRev") || vals.Has("wait") {
 		return fmt.Errorf("%w: a delete takes key (and raw) only: objects are deleted by primary key", ErrBadRequest)
 	}

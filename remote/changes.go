@@ -158,10 +158,12 @@ func (s *eventStream) next(ctx context.Context) (httpapi.Event, error) {
 	for {
 		if s.br == nil {
 			if s.failures > 0 {
+				s.c.at(holdBackoff)
 				if err := s.backoff(ctx); err != nil {
 					return httpapi.Event{}, err
 				}
 			}
+			s.c.at(holdConnect)
 			err := s.connect(ctx)
 			switch {
 			case err == nil:
@@ -198,6 +200,7 @@ func (s *eventStream) next(ctx context.Context) (httpapi.Event, error) {
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return ev, fmt.Errorf("table %q: change stream: %w: %v", s.table, ErrProtocol, err)
 		}
+		s.c.at(holdEvent)
 		s.failures = 0
 		switch ev.Kind {
 		case httpapi.EventUpsert, httpapi.EventDelete:

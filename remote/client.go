@@ -26,6 +26,9 @@ type Client struct {
 	// minBackoff and maxBackoff bound the waits between reconnects of a
 	// change stream.
 	minBackoff, maxBackoff time.Duration
+	// hook, if not nil, is called at each hold point (hold.go). Tests
+	// set it before the client is used.
+	hook func(hold)
 }
 
 // Option configures a Client.

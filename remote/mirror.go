@@ -79,6 +79,7 @@ func (m *Mirror[Obj]) Run(ctx context.Context) error {
 		if wtxn == nil {
 			return nil
 		}
+		m.src.c.at(holdMirrorCommit)
 		_, err := wtxn.Commit()
 		wtxn, pending = nil, 0
 		return err
@@ -110,6 +111,7 @@ func (m *Mirror[Obj]) Run(ctx context.Context) error {
 				if err := commit(); err != nil {
 					return fmt.Errorf("mirror of %q: %w", m.src.name, err)
 				}
+				m.src.c.at(holdMirrorListing)
 				if err := m.applyListing(listed); err != nil {
 					return err
 				}
