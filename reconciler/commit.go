@@ -51,10 +51,10 @@ func (c *committer[Obj]) run(wg *sync.WaitGroup) {
 			c.batches = append(c.batches, b)
 		}
 		c.takeAvailable()
-		c.l.r.at(holdCommit)
+		c.l.r.at(holdCommit, holdCommitter)
 		err := c.write()
 		if err == nil {
-			c.l.r.at(holdCommitted)
+			c.l.r.at(holdCommitted, holdCommitter)
 			c.handOff()
 			continue
 		}

@@ -88,7 +88,7 @@ func (h *health[Obj]) stopped() { h.h.Stopped("reconciler stopped") }
 // metrics and health.
 func (l *loop[Obj]) publish(now int64) {
 	r := l.r
-	r.at(holdPublish)
+	r.at(holdPublish, holdLoop)
 	r.mu.Lock()
 	rev := r.s.progressRevision()
 	wm := r.s.retryLowWatermark()

@@ -72,9 +72,16 @@ func (p holdPoint) String() string {
 	return "hold-point-?"
 }
 
-// at passes the hold point p: it calls the test's hook, if one is set.
-func (r *Reconciler[Obj]) at(p holdPoint) {
+// Who reaches a hold point: a worker (its number, from 0), or these.
+const (
+	holdLoop      = -1
+	holdCommitter = -2
+)
+
+// at passes the hold point p, reached by who: it calls the test's hook,
+// if one is set.
+func (r *Reconciler[Obj]) at(p holdPoint, who int) {
 	if h := r.hold; h != nil {
-		h(p)
+		h(p, who)
 	}
 }

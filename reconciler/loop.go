@@ -115,7 +115,7 @@ func (r *Reconciler[Obj]) Run(ctx context.Context, health Health) error {
 	go l.committer.run(&committerDone)
 	running := make([]func() (int64, bool), n)
 	for i := range n {
-		w := &worker[Obj]{l: l}
+		w := &worker[Obj]{l: l, id: i}
 		l.workers = append(l.workers, w)
 		running[i] = w.running
 		l.wg.Add(1)
@@ -288,7 +288,7 @@ func (l *loop[Obj]) collect(now int64) {
 // finished takes a batch back from the committer, and decides what comes
 // next for its objects.
 func (l *loop[Obj]) finished(b *batch[Obj], now int64) {
-	l.r.at(holdOutcome)
+	l.r.at(holdOutcome, holdLoop)
 	l.out--
 	if b.prune != nil {
 		l.prune.finished(l, b, now)
@@ -329,7 +329,7 @@ func (l *loop[Obj]) readFeed(now int64) {
 		return
 	}
 	r := l.r
-	r.at(holdFeedRead)
+	r.at(holdFeedRead, holdLoop)
 	txn := r.db.ReadTxn()
 	changes, watch := l.feed.Next(txn)
 	l.feedWatch = watch
@@ -415,7 +415,7 @@ func (l *loop[Obj]) promote(now int64) {
 	if s.delayed.len() == 0 || s.delayed.top().dueAt > now {
 		return
 	}
-	l.r.at(holdPromote)
+	l.r.at(holdPromote, holdLoop)
 	l.r.mu.Lock()
 	for s.delayed.len() > 0 && s.delayed.top().dueAt <= now {
 		it := s.delayed.top()
@@ -487,7 +487,7 @@ func (l *loop[Obj]) dispatch(now int64) {
 		}
 		l.idle--
 		l.out++
-		r.at(holdDispatch)
+		r.at(holdDispatch, holdLoop)
 		l.work <- b
 	}
 }

@@ -44,6 +44,7 @@ import (
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/internal/holdtest"
 	"github.com/strata-db/strata/reconciler"
 )
 
@@ -53,71 +54,13 @@ var (
 	modelLong  = flag.Bool("reconciler.model.long", false, "run the reconciler model tests with 20x the seeds")
 )
 
-// modelScheduler holds the goroutines that reach a hold point until the
-// test lets them go, one at a time.
-type modelScheduler struct {
-	mu   sync.Mutex
-	held []*heldGoroutine
-	// trace is the recent history, for a failure's report.
-	trace []string
-	step  int
-}
+// modelScheduler holds the reconciler's goroutines and the world's
+// operations at their hold points.
+type modelScheduler = holdtest.Scheduler[string]
 
-type heldGoroutine struct {
-	point   string
-	release chan struct{}
-}
-
-// hold is the reconciler's hold function, and the outside world's.
-func (s *modelScheduler) hold(point string) {
-	h := &heldGoroutine{point: point, release: make(chan struct{})}
-	s.mu.Lock()
-	s.held = append(s.held, h)
-	s.mu.Unlock()
-	<-h.release
-}
-
-// release lets the i'th held goroutine (mod the number held) go on, and
-// reports whether one was held.
-func (s *modelScheduler) release(i int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.held) == 0 {
-		return false
-	}
-	i %= len(s.held)
-	h := s.held[i]
-	s.held = slices.Delete(s.held, i, i+1)
-	s.noteLocked("go " + h.point)
-	close(h.release)
-	return true
-}
-
-func (s *modelScheduler) numHeld() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.held)
-}
-
-func (s *modelScheduler) note(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.noteLocked(fmt.Sprintf(format, args...))
-}
-
-func (s *modelScheduler) noteLocked(ev string) {
-	s.step++
-	s.trace = append(s.trace, fmt.Sprintf("%4d %s", s.step, ev))
-	if len(s.trace) > 400 {
-		s.trace = slices.Delete(s.trace, 0, 100)
-	}
-}
-
-func (s *modelScheduler) history() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Join(s.trace, "\n")
-}
+// modelCoverage counts the releases at each hold point over every seed of
+// TestModel.
+var modelCoverage = &holdtest.Coverage{}
 
 // modelWorld is the outside world of the model test: it holds each
 // operation at a hold point, fails some on demand, and checks properties
@@ -149,14 +92,14 @@ type modelWorld struct {
 func (w *modelWorld) violate(format string, args ...any) {
 	v := fmt.Sprintf(format, args...)
 	w.violations = append(w.violations, v)
-	w.s.note("VIOLATION %s", v)
+	w.s.Note("VIOLATION %s", v)
 }
 
 // begin records the start of an operation on o for its change at rev.
 func (w *modelWorld) begin(op string, o *testObj, rev strata.Revision) {
+	w.s.Note("%s id=%d %s change-rev=%d", op, o.ID, o.Value, rev)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.s.noteLocked(fmt.Sprintf("%s id=%d %s change-rev=%d", op, o.ID, o.Value, rev))
 	if w.pruning {
 		w.violate("%s of id=%d while a prune runs", op, o.ID)
 	}
@@ -188,27 +131,30 @@ func (w *modelWorld) end(o *testObj, rev strata.Revision, apply func()) error {
 	}
 	w.attempted[o.ID] = max(w.attempted[o.ID], rev)
 	if w.failures && w.chance.IntN(4) == 0 {
-		w.s.noteLocked(fmt.Sprintf("fail id=%d", o.ID))
+		w.s.Note("fail id=%d", o.ID)
 		return errors.New("injected failure")
 	}
 	apply()
 	if w.requeues && w.chance.IntN(4) == 0 {
-		w.s.noteLocked(fmt.Sprintf("requeue id=%d", o.ID))
+		w.s.Note("requeue id=%d", o.ID)
 		return reconciler.Requeue(20 * time.Millisecond)
 	}
 	return nil
 }
 
+// opWho tells the held operations apart: one per object at a time.
+func opWho(o *testObj) int { return 1000 + int(o.ID) }
+
 func (w *modelWorld) Update(ctx context.Context, _ strata.ReadTxn, _ strata.Revision, o *testObj) error {
 	rev := w.m.revOf(o.Value)
 	w.begin("update", o, rev)
-	w.s.hold("op-update")
+	w.s.Hold("op-update", opWho(o))
 	return w.end(o, rev, func() { w.applied[o.ID] = o.Value })
 }
 
 func (w *modelWorld) Delete(ctx context.Context, _ strata.ReadTxn, rev strata.Revision, o *testObj) error {
 	w.begin("delete", o, rev)
-	w.s.hold("op-delete")
+	w.s.Hold("op-delete", opWho(o))
 	return w.end(o, rev, func() { delete(w.applied, o.ID) })
 }
 
@@ -222,9 +168,9 @@ func (w *modelWorld) Prune(ctx context.Context, _ strata.ReadTxn, desired iter.S
 	w.pruning = true
 	w.prunes++
 	w.pruneAfter = w.m.prunesRequested()
-	w.s.noteLocked("prune")
 	w.mu.Unlock()
-	w.s.hold("op-prune")
+	w.s.Note("prune")
+	w.s.Hold("op-prune", 999)
 	want := map[uint64]bool{}
 	for o := range desired {
 		want[o.ID] = true
@@ -295,12 +241,27 @@ type modelConfig struct {
 	pruning  bool
 	batch    bool
 	requeues bool // some operations ask for a requeue
-	refresh  bool // refresh every 30ms
+	refresh  bool // refresh every 10ms
 	objects  int  // distinct IDs
 	actions  int  // user actions per seed
 }
 
 func TestModel(t *testing.T) {
+	modelCoverage.Reset()
+	defer func() {
+		if t.Failed() || *modelSeed >= 0 {
+			return
+		}
+		// Every hold point was reached, in many seeds: the test explores
+		// what it says it does.
+		points := []string{"feed-read", "dispatch", "prune-dispatch", "worker-start", "worker-done",
+			"worker-free", "commit", "committed", "outcome", "promote", "refresh", "publish",
+			"op-update", "op-delete", "op-prune"}
+		t.Logf("hold points released: %s", modelCoverage)
+		if missing := modelCoverage.Missing(points, 20); len(missing) > 0 {
+			t.Errorf("hold points released fewer than 20 times over every seed: %v (all: %s)", missing, modelCoverage)
+		}
+	}()
 	for _, mc := range []modelConfig{
 		{workers: 1, objects: 3, actions: 25},
 		{workers: 4, objects: 4, actions: 30},
@@ -363,7 +324,7 @@ type modelRig struct {
 }
 
 func newModelRig(t *testing.T, mc modelConfig, seed int64) *modelRig {
-	s := &modelScheduler{}
+	s := &modelScheduler{Coverage: modelCoverage}
 	m := &modelTable{revs: map[string]strata.Revision{}, changes: map[uint64][]modelChange{}}
 	w := &modelWorld{
 		s: s, m: m, ordering: mc.ordering,
@@ -388,7 +349,7 @@ func newModelRig(t *testing.T, mc modelConfig, seed int64) *modelRig {
 	}
 	refresh := reconciler.WithoutRefresh()
 	if mc.refresh {
-		refresh = reconciler.WithRefresh(30*time.Millisecond, 1000)
+		refresh = reconciler.WithRefresh(10*time.Millisecond, 1000)
 	}
 	r, err := reconciler.New(db, cfg,
 		reconciler.WithWorkers(mc.workers),
@@ -401,7 +362,7 @@ func newModelRig(t *testing.T, mc modelConfig, seed int64) *modelRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reconciler.SetHoldForTest(r, s.hold)
+	reconciler.SetHoldForTest(r, s.Hold)
 	rig := &modelRig{
 		t: t, mc: mc, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
 		s: s, m: m, w: w, db: db, tbl: tbl, r: r, done: make(chan error, 1),
@@ -416,7 +377,7 @@ func (g *modelRig) violate(format string, args ...any) {
 	defer g.vmu.Unlock()
 	v := fmt.Sprintf(format, args...)
 	g.violations = append(g.violations, v)
-	g.s.note("VIOLATION %s", v)
+	g.s.Note("VIOLATION %s", v)
 }
 
 // write writes a new version of id, Pending, and returns its revision.
@@ -432,7 +393,7 @@ func (g *modelRig) write(id uint64, group string) strata.Revision {
 	g.m.changes[id] = append(g.m.changes[id], modelChange{rev: rev, value: o.Value})
 	g.m.mu.Unlock()
 	g.lastRev = rev
-	g.s.note("user: write id=%d %s group=%s rev=%d", id, o.Value, o.Group, rev)
+	g.s.Note("user: write id=%d %s group=%s rev=%d", id, o.Value, o.Group, rev)
 	return rev
 }
 
@@ -452,14 +413,14 @@ func (g *modelRig) remove(id uint64) {
 	g.m.changes[id] = append(g.m.changes[id], modelChange{rev: rev, deleted: true})
 	g.m.mu.Unlock()
 	g.lastRev = rev
-	g.s.note("user: delete id=%d rev=%d", id, rev)
+	g.s.Note("user: delete id=%d rev=%d", id, rev)
 }
 
 func (g *modelRig) prune() {
 	g.m.mu.Lock()
 	g.m.pruneReqs++
 	g.m.mu.Unlock()
-	g.s.note("user: Prune()")
+	g.s.Note("user: Prune()")
 	g.r.Prune()
 }
 
@@ -473,7 +434,7 @@ func (g *modelRig) waitFor(rev strata.Revision) {
 		if err != nil {
 			return // ended by the test's end
 		}
-		g.s.note("WaitUntilReconciled(%d) = %d", rev, got)
+		g.s.Note("WaitUntilReconciled(%d) = %d", rev, got)
 		g.checkWait(rev)
 	}()
 }
@@ -526,23 +487,14 @@ func (g *modelRig) act() {
 func (g *modelRig) runUntil(point string) {
 	for range 10000 {
 		synctest.Wait()
-		g.s.mu.Lock()
-		var others []int
-		for i, h := range g.s.held {
-			if h.point == point {
-				g.s.mu.Unlock()
-				return
-			}
-			others = append(others, i)
+		if g.s.IsHeld(point) {
+			return
 		}
-		g.s.mu.Unlock()
-		if len(others) == 0 {
+		if !g.s.ReleaseWhere(g.rng, func(p string, _ int) bool { return p != point }) {
 			time.Sleep(5 * time.Millisecond)
-			continue
 		}
-		g.s.release(others[g.rng.IntN(len(others))])
 	}
-	g.t.Fatalf("no goroutine reached %s:\n%s", point, g.s.history())
+	g.t.Fatalf("no goroutine reached %s:\n%s", point, g.s.History())
 }
 
 // runOthers lets every held goroutine go, in the seed's order, but for
@@ -550,20 +502,11 @@ func (g *modelRig) runUntil(point string) {
 func (g *modelRig) runOthers(point string) {
 	for range 10000 {
 		synctest.Wait()
-		g.s.mu.Lock()
-		var others []int
-		for i, h := range g.s.held {
-			if h.point != point {
-				others = append(others, i)
-			}
-		}
-		g.s.mu.Unlock()
-		if len(others) == 0 {
+		if !g.s.ReleaseWhere(g.rng, func(p string, _ int) bool { return p != point }) {
 			return
 		}
-		g.s.release(others[g.rng.IntN(len(others))])
 	}
-	g.t.Fatalf("goroutines kept reaching hold points:\n%s", g.s.history())
+	g.t.Fatalf("goroutines kept reaching hold points:\n%s", g.s.History())
 }
 
 // settle lets everything go until the reconciler is idle, with the
@@ -575,8 +518,7 @@ func (g *modelRig) settle() bool {
 	idle := 0
 	for range 20000 {
 		synctest.Wait()
-		if held := g.s.numHeld(); held > 0 {
-			g.s.release(g.rng.IntN(held))
+		if g.s.Release(g.rng) {
 			idle = 0
 			continue
 		}
@@ -646,7 +588,7 @@ func (g *modelRig) finish() string {
 			}
 			stopped = true
 		default:
-			if !g.s.release(g.rng.IntN(max(1, g.s.numHeld()))) {
+			if !g.s.Release(g.rng) {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
@@ -656,7 +598,7 @@ func (g *modelRig) finish() string {
 	violations := append(g.violations, w.violations...)
 	w.mu.Unlock()
 	if len(violations) > 0 {
-		return strings.Join(violations, "\n") + "\nhistory:\n" + g.s.history()
+		return strings.Join(violations, "\n") + "\nhistory:\n" + g.s.History()
 	}
 	return ""
 }
@@ -668,13 +610,13 @@ func runModel(t *testing.T, mc modelConfig, seed int64) string {
 	g := newModelRig(t, mc, seed)
 	for actions := mc.actions; actions > 0; {
 		synctest.Wait()
-		switch held := g.s.numHeld(); {
+		switch held := g.s.Len(); {
 		case held > 0 && g.rng.IntN(3) != 0:
-			g.s.release(g.rng.IntN(held))
+			g.s.Release(g.rng)
 		case g.rng.IntN(4) == 0:
 			// Time passes: retries, requeues and refreshes fall due
 			// among the user's actions.
-			g.s.note("time +5ms")
+			g.s.Note("time +5ms")
 			time.Sleep(5 * time.Millisecond)
 		default:
 			g.act()
@@ -717,8 +659,8 @@ func TestChangeDuringStatusCommit(t *testing.T) {
 		rev := g.write(1, "g")  // v2, Pending
 		g.waitFor(rev)
 		g.runOthers("committed") // the loop reads v2, and waits
-		if held := g.s.numHeld(); held != 1 {
-			t.Fatalf("%d goroutines held, want the committer alone:\n%s", held, g.s.history())
+		if held := g.s.Len(); held != 1 {
+			t.Fatalf("%d goroutines held, want the committer alone:\n%s", held, g.s.History())
 		}
 		if !g.settle() {
 			g.violate("no convergence: %+v", g.r.Stats())

@@ -87,7 +87,7 @@ func (p *pruneState[Obj]) tick(l *loop[Obj], now int64) {
 	p.running = true
 	l.idle--
 	l.out++
-	r.at(holdPruneDispatch)
+	r.at(holdPruneDispatch, holdLoop)
 	l.work <- b
 }
 

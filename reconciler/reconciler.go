@@ -44,7 +44,7 @@ type Reconciler[Obj any] struct {
 
 	started atomic.Bool
 	// hold, set by tests only, is called at each hold point (holds.go).
-	hold func(holdPoint)
+	hold func(p holdPoint, who int)
 	// kick wakes the loop: Prune, Resume and Pause send to it.
 	kick chan struct{}
 	// pruneReq: Prune was called (1) and the loop has not taken it.

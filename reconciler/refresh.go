@@ -135,7 +135,7 @@ func (l *loop[Obj]) refreshTick(now int64) {
 		}
 	}
 	if len(marks) > 0 {
-		r.at(holdRefresh)
+		r.at(holdRefresh, holdLoop)
 		l.markRefreshing(marks)
 	}
 	switch {

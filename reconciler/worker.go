@@ -65,7 +65,8 @@ func (e *entry[Obj]) succeeded() bool {
 
 // worker runs operations; Run starts WithWorkers of them.
 type worker[Obj any] struct {
-	l *loop[Obj]
+	l  *loop[Obj]
+	id int // its number, from 0
 	// cur is the context of the operation that runs, for the loop's
 	// watchdog (timeouts) and drain; nil between operations.
 	cur atomic.Pointer[opCtx]
@@ -80,12 +81,12 @@ func (w *worker[Obj]) run(wg *sync.WaitGroup) {
 	defer wg.Done()
 	l := w.l
 	for b := range l.work {
-		l.r.at(holdWorkerStart)
+		l.r.at(holdWorkerStart, w.id)
 		w.runBatch(b)
 		l.r.ctl.release()
-		l.r.at(holdWorkerDone)
+		l.r.at(holdWorkerDone, w.id)
 		l.committer.in <- b
-		l.r.at(holdWorkerFree)
+		l.r.at(holdWorkerFree, w.id)
 		l.freed <- struct{}{}
 	}
 }
