@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -12,15 +11,14 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/internal/holdtest"
 	"go.uber.org/goleak"
 )
 
@@ -37,95 +35,26 @@ var (
 )
 
 // scheduler holds the goroutines that pass the handler's hold points, and
-// releases them one at a time.
-type scheduler struct {
-	mu   sync.Mutex
-	held []*heldCall
-	// free: hold no more (a failed run winding down).
-	free bool
-	// trace is what was released, in order, for a failure's report.
-	trace []string
-}
-
-// heldCall is a goroutine held at a hold point.
-type heldCall struct {
-	p hold
-	// who is the number of the stream (its Test-Sub header), -1 for the
-	// hubs and Close.
-	who     int
-	release chan struct{}
-}
+// releases them one at a time; who is the number of a stream (its
+// Test-Sub header), -1 for the hubs and Close.
+type scheduler = holdtest.Scheduler[hold]
 
 // hook is the handler's hook: it holds the calling goroutine until the
 // scheduler releases it.
-func (s *scheduler) hook(p hold, r *http.Request) {
-	c := &heldCall{p: p, who: -1, release: make(chan struct{})}
-	if r != nil {
-		c.who, _ = strconv.Atoi(r.Header.Get("Test-Sub"))
+func hookOf(s *scheduler) func(hold, *http.Request) {
+	return func(p hold, r *http.Request) {
+		who := -1
+		if r != nil {
+			who, _ = strconv.Atoi(r.Header.Get("Test-Sub"))
+		}
+		s.Hold(p, who)
 	}
-	s.mu.Lock()
-	if s.free {
-		s.mu.Unlock()
-		return
-	}
-	s.held = append(s.held, c)
-	s.mu.Unlock()
-	<-c.release
-}
-
-// freeAll releases every goroutine held, and holds no more.
-func (s *scheduler) freeAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.free = true
-	for _, c := range s.held {
-		close(c.release)
-	}
-	s.held = nil
-}
-
-// releaseOne releases one held goroutine, which rng picks, and reports
-// whether there was one. The goroutines are ordered by who they are, so
-// that a seed picks the same one each run.
-func (s *scheduler) releaseOne(rng *rand.Rand) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.held) == 0 {
-		return false
-	}
-	slices.SortStableFunc(s.held, func(a, b *heldCall) int {
-		return cmp.Or(cmp.Compare(a.who, b.who), cmp.Compare(a.p, b.p))
-	})
-	i := rng.IntN(len(s.held))
-	c := s.held[i]
-	s.held = slices.Delete(s.held, i, i+1)
-	s.trace = append(s.trace, fmt.Sprintf("%v/%d", c.p, c.who))
-	explored.add(c.p.String())
-	close(c.release)
-	return true
-}
-
-func (s *scheduler) note(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.trace = append(s.trace, fmt.Sprintf(format, args...))
 }
 
 // explored counts, over the seeds run, the releases at each hold point
 // and the outcomes of the streams, so that the test can tell it explored
 // them all.
-var explored = &exploration{n: map[string]int{}}
-
-type exploration struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (e *exploration) add(what string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.n[what]++
-}
+var explored = &holdtest.Coverage{}
 
 // write is one committed change of the model: one object per commit.
 type write struct {
@@ -191,7 +120,7 @@ func (il *interleaving) commit() {
 	rev := il.hosts.Revision(txn)
 	il.states[rev], il.writes[rev] = state, w
 	il.revs = append(il.revs, rev)
-	il.sched.note("commit %d %+v", rev, w)
+	il.sched.Note("commit %d %+v", rev, w)
 }
 
 // open opens a change stream: from 0 (listing), from the table's
@@ -213,7 +142,7 @@ func (il *interleaving) open() {
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	il.subs = append(il.subs, sub)
-	il.sched.note("open %d from %d sse %v", sub.id, sub.from, sub.sse)
+	il.sched.Note("open %d from %d sse %v", sub.id, sub.from, sub.sse)
 	go func() {
 		defer close(sub.done)
 		il.h.ServeHTTP(sub.s, req)
@@ -225,7 +154,7 @@ func (il *interleaving) open() {
 func (il *interleaving) drain() {
 	for {
 		synctest.Wait()
-		if !il.sched.releaseOne(il.rng) {
+		if !il.sched.Release(il.rng) {
 			return
 		}
 	}
@@ -245,7 +174,7 @@ func (il *interleaving) run() {
 		synctest.Wait()
 		switch n := il.rng.IntN(100); {
 		case n < 45:
-			il.sched.releaseOne(il.rng)
+			il.sched.Release(il.rng)
 		case n < 65:
 			il.commit()
 		case n < 73:
@@ -257,18 +186,18 @@ func (il *interleaving) run() {
 				sub := il.subs[il.rng.IntN(len(il.subs))]
 				sub.cancelled = true
 				sub.cancel()
-				il.sched.note("cancel %d", sub.id)
+				il.sched.Note("cancel %d", sub.id)
 			}
 		case n < 82:
 			if len(il.subs) > 0 {
 				sub := il.subs[il.rng.IntN(len(il.subs))]
 				sub.stalled = !sub.stalled
 				sub.s.setStalled(sub.stalled)
-				il.sched.note("stall %d %v", sub.id, sub.stalled)
+				il.sched.Note("stall %d %v", sub.id, sub.stalled)
 			}
 		default:
 			d := []time.Duration{time.Millisecond, il.h.opts.StreamInterval, il.h.opts.RingRetention, il.h.opts.BookmarkInterval}[il.rng.IntN(4)]
-			il.sched.note("sleep %v", d)
+			il.sched.Note("sleep %v", d)
 			time.Sleep(d)
 		}
 	}
@@ -279,7 +208,7 @@ func (il *interleaving) run() {
 	for _, sub := range il.subs {
 		sub.s.setStalled(false)
 	}
-	il.sched.note("quiet")
+	il.sched.Note("quiet")
 	for range 4 {
 		il.drain()
 		time.Sleep(il.h.opts.BookmarkInterval)
@@ -287,7 +216,7 @@ func (il *interleaving) run() {
 	il.drain()
 
 	// Close ends every stream, and returns when the hubs are gone.
-	il.sched.note("close")
+	il.sched.Note("close")
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -357,7 +286,7 @@ func (il *interleaving) check(sub *ilSub) (slow bool) {
 		if err := json.Unmarshal([]byte(body), &p); err != nil || p.Error != "httpapi.ErrRevisionGone" || sub.from == 0 {
 			fail("refused: %s", body)
 		}
-		explored.add("refused: revision gone")
+		explored.Add("refused: revision gone")
 		return false
 	}
 	var evs []Event
@@ -437,7 +366,7 @@ func (il *interleaving) check(sub *ilSub) (slow bool) {
 		fail("ended without a problem event, its client still there")
 	case problem == nil:
 	case problem.Error == "httpapi.ErrSlowConsumer":
-		explored.add("ended: slow consumer")
+		explored.Add("ended: slow consumer")
 		return true
 	case problem.Error != "httpapi.ErrShuttingDown":
 		fail("ended with %+v", problem)
@@ -445,10 +374,10 @@ func (il *interleaving) check(sub *ilSub) (slow bool) {
 		// Open through the quiet time before Close: it caught up.
 		fail("last bookmark at %d before Close, the table at %d", bookmarked, il.last())
 	default:
-		explored.add("ended: shutting down")
+		explored.Add("ended: shutting down")
 	}
 	if sub.cancelled {
-		explored.add("ended: client gone")
+		explored.Add("ended: client gone")
 	}
 	return false
 }
@@ -472,16 +401,12 @@ func TestHubInterleavings(t *testing.T) {
 	if *interleavingSeed >= 0 {
 		seeds = []int64{*interleavingSeed}
 	}
-	explored.mu.Lock()
-	clear(explored.n)
-	explored.mu.Unlock()
+	explored.Reset()
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runInterleaving(t, seed) })
 	}
 	goleak.VerifyNone(t)
-	explored.mu.Lock()
-	defer explored.mu.Unlock()
-	t.Logf("%d seeds explored: %v", len(seeds), explored.n)
+	t.Logf("%d seeds explored: %s", len(seeds), explored)
 	if len(seeds) < 50 {
 		return
 	}
@@ -490,10 +415,8 @@ func TestHubInterleavings(t *testing.T) {
 	for p := holdAttach; p <= holdCloseWait; p++ {
 		want = append(want, p.String())
 	}
-	for _, w := range want {
-		if explored.n[w] == 0 {
-			t.Errorf("%d seeds never explored %q", len(seeds), w)
-		}
+	for _, w := range explored.Missing(want, 1) {
+		t.Errorf("%d seeds never explored %q", len(seeds), w)
 	}
 }
 
@@ -531,15 +454,15 @@ func runInterleaving(t *testing.T, seed int64) {
 			StreamInterval:   5 * time.Millisecond,
 			Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}
-		il := &interleaving{t: t, rng: rng, sched: &scheduler{}, db: strata.New(),
+		il := &interleaving{t: t, rng: rng, sched: &scheduler{Coverage: explored}, db: strata.New(),
 			states: map[strata.Revision]map[string]Host{}, writes: map[strata.Revision]write{}}
 		il.hosts = strata.MustNewTable(il.db, "hosts", hostByName, hostByZone)
 		il.h = New(il.db, opts)
-		il.h.hook = il.sched.hook
+		il.h.hook = hookOf(il.sched)
 		defer func() {
 			// A run that failed half-way lets everything go, so that the
 			// bubble ends and the next seed runs.
-			il.sched.freeAll()
+			il.sched.FreeAll()
 			for _, sub := range il.subs {
 				sub.cancel()
 				sub.s.setStalled(false)
@@ -549,9 +472,7 @@ func runInterleaving(t *testing.T, seed int64) {
 				<-sub.done
 			}
 			if t.Failed() {
-				il.sched.mu.Lock()
-				tr := il.sched.trace
-				il.sched.mu.Unlock()
+				tr := strings.Split(il.sched.History(), "\n")
 				t.Logf("seed %d, ring %d; schedule (last 80):\n%s", seed, opts.RingSize, strings.Join(tr[max(0, len(tr)-80):], "\n"))
 			}
 		}()
