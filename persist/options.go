@@ -89,9 +89,9 @@ const (
 // and checksummed table footers. With sync chunks Pebble tells damage in an
 // older log, or before the last synced block of the newest one, from a
 // torn tail; damage in the newest log's last block looks to it like a
-// torn tail, and recovery drops the rest of the log: the store then logs
-// at Warn level where the recovery stopped and how much it dropped
-// (pebbleLogger.walStopped).
+// torn tail, and recovery drops the rest of the log: the store then says
+// where the recovery stopped and how much it dropped, at Warn level if
+// what was dropped may hold acknowledged commits (pebbleLogger.walStopped).
 const pebbleFormat = pebble.FormatTableFormatV6
 
 // storeFormat is the version of the layout this package writes on top of

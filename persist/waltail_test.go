@@ -3,7 +3,9 @@ package persist
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -15,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/wal"
 	"github.com/strata-db/strata"
 )
 
@@ -130,9 +133,10 @@ func recoveryChecked(logs string) map[string]int64 {
 // TestWALTailDamage: one damaged byte in the last 32 KiB of the newest log
 // of a store whose process was killed is not silent: Open reports, at Warn
 // level, that recovery stopped before the end of the log and how much it
-// dropped (Pebble cannot tell a torn tail from damage there). An undamaged
-// log of a killed process loads every acknowledged commit and warns of
-// nothing.
+// dropped (Pebble cannot tell a torn tail from damage there; the store
+// can: the damaged chunk's bytes are there, and the log's chunks follow
+// it). An undamaged log of a killed process loads every acknowledged
+// commit and warns of nothing.
 func TestWALTailDamage(t *testing.T) {
 	clean := killedStore(t, "wal-tail")
 	if n, logs := reopenItems(t, clean); n != walTailCommits || len(warnings(logs)) != 0 {
@@ -225,4 +229,105 @@ func TestWALStoppedHook(t *testing.T) {
 	if len(recoveryChecked(logs)) == 0 {
 		t.Fatalf("Pebble logged %q without a wal.Offset argument: the store did not check the log:\n%s", walStoppedMessage, logs)
 	}
+}
+
+// TestWALTornTailNoWarning: a process killed while Pebble wrote a record
+// leaves the start of that record in the log, its rest missing: the kill
+// fell between two writes of a record longer than a block, or in the
+// middle of one write, which the kernel ends at a page boundary. Recovery
+// drops it; it was never synced, so no commit acknowledged in Sync mode
+// was in it, and the store must not warn that some may be lost (it says
+// what it dropped at Info level). The torn record is written into the log
+// of a writer killed with SIGKILL, after its last acknowledged commit, in
+// the log's own chunk format, as the writer would have written it.
+func TestWALTornTailNoWarning(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// cut returns where the torn record, which begins at start, ends.
+		cut func(start int) int
+	}{
+		{"the first block of a longer record", func(start int) int { return (start/walBlockSize + 1) * walBlockSize }},
+		{"a write cut at a page boundary", func(start int) int { return (start/walPage + 1) * walPage }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := killedStore(t, "wal-tail")
+			logPath := newestLog(t, dir)
+			data, err := os.ReadFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			num, _, ok := wal.ParseLogFilename(filepath.Base(logPath))
+			if !ok {
+				t.Fatalf("%s: not a log file name", logPath)
+			}
+			end := len(bytes.TrimRight(data, "\x00")) // the last acknowledged record ends here
+			data, start := tearRecord(data, end, uint32(num), c.cut)
+			if err := os.WriteFile(logPath, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			n, logs := reopenItems(t, dir)
+			if n != walTailCommits {
+				t.Fatalf("%d of %d acknowledged commits loaded", n, walTailCommits)
+			}
+			if off, ok := recoveryChecked(logs)[filepath.Base(logPath)]; !ok || off != int64(start) {
+				t.Fatalf("recovery of %s did not stop at the torn record (offset %d): checked %v\n%s", logPath, start, recoveryChecked(logs), logs)
+			}
+			if w := warnings(logs); len(w) != 0 {
+				t.Fatalf("a record torn by the kill, never synced, raised warnings:\n%s", w)
+			}
+			if !strings.Contains(logs, "torn by the crash") {
+				t.Fatalf("the torn record dropped is not reported:\n%s", logs)
+			}
+		})
+	}
+}
+
+// tearRecord writes into data, the log logNum whose records end at end, a
+// record of two blocks as Pebble's log writer lays it out (in the chunk
+// format of the log's first chunk: recyclable, or WAL sync with the synced
+// offset end), cut where cut says; it returns the file and where the
+// record begins.
+func tearRecord(data []byte, end int, logNum uint32, cut func(start int) int) ([]byte, int) {
+	full := byte(5) // recyclable
+	header := walRecyclableHeader
+	if data[6] >= 9 {
+		full, header = 9, walSyncHeader
+	}
+	start := end
+	if walBlockSize-start%walBlockSize <= header {
+		start += walBlockSize - start%walBlockSize // the block's padding
+	}
+	var rec []byte
+	for left, first := 2*walBlockSize, true; left > 0; first = false {
+		room := walBlockSize - (start+len(rec))%walBlockSize - header
+		n := min(left, room)
+		left -= n
+		pos := byte(2) // middle
+		switch {
+		case first && left == 0:
+			pos = 0
+		case first:
+			pos = 1
+		case left == 0:
+			pos = 3
+		}
+		enc := full + pos
+		chunk := make([]byte, header, header+n)
+		binary.LittleEndian.PutUint16(chunk[4:6], uint16(n))
+		chunk[6] = enc
+		binary.LittleEndian.PutUint32(chunk[7:11], logNum)
+		if header == walSyncHeader {
+			binary.LittleEndian.PutUint64(chunk[11:19], uint64(end))
+		}
+		chunk = append(chunk, bytes.Repeat([]byte{0x5a}, n)...)
+		crc := crc32.Checksum(chunk[6:], walCRCTable)
+		binary.LittleEndian.PutUint32(chunk[0:4], (crc>>15|crc<<17)+0xa282ead8)
+		rec = append(rec, chunk...)
+	}
+	rec = rec[:cut(start)-start]
+	if len(data) < start+2*len(rec) {
+		data = append(data, make([]byte, start+2*len(rec)-len(data))...)
+	}
+	copy(data[start:], rec)
+	return data, start
 }
