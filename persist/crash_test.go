@@ -337,10 +337,24 @@ func countAll[A, B any](seq func(func(A, B) bool)) int {
 // given sync mode, registers the bank, and runs the transactions that
 // follow the last one stored, forever, printing "ack SEQ REVA REVT" after
 // each commit returns. The parent kills it.
-func childCrash(dir string, mode SyncMode) {
+//
+// With stamped (TestBufferedLossAge), each ack line ends with the time it
+// was written (Unix nanoseconds), and the child prints "sync START END"
+// when a periodic sync starts (END 0) and when it ends.
+func childCrash(dir string, mode SyncMode, stamped bool) {
 	fail := func(err error) {
 		fmt.Printf("error %v\n", err)
 		os.Exit(1)
+	}
+	if stamped {
+		// Set before Open, so that every periodic sync is reported.
+		testHookSync = func(start, end time.Time) {
+			e := int64(0)
+			if !end.IsZero() {
+				e = end.UnixNano()
+			}
+			os.Stdout.WriteString("sync " + strconv.FormatInt(start.UnixNano(), 10) + " " + strconv.FormatInt(e, 10) + "\n")
+		}
 	}
 	s, err := Open(dir, Options{Sync: mode, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -352,33 +366,42 @@ func childCrash(dir string, mode SyncMode) {
 	}
 	seq := b.seq(b.db.ReadTxn())
 	fmt.Printf("ready %d\n", seq)
+	stamp := ""
 	for seq++; ; seq++ {
 		r, err := b.run(planOf(seq))
 		if err != nil {
 			fail(err)
 		}
+		if stamped {
+			stamp = " " + strconv.FormatInt(time.Now().UnixNano(), 10)
+		}
 		// One write per line: a pipe takes it whole.
 		os.Stdout.WriteString("ack " + strconv.FormatUint(seq, 10) + " " +
 			strconv.FormatUint(b.accounts.Revision(r), 10) + " " +
-			strconv.FormatUint(b.transfers.Revision(r), 10) + "\n")
+			strconv.FormatUint(b.transfers.Revision(r), 10) + stamp + "\n")
 	}
 }
 
-// ack is an acknowledgement line of the crash child.
+// ack is an acknowledgement line of the crash child; at is when it was
+// written (Unix nanoseconds), if the child stamps its lines.
 type ack struct {
 	seq, revA, revT uint64
+	at              int64
 }
 
 func parseAck(line string) (ack, bool) {
 	f := strings.Fields(line)
-	if len(f) != 4 || f[0] != "ack" {
+	if len(f) != 4 && len(f) != 5 || f[0] != "ack" {
 		return ack{}, false
 	}
 	var a ack
-	var err [3]error
+	var err [4]error
 	a.seq, err[0] = strconv.ParseUint(f[1], 10, 64)
 	a.revA, err[1] = strconv.ParseUint(f[2], 10, 64)
 	a.revT, err[2] = strconv.ParseUint(f[3], 10, 64)
+	if len(f) == 5 {
+		a.at, err[3] = strconv.ParseInt(f[4], 10, 64)
+	}
 	return a, errors.Join(err[:]...) == nil
 }
 

@@ -50,8 +50,9 @@
 // Options.Sync chooses what Commit waits for: Sync{} (the default) returns
 // after the record is fsynced, and concurrent commits share syncs;
 // Buffered{Interval} returns at once and syncs every Interval, so a crash,
-// even of the process alone, can lose the last Interval's commits (never
-// part of a commit).
+// even of the process alone, can lose the commits of the last Interval
+// plus the time the log syncs around the crash take (never part of a
+// commit).
 //
 // Codecs: Binary for types that implement encoding.BinaryAppender and
 // encoding.BinaryUnmarshaler, JSON, StrictJSON (JSON that refuses unknown

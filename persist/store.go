@@ -436,11 +436,26 @@ func (s *Store) every(interval time.Duration, f func()) {
 // last sync.
 func (s *Store) periodicSync() {
 	if s.unsynced.Swap(false) {
-		if err := s.syncLog(); err != nil && !errors.Is(err, ErrClosed) {
+		hook := testHookSync
+		var start time.Time
+		if hook != nil {
+			start = time.Now()
+			hook(start, time.Time{})
+		}
+		err := s.syncLog()
+		if hook != nil {
+			hook(start, time.Now())
+		}
+		if err != nil && !errors.Is(err, ErrClosed) {
 			s.log.Error("persist: periodic sync of the log failed", "dir", s.dir, "err", err)
 		}
 	}
 }
+
+// testHookSync, if set, is called by the periodic sync of Buffered mode
+// when a sync starts (end is zero) and when it ends: TestBufferedLossAge
+// relates what a killed process lost to the syncs.
+var testHookSync func(start, end time.Time)
 
 // syncLog syncs Pebble's log: every commit applied before is durable when
 // it returns nil. (A record synced with pebble.Sync makes the log writer
