@@ -502,8 +502,9 @@ func testCrash(t *testing.T, buffered bool, cycles int) {
 // and table revisions; the error is the check's (a violation).
 //
 // A process killed with SIGKILL damages nothing it wrote: the store must
-// not warn when it recovers (a warning that every kill -9 raised would be
-// ignored the day it is true), so a warning is a violation too. torn
+// not warn of what its log's recovery dropped (a warning that every kill -9
+// raised would be ignored the day it is true), so such a warning is a
+// violation too. torn
 // reports whether recovery dropped a record the kill tore (logged at Info
 // level).
 func recoverCrashed(t *testing.T, dir string, cycle int) (_ ack, torn bool, err error) {
@@ -524,7 +525,7 @@ func recoverCrashed(t *testing.T, dir string, cycle int) (_ ack, torn bool, err 
 		err = fmt.Errorf("cycle %d: recovered transaction %d: %w", cycle, seq, err)
 	}
 	out := logs.String()
-	if w := warnings(out); len(w) != 0 {
+	if w := recoveryWarnings(out); len(w) != 0 {
 		err = errors.Join(err, fmt.Errorf("cycle %d: recovery after a SIGKILL warned:\n%s", cycle, strings.Join(w, "")))
 	}
 	torn = strings.Contains(out, "torn by the crash")

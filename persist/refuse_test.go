@@ -831,6 +831,16 @@ func TestNotEmptyWayOut(t *testing.T) {
 	if len(got) != 2 || got[1].Name != "a" || got[2].Name != "b" {
 		t.Fatalf("loaded %v, want the stored items 1 (a) and 2 (b)", got)
 	}
+	if err := s.LoadError(tbl); err != nil {
+		t.Fatalf("LoadError after the second Register: %v", err)
+	}
+	// A third Register of the loaded table changes nothing.
+	if err := s.Register(Table(tbl, Binary[item]())); !errors.Is(err, ErrAlreadyRegistered) {
+		t.Fatalf("Register of a loaded table: %v", err)
+	}
+	if ok, _ := tbl.Initialized(db.ReadTxn()); !ok || s.LoadError(tbl) != nil {
+		t.Fatalf("a loaded table registered again: initialized %v, LoadError %v", ok, s.LoadError(tbl))
+	}
 	writeItems(t, db, tbl, &item{ID: 3, Name: "c"})
 	if !isStored(t, s, "items", itemByID, &item{ID: 3}) {
 		t.Fatal("a write after the second Register is not in the store")
