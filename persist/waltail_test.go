@@ -61,7 +61,23 @@ const walTailCommits = 200
 // returns the directory.
 func killedStore(t *testing.T, mode string) string {
 	t.Helper()
+	return killedStoreIn(t, t.TempDir(), mode)
+}
+
+// killedStoreReopened is killedStore on a store opened and closed once
+// before: the first log of a new store is written in Pebble's recyclable
+// chunk format, the logs after it in the WAL sync format, whose chunks
+// record the offset the log was synced to.
+func killedStoreReopened(t *testing.T, mode string) string {
+	t.Helper()
 	dir := t.TempDir()
+	closeStore(t, openStore(t, dir, Options{}))
+	return killedStoreIn(t, dir, mode)
+}
+
+// killedStoreIn is killedStore on the directory dir.
+func killedStoreIn(t *testing.T, dir, mode string) string {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir)
 	out, err := cmd.StdoutPipe()
@@ -155,22 +171,38 @@ func TestWALTailDamage(t *testing.T) {
 		t.Fatalf("undamaged: %d of %d commits, warnings:\n%s", n, walTailCommits, warnings(logs))
 	}
 
-	damaged := killedStore(t, "wal-tail")
-	wal := newestLog(t, damaged)
-	data, err := os.ReadFile(wal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := len(bytes.TrimRight(data, "\x00")) // the log's last record ends here
-	flipByte(t, wal, int64(end-3000))
-	n, logs := reopenItems(t, damaged)
-	w := warnings(logs)
-	t.Logf("damaged: %d of %d commits; warnings:\n%s", n, walTailCommits, w)
-	if n == walTailCommits {
-		t.Fatal("the damage dropped nothing: it was not in a record")
-	}
-	if len(w) != 1 || !strings.Contains(w[0], filepath.Base(wal)) || !strings.Contains(w[0], "dropped_bytes=") {
-		t.Fatalf("recovery dropped %d commits without one warning naming the log:\n%s", walTailCommits-n, w)
+	for _, c := range []struct {
+		name   string
+		killed func(*testing.T, string) string
+		// says is what the warning says: in the WAL sync format, the
+		// chunks after the damage record that it had been synced.
+		says string
+	}{
+		{"recyclable chunks", killedStore, "damage, not a record torn by a crash"},
+		{"WAL sync chunks", killedStoreReopened, "records that had been synced"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			damaged := c.killed(t, "wal-tail")
+			wal := newestLog(t, damaged)
+			data, err := os.ReadFile(wal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			end := len(bytes.TrimRight(data, "\x00")) // the log's last record ends here
+			flipByte(t, wal, int64(end-3000))
+			n, logs := reopenItems(t, damaged)
+			w := warnings(logs)
+			t.Logf("damaged: %d of %d commits; warnings:\n%s", n, walTailCommits, w)
+			if n == walTailCommits {
+				t.Fatal("the damage dropped nothing: it was not in a record")
+			}
+			if len(w) != 1 || !strings.Contains(w[0], filepath.Base(wal)) || !strings.Contains(w[0], "dropped_bytes=") {
+				t.Fatalf("recovery dropped %d commits without one warning naming the log:\n%s", walTailCommits-n, w)
+			}
+			if !strings.Contains(w[0], c.says) {
+				t.Fatalf("the warning does not say %q:\n%s", c.says, w[0])
+			}
+		})
 	}
 }
 
@@ -253,44 +285,56 @@ func TestWALStoppedHook(t *testing.T) {
 // of a writer killed with SIGKILL, after its last acknowledged commit, in
 // the log's own chunk format, as the writer would have written it.
 func TestWALTornTailNoWarning(t *testing.T) {
-	for _, c := range []struct {
+	type tear struct {
 		name string
 		// cut returns where the torn record, which begins at start, ends.
 		cut func(start int) int
-	}{
-		{"the first block of a longer record", func(start int) int { return (start/walBlockSize + 1) * walBlockSize }},
-		{"a write cut at a page boundary", func(start int) int { return (start/walPage + 1) * walPage }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			dir := killedStore(t, "wal-tail")
-			logPath := newestLog(t, dir)
-			data, err := os.ReadFile(logPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			num, _, ok := wal.ParseLogFilename(filepath.Base(logPath))
-			if !ok {
-				t.Fatalf("%s: not a log file name", logPath)
-			}
-			end := len(bytes.TrimRight(data, "\x00")) // the last acknowledged record ends here
-			data, start := tearRecord(data, end, uint32(num), c.cut)
-			if err := os.WriteFile(logPath, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			n, logs := reopenItems(t, dir)
-			if n != walTailCommits {
-				t.Fatalf("%d of %d acknowledged commits loaded", n, walTailCommits)
-			}
-			if off, ok := recoveryChecked(logs)[filepath.Base(logPath)]; !ok || off != int64(start) {
-				t.Fatalf("recovery of %s did not stop at the torn record (offset %d): checked %v\n%s", logPath, start, recoveryChecked(logs), logs)
-			}
-			if w := recoveryWarnings(logs); len(w) != 0 {
-				t.Fatalf("a record torn by the kill, never synced, raised warnings:\n%s", w)
-			}
-			if !strings.Contains(logs, "torn by the crash") {
-				t.Fatalf("the torn record dropped is not reported:\n%s", logs)
-			}
-		})
+	}
+	type format struct {
+		name   string
+		killed func(*testing.T, string) string
+	}
+	for _, f := range []format{{"recyclable chunks", killedStore}, {"WAL sync chunks", killedStoreReopened}} {
+		for _, c := range []tear{
+			{"the first block of a longer record", func(start int) int { return (start/walBlockSize + 1) * walBlockSize }},
+			{"a write cut at a page boundary", func(start int) int { return (start/walPage + 1) * walPage }},
+		} {
+			t.Run(f.name+"/"+c.name, func(t *testing.T) {
+				testTornTail(t, f.killed, c.cut)
+			})
+		}
+	}
+}
+
+// testTornTail is a case of TestWALTornTailNoWarning.
+func testTornTail(t *testing.T, killed func(*testing.T, string) string, cut func(start int) int) {
+	dir := killed(t, "wal-tail")
+	logPath := newestLog(t, dir)
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	num, _, ok := wal.ParseLogFilename(filepath.Base(logPath))
+	if !ok {
+		t.Fatalf("%s: not a log file name", logPath)
+	}
+	end := len(bytes.TrimRight(data, "\x00")) // the last acknowledged record ends here
+	data, start := tearRecord(data, end, uint32(num), cut)
+	if err := os.WriteFile(logPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, logs := reopenItems(t, dir)
+	if n != walTailCommits {
+		t.Fatalf("%d of %d acknowledged commits loaded", n, walTailCommits)
+	}
+	if off, ok := recoveryChecked(logs)[filepath.Base(logPath)]; !ok || off != int64(start) {
+		t.Fatalf("recovery of %s did not stop at the torn record (offset %d): checked %v\n%s", logPath, start, recoveryChecked(logs), logs)
+	}
+	if w := recoveryWarnings(logs); len(w) != 0 {
+		t.Fatalf("a record torn by the kill, never synced, raised warnings:\n%s", w)
+	}
+	if !strings.Contains(logs, "torn by the crash") {
+		t.Fatalf("the torn record dropped is not reported:\n%s", logs)
 	}
 }
 
