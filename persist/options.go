@@ -92,7 +92,7 @@ const (
 // never changes the files under a user's feet. Raising it is a deliberate
 // change, with a note in README.md: stores it upgrades can no longer be
 // opened by older releases. FormatTableFormatV6 brings WAL sync chunks
-// and checksummed table footers. With sync chunks Pebble tells damage in an
+// (in every log but a new store's first) and checksummed table footers. With sync chunks Pebble tells damage in an
 // older log, or before the last synced block of the newest one, from a
 // torn tail; damage in the newest log's last block looks to it like a
 // torn tail, and recovery drops the rest of the log: the store then says
