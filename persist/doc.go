@@ -36,18 +36,23 @@
 //     ErrKeyChanged, unless the binding has Rekey, which rewrites the keys
 //     in one atomic batch;
 //   - writes to a table whose registration is loading or failed:
-//     ErrNotLoaded, wrapping the registration's error;
+//     ErrNotLoaded, wrapping the registration's error; such a table reads
+//     as not initialized, and Store.LoadError says why;
+//   - a table written to before it was registered: strata.ErrTableNotEmpty;
+//     empty it (commits that only delete go through) and register again;
 //   - a second Open of the store, through any path: ErrLocked;
 //   - damaged media: ErrCorrupt.
 //
 // Tables the store holds that nobody registered (Store.Unregistered) can be
-// dropped or renamed (Store.Drop, Store.Rename).
+// dropped or renamed (Store.Drop, Store.Rename); a table whose registration
+// was refused holds its name, and is neither.
 //
 // Options.Sync chooses what Commit waits for: Sync{} (the default) returns
 // after the record is fsynced, and concurrent commits share syncs;
 // Buffered{Interval} returns at once and syncs every Interval, so a crash,
-// even of the process alone, can lose the last Interval's commits (never
-// part of a commit).
+// even of the process alone, can lose the commits of the last Interval
+// plus the time the log syncs around the crash take (never part of a
+// commit).
 //
 // Codecs: Binary for types that implement encoding.BinaryAppender and
 // encoding.BinaryUnmarshaler, JSON, StrictJSON (JSON that refuses unknown

@@ -38,7 +38,7 @@ var (
 	// ErrNotLoaded: a commit wrote a table whose registration has not
 	// succeeded: it is loading, or it failed (then the error wraps why).
 	// Nothing was written or published. Register the table again (or fix
-	// the cause) before writing to it.
+	// the cause) before writing to it. Store.LoadError returns it too.
 	ErrNotLoaded = errors.New("table is registered with the store but not loaded")
 	// ErrForeignTable: a table was given with a database it does not
 	// belong to (Register's db argument).

@@ -163,6 +163,12 @@ type tableJournal[Obj any] struct {
 	// refusing writes, if loading fails (ErrNotLoaded). Register sets it;
 	// commits read it with the table locked.
 	refused atomic.Pointer[error]
+	// deletesPass, set while the table refuses writes, lets through the
+	// deletes of a commit, writing nothing: the table was refused as not
+	// empty, before anything was loaded, so what it holds was never
+	// stored, and emptying it is the way to register it again. A commit
+	// that upserts still fails.
+	deletesPass atomic.Bool
 	// keyString renders a primary key in error messages.
 	keyString func([]byte) string
 	buf       []byte
@@ -243,6 +249,9 @@ func (tj *tableJournal[Obj]) Upsert(b strata.JournalBatch, primaryKey []byte, ob
 // Delete records the deletion of the object with the primary key.
 func (tj *tableJournal[Obj]) Delete(b strata.JournalBatch, primaryKey []byte) error {
 	if err := tj.refusal(); err != nil {
+		if tj.deletesPass.Load() {
+			return nil
+		}
 		return err
 	}
 	jb := b.(*journalBatch)
@@ -256,6 +265,9 @@ func (tj *tableJournal[Obj]) Delete(b strata.JournalBatch, primaryKey []byte) er
 // deletion over the table's keys.
 func (tj *tableJournal[Obj]) DeleteAll(b strata.JournalBatch) error {
 	if err := tj.refusal(); err != nil {
+		if tj.deletesPass.Load() {
+			return nil
+		}
 		return err
 	}
 	return b.(*journalBatch).b.DeleteRange(tj.keys.prefix, tj.keys.upper, nil)

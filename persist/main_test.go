@@ -45,9 +45,11 @@ func runChildMode(mode, dir string) {
 	case "wal-recycle":
 		childWALTail(dir, true)
 	case "crash":
-		childCrash(dir, Sync{})
+		childCrash(dir, Sync{}, false)
 	case "crash-buffered":
-		childCrash(dir, Buffered{Interval: 5 * time.Millisecond})
+		childCrash(dir, Buffered{Interval: 5 * time.Millisecond}, false)
+	case "loss-age":
+		childCrash(dir, Buffered{Interval: lossAgeInterval}, true)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 		os.Exit(2)

@@ -404,8 +404,8 @@ func TestWritesWhileLoading(t *testing.T) {
 }
 
 // TestRefusedBeforeLoading: refusals that need no scan come before the
-// initializer and the scan: a refused table never reads as not
-// initialized, and nothing is loaded.
+// scan: nothing is loaded, and the refused table reads as not initialized,
+// unless its database has another journal (the table is not the store's).
 func TestRefusedBeforeLoading(t *testing.T) {
 	s := openStore(t, t.TempDir(), Options{})
 	defer closeStore(t, s)
@@ -435,10 +435,11 @@ func TestRefusedBeforeLoading(t *testing.T) {
 	if err := s.Register(Table(conflicted, Binary[item]())); !errors.Is(err, strata.ErrJournalConflict) {
 		t.Fatalf("second Register into a database with another journal: %v", err)
 	}
-	for _, tbl := range []strata.TableMeta{full, conflicted} {
-		if p := tbl.PendingInitializers(tbl.DB().ReadTxn()); len(p) != 0 {
-			t.Errorf("table %s refused with pending initializers %v", tbl.Name(), p)
-		}
+	if p := full.PendingInitializers(db.ReadTxn()); !slices.Equal(p, []string{InitializerName}) {
+		t.Errorf("table full refused with pending initializers %v", p)
+	}
+	if p := conflicted.PendingInitializers(other.ReadTxn()); len(p) != 0 {
+		t.Errorf("table conflicted refused with pending initializers %v", p)
 	}
 	if loads != 0 {
 		t.Fatalf("%d loads for tables refused before loading", loads)
@@ -695,5 +696,156 @@ func TestClaimRefusedRefusesWrites(t *testing.T) {
 		if n := tc.tbl.NumObjects(tc.db.ReadTxn()); n != 0 {
 			t.Fatalf("%s: a refused commit left %d objects", tc.tbl.Name(), n)
 		}
+	}
+}
+
+// refusedRegistrations are the registrations refused before loading,
+// with the table attached to the store: another codec, and a table that
+// is not empty. setup returns the store, the table, and Register's error.
+var refusedRegistrations = []struct {
+	name  string
+	want  error
+	setup func(t *testing.T) (*Store, strata.RWTable[*item], error)
+}{{
+	name: "stored with another codec",
+	want: ErrSchemaMismatch,
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error) {
+		s := openStore(t, "/db", Options{FS: storedItems(t, JSON[*item](), &item{ID: 1, Name: "a"})})
+		tbl := newItems(t)
+		return s, tbl, s.Register(Table(tbl, Binary[item]()))
+	},
+}, {
+	name: "table not empty",
+	want: strata.ErrTableNotEmpty,
+	setup: func(t *testing.T) (*Store, strata.RWTable[*item], error) {
+		s := openStore(t, "/db", Options{FS: storedItems(t, Binary[item](), &item{ID: 1, Name: "a"})})
+		tbl := newItems(t)
+		writeItems(t, tbl.DB(), tbl, &item{ID: 9, Name: "early"})
+		return s, tbl, s.Register(Table(tbl, Binary[item]()))
+	},
+}}
+
+// TestRefusedNeverInitialized: a table whose registration was refused
+// reads as not initialized (a controller waiting for it would otherwise
+// take the empty or unloaded table for the world), with the store's
+// initializer pending, and its channel open.
+func TestRefusedNeverInitialized(t *testing.T) {
+	for _, c := range refusedRegistrations {
+		t.Run(c.name, func(t *testing.T) {
+			s, tbl, err := c.setup(t)
+			defer closeStore(t, s)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("Register: %v, want %v", err, c.want)
+			}
+			txn := tbl.DB().ReadTxn()
+			ok, ch := tbl.Initialized(txn)
+			if ok {
+				t.Errorf("a table refused with %v reads as initialized", c.want)
+			}
+			select {
+			case <-ch:
+				t.Errorf("the initialization channel of a refused table is closed")
+			default:
+			}
+			if p := tbl.PendingInitializers(txn); !slices.Equal(p, []string{InitializerName}) {
+				t.Errorf("pending initializers of a refused table: %v, want [%s]", p, InitializerName)
+			}
+			if err := s.LoadError(tbl); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, c.want) {
+				t.Errorf("LoadError of a refused table: %v, want ErrNotLoaded and %v", err, c.want)
+			}
+		})
+	}
+}
+
+// TestRefusedNotUnregistered: a table whose registration was refused is
+// not among the tables nobody registered: a cleanup that drops those would
+// delete the very objects the refused table is to load once fixed. Nor
+// can it be dropped or renamed while refused.
+func TestRefusedNotUnregistered(t *testing.T) {
+	for _, c := range refusedRegistrations {
+		t.Run(c.name, func(t *testing.T) {
+			s, _, err := c.setup(t)
+			defer closeStore(t, s)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("Register: %v, want %v", err, c.want)
+			}
+			if u := s.Unregistered(); len(u) != 0 {
+				t.Errorf("Unregistered after a refused Register: %v", u)
+			}
+			if err := s.Drop("items"); !errors.Is(err, ErrAlreadyRegistered) {
+				t.Errorf("Drop of a refused table: %v, want ErrAlreadyRegistered", err)
+			}
+			if err := s.Rename("items", "other"); !errors.Is(err, ErrAlreadyRegistered) {
+				t.Errorf("Rename of a refused table: %v, want ErrAlreadyRegistered", err)
+			}
+		})
+	}
+}
+
+// TestNotEmptyWayOut: a table refused as not empty has the way out its
+// error names: a commit that empties it goes through (it writes nothing to
+// the store: those objects were never stored), and a second Register
+// loads the stored objects, initializes the table, and lets writes
+// through.
+func TestNotEmptyWayOut(t *testing.T) {
+	fs := storedItems(t, Binary[item](), &item{ID: 1, Name: "a"}, &item{ID: 2, Name: "b"})
+	s := openStore(t, "/db", Options{FS: fs})
+	defer closeStore(t, s)
+	tbl := newItems(t)
+	db := tbl.DB()
+	writeItems(t, db, tbl, &item{ID: 1, Name: "early"}, &item{ID: 9, Name: "early"})
+	if err := s.Register(Table(tbl, Binary[item]())); !errors.Is(err, strata.ErrTableNotEmpty) {
+		t.Fatalf("Register of a table that is not empty: %v", err)
+	}
+	// A commit that writes objects stays refused.
+	txn := db.WriteTxn(tbl)
+	tbl.Insert(txn, &item{ID: 10, Name: "more"})
+	if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, strata.ErrTableNotEmpty) {
+		t.Fatalf("an insert into a table refused as not empty: %v", err)
+	}
+	// Emptying it goes through, and deletes nothing stored.
+	txn = db.WriteTxn(tbl)
+	if _, _, err := tbl.Delete(txn, &item{ID: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		t.Fatalf("a delete from a table refused as not empty: %v", err)
+	}
+	txn = db.WriteTxn(tbl)
+	if err := tbl.DeleteAll(txn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(); err != nil {
+		t.Fatalf("emptying a table refused as not empty: %v", err)
+	}
+	if !isStored(t, s, "items", itemByID, &item{ID: 1}) || !isStored(t, s, "items", itemByID, &item{ID: 2}) {
+		t.Fatal("emptying the refused table deleted stored objects")
+	}
+	if err := s.Register(Table(tbl, Binary[item]())); err != nil {
+		t.Fatalf("Register after emptying the table: %v", err)
+	}
+	if ok, _ := tbl.Initialized(db.ReadTxn()); !ok {
+		t.Fatalf("not initialized after the second Register: pending %v", tbl.PendingInitializers(db.ReadTxn()))
+	}
+	got := itemRows(db.ReadTxn(), tbl)
+	if len(got) != 2 || got[1].Name != "a" || got[2].Name != "b" {
+		t.Fatalf("loaded %v, want the stored items 1 (a) and 2 (b)", got)
+	}
+	if err := s.LoadError(tbl); err != nil {
+		t.Fatalf("LoadError after the second Register: %v", err)
+	}
+	// A third Register of the loaded table changes nothing.
+	if err := s.Register(Table(tbl, Binary[item]())); !errors.Is(err, ErrAlreadyRegistered) {
+		t.Fatalf("Register of a loaded table: %v", err)
+	}
+	if ok, _ := tbl.Initialized(db.ReadTxn()); !ok || s.LoadError(tbl) != nil {
+		t.Fatalf("a loaded table registered again: initialized %v, LoadError %v", ok, s.LoadError(tbl))
+	}
+	writeItems(t, db, tbl, &item{ID: 3, Name: "c"})
+	if !isStored(t, s, "items", itemByID, &item{ID: 3}) {
+		t.Fatal("a write after the second Register is not in the store")
+	}
+	if isStored(t, s, "items", itemByID, &item{ID: 9}) {
+		t.Fatal("an object written before the first Register is in the store")
 	}
 }

@@ -18,11 +18,9 @@ type failedRegistration struct {
 	// not nil, is a registration of the table that succeeds.
 	setup func(t *testing.T) (s *Store, tbl strata.RWTable[*item], retry func() error, err error)
 	want  error // what err, and the error of every refused commit, wrap
-	// loading is set if the registration failed while loading, after the
-	// table's initializer was registered: the table reads as not
-	// initialized until a retry succeeds. Refusals before loading leave no
-	// initializer.
-	loading bool
+	// deletesPass is set for the table refused as not empty: commits that
+	// only delete go through (writing nothing), the way to empty it.
+	deletesPass bool
 }
 
 // storedItems returns a memory file system with a store whose table
@@ -107,8 +105,10 @@ var failedRegistrations = []failedRegistration{{
 		s := openStore(t, t.TempDir(), Options{})
 		tbl := newItems(t)
 		writeItems(t, tbl.DB(), tbl, &item{ID: 9, Name: "early"})
-		return s, tbl, nil, s.Register(Table(tbl, Binary[item]()))
+		// checkRefused emptied the table.
+		return s, tbl, func() error { return s.Register(Table(tbl, Binary[item]())) }, s.Register(Table(tbl, Binary[item]()))
 	},
+	deletesPass: true,
 }, {
 	name: "stored with another codec",
 	want: ErrSchemaMismatch,
@@ -138,7 +138,6 @@ var failedRegistrations = []failedRegistration{{
 			return s.Register(Table(tbl, Codec[*item](fixed)))
 		}, s.Register(Table(tbl, Codec[*item](failingItems)))
 	},
-	loading: true,
 }, {
 	name: "primary key changed",
 	want: ErrKeyChanged,
@@ -147,17 +146,18 @@ var failedRegistrations = []failedRegistration{{
 		tbl, _ := strata.NewTable(strata.New(), "items", itemByShiftedID, itemByName)
 		return s, tbl, func() error { return s.Register(Table(tbl, Binary[item](), Rekey())) }, s.Register(Table(tbl, Binary[item]()))
 	},
-	loading: true,
 }}
 
 // TestEveryFailedRegisterRefusesWrites: whichever way Register fails, the
 // table refuses every commit that writes it with ErrNotLoaded wrapping the
 // registration's error, and the commit changes nothing, in that table or
-// another; a registration refused before loading leaves no initializer
-// pending, one that failed while loading leaves the table not initialized;
-// once a registration of the table succeeds, commits that write it succeed
-// and are durable. (The one exception, a database with another journal,
-// is TestRefusedBeforeLoading's: its writes go to that journal.)
+// another (a table refused as not empty lets through the commits that
+// only delete, writing nothing: the way to empty it); the table reads as
+// not initialized, with the store's initializer pending, and LoadError
+// says why; once a registration of the table succeeds, it is initialized,
+// LoadError is nil, and commits that write it succeed and are durable.
+// (The one exception, a database with another journal, is
+// TestRefusedBeforeLoading's: its writes go to that journal.)
 func TestEveryFailedRegisterRefusesWrites(t *testing.T) {
 	for _, c := range failedRegistrations {
 		t.Run(c.name, func(t *testing.T) {
@@ -178,16 +178,23 @@ func TestEveryFailedRegisterRefusesWrites(t *testing.T) {
 			db := tbl.DB()
 			before := tbl.NumObjects(db.ReadTxn())
 			plain, _ := strata.NewTable(db, "plain", itemByID)
-			checkRefused(t, db, tbl, plain, c.want)
-			if n := tbl.NumObjects(db.ReadTxn()); n != before {
-				t.Fatalf("a refused commit changed the table: %d objects, were %d", n, before)
+			checkRefused(t, db, tbl, plain, c.want, c.deletesPass)
+			if c.deletesPass {
+				before = 0 // emptied
 			}
-			if plain.NumObjects(db.ReadTxn()) != 0 {
+			if n := tbl.NumObjects(db.ReadTxn()); n != before {
+				t.Fatalf("a refused commit changed the table: %d objects, want %d", n, before)
+			}
+			if plain.NumObjects(db.ReadTxn()) != 0 && !c.deletesPass {
 				t.Fatal("a refused commit changed the other table it wrote")
 			}
-			pending := tbl.PendingInitializers(db.ReadTxn())
-			if c.loading != (len(pending) == 1 && pending[0] == InitializerName) || len(pending) > 1 {
-				t.Fatalf("pending initializers %v after a failure (while loading: %v)", pending, c.loading)
+			if pending := tbl.PendingInitializers(db.ReadTxn()); len(pending) != 1 || pending[0] != InitializerName {
+				t.Fatalf("pending initializers %v after a failure", pending)
+			}
+			if s != nil {
+				if err := s.LoadError(tbl); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, c.want) {
+					t.Fatalf("LoadError after a failure: %v", err)
+				}
 			}
 			if retry == nil {
 				return
@@ -197,6 +204,9 @@ func TestEveryFailedRegisterRefusesWrites(t *testing.T) {
 			}
 			if ok, _ := tbl.Initialized(db.ReadTxn()); !ok {
 				t.Fatalf("not initialized after a retry: pending %v", tbl.PendingInitializers(db.ReadTxn()))
+			}
+			if err := s.LoadError(tbl); err != nil {
+				t.Fatalf("LoadError after a retry: %v", err)
 			}
 			after := &item{ID: 100, Name: "after"}
 			writeItems(t, db, tbl, after)
@@ -209,8 +219,9 @@ func TestEveryFailedRegisterRefusesWrites(t *testing.T) {
 
 // checkRefused checks that commits writing tbl (an insert; a delete; a
 // DeleteAll), together with a write of plain, fail with ErrNotLoaded
-// wrapping want, naming the table once.
-func checkRefused(t *testing.T, db *strata.DB, tbl, plain strata.RWTable[*item], want error) {
+// wrapping want, naming the table once. If deletesPass, the commits that
+// only delete (the last two) succeed instead.
+func checkRefused(t *testing.T, db *strata.DB, tbl, plain strata.RWTable[*item], want error, deletesPass bool) {
 	t.Helper()
 	for i, write := range []func(strata.WriteTxn) error{
 		func(txn strata.WriteTxn) error { _, _, err := tbl.Insert(txn, &item{ID: 3, Name: "new"}); return err },
@@ -237,6 +248,12 @@ func checkRefused(t *testing.T, db *strata.DB, tbl, plain strata.RWTable[*item],
 			t.Fatal(err)
 		}
 		_, err := txn.Commit()
+		if deletesPass && i > 0 {
+			if err != nil {
+				t.Fatalf("write %d: a commit that only deletes from a table refused as not empty: %v", i, err)
+			}
+			continue
+		}
 		if !errors.Is(err, ErrNotLoaded) || !errors.Is(err, want) {
 			t.Fatalf("write %d: commit to a table whose registration failed: %v", i, err)
 		}

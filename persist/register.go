@@ -11,8 +11,25 @@ import (
 	"github.com/strata-db/strata"
 )
 
+// Invariants of registration, kept by this file:
+//
+//  1. A table attached to a store reads as initialized only once a
+//     registration of it has loaded it: a registration refused or failed
+//     after it attached the table leaves the store's initializer
+//     (InitializerName) pending, and so does refuseWrites, which attaches
+//     a table refused before that; Store.pending records it, by table,
+//     with why the registration failed (Store.LoadError).
+//  2. A table attached to a store whose registration has not succeeded
+//     holds its name in Store.registered: Unregistered does not list it,
+//     Drop and Rename refuse it, and only a registration of that same
+//     table, one at a time (pendingReg.running), claims it again.
+//  3. Such a table refuses every commit that upserts an object
+//     (ErrNotLoaded wrapping why); one refused as not empty lets through
+//     the deletes of a commit, writing nothing (tableJournal.deletesPass).
+
 // InitializerName is the name of the initializer Register gives a table
-// while it loads (strata.RWTable.RegisterInitializer).
+// while it loads (strata.RWTable.RegisterInitializer); it stays pending
+// while the table's registration is refused or failed.
 const InitializerName = "persist"
 
 // Register makes the tables durable in s and loads into each the objects s
@@ -58,13 +75,29 @@ const InitializerName = "persist"
 //     from then on commits that write the table write it to s. Readers see
 //     the loaded table, initialized, all at once.
 //
-// If loading fails (a value that does not decode, ErrKeyChanged,
-// ErrUnknownVersion, ErrCorrupt, ErrStoreFailed, ErrClosed), the table stays
-// not initialized and every commit that writes it fails with ErrNotLoaded
-// wrapping the registration's error, so that no write is acknowledged that
-// the next start would not find. Register may be called again for the
-// table (with a codec that migrates, say): when it succeeds, the table is
-// loaded and initialized. Errors are wrapped with the table's name.
+// A table that Register refused, or failed to load (a value that does not
+// decode, ErrKeyChanged, ErrUnknownVersion, ErrCorrupt, ErrStoreFailed,
+// ErrClosed), never reads as initialized: the initializer InitializerName stays pending (except for
+// a table of a database with another journal, which is not s's), and
+// Store.LoadError returns why, the error commits that write it fail with.
+// Such a table refuses writes: every commit that writes it fails with
+// ErrNotLoaded wrapping the registration's error, so that no write is
+// acknowledged that the next start would not find. Once attached to s
+// (refused for its schema or for not being empty, or failed while
+// loading), it keeps its name in s: Unregistered does not list it, Drop
+// and Rename refuse it (ErrAlreadyRegistered), another table cannot be
+// registered under it, and its stored objects wait for it. Register may be
+// called again for the table (with a codec that migrates, say): when it
+// succeeds, the table is loaded and initialized, and the initializer the
+// failed registration left is the one it completes.
+//
+// The way out of strata.ErrTableNotEmpty: empty the table and register it
+// again. A table refused as not empty lets through the commits that only
+// delete its objects (DeleteAll, say), writing nothing to s: those objects
+// were never stored, and the stored ones are untouched; a commit that
+// inserts or updates still fails. To keep objects written before
+// Register, read them out, empty the table, register it, and write them
+// again. Errors are wrapped with the table's name.
 func (s *Store) Register(tables ...TableBinding) error {
 	if len(tables) == 1 {
 		return tables[0].register(s)
@@ -99,9 +132,10 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 			err = wrapTableErr(name, err)
 		}
 	}()
-	// Every failure leaves the table refusing writes (ErrNotLoaded),
-	// except the table registered under the name, which goes on, and a
-	// table of a database with another journal (refuseWrites).
+	// Every failure leaves the table refusing writes (ErrNotLoaded), and
+	// not initialized, except the table registered under the name, which
+	// goes on, and a table of a database with another journal
+	// (refuseWrites).
 	if b.primaryKeys == nil {
 		return joinRefusal(errUnknownPrimary, b.refuseWrites(s, errUnknownPrimary))
 	}
@@ -117,7 +151,9 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	attached := false
 	defer func() {
 		if err != nil {
-			s.unclaimTable(name)
+			// A table attached with its initializer pending keeps its
+			// name (invariant 2); others let it go.
+			s.registrationFailed(name, b.tbl, err)
 			if !attached {
 				err = joinRefusal(err, b.refuseWrites(s, err))
 			}
@@ -128,37 +164,43 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	db := b.tbl.DB()
 
 	// Step 1: refuse what needs no scan, attach the table (refusing writes)
-	// and mark it not initialized.
+	// and mark it not initialized, refused or not (invariant 1).
 	txn := db.WriteTxn(b.tbl)
 	refusal := checkSchema(reg.stored, b.sch)
+	notEmpty := false
 	if n := b.tbl.NumObjects(txn); refusal == nil && n != 0 {
 		refusal = fmt.Errorf("%d objects: %w", n, strata.ErrTableNotEmpty)
+		notEmpty = true
 	}
 	if err := strata.SetJournal(txn, b.tbl, s, tj); err != nil {
 		txn.Abort()
 		return err
 	}
-	if refusal != nil {
-		// Attached, without an initializer: the table refuses writes
-		// (the commit writes nothing).
-		tj.refuse(fmt.Errorf("%w: %w", ErrNotLoaded, refusal))
-		if _, err := txn.Commit(); err != nil {
-			return errors.Join(refusal, err)
-		}
-		attached = true
-		return refusal
-	}
-	done := s.pendingInit(name, b.tbl)
+	done := s.pendingInit(b.tbl)
 	if done == nil {
 		// A registration that failed left its initializer pending: this
 		// one completes it rather than adding one nothing would complete.
 		done = b.tbl.RegisterInitializer(txn, InitializerName)
 	}
+	if refusal != nil {
+		// Attached, not initialized: the table refuses writes (the commit
+		// writes nothing). One refused as not empty lets through the
+		// commits that empty it, writing nothing (invariant 3), so that
+		// it can be registered again.
+		tj.refuse(fmt.Errorf("%w: %w", ErrNotLoaded, refusal))
+		tj.deletesPass.Store(notEmpty)
+		if _, err := txn.Commit(); err != nil {
+			return errors.Join(refusal, err)
+		}
+		attached = true
+		s.setPendingInit(b.tbl, done)
+		return refusal
+	}
 	if _, err := txn.Commit(); err != nil {
 		return err
 	}
 	attached = true
-	s.setPendingInit(name, b.tbl, done)
+	s.setPendingInit(b.tbl, done)
 	defer func() {
 		if err != nil {
 			tj.refuse(fmt.Errorf("%w: registration failed: %w", ErrNotLoaded, err))
@@ -199,7 +241,7 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 	if _, err = txn.Commit(); err != nil {
 		return err
 	}
-	s.setPendingInit(name, nil, nil)
+	s.registrationDone(b.tbl)
 	return nil
 }
 
@@ -513,10 +555,16 @@ func (s *Store) claimTable(name string, tbl strata.TableMeta, sch schema) (_ reg
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t := s.registered[name]; t != nil {
-		if t == tbl {
+		p := s.pending[tbl]
+		switch {
+		case t == tbl && p != nil && !p.running:
+			// The table holds the name since a registration of it was
+			// refused or failed (invariant 2): this one retries it.
+		case t == tbl:
 			return registration{}, fmt.Errorf("%w: %w", ErrAlreadyRegistered, errSameTable)
+		default:
+			return registration{}, ErrAlreadyRegistered
 		}
-		return registration{}, ErrAlreadyRegistered
 	}
 	e, ok := s.catalog[name]
 	if !ok {
@@ -540,42 +588,93 @@ func (s *Store) claimTable(name string, tbl strata.TableMeta, sch schema) (_ reg
 		s.nextID++
 	}
 	s.registered[name] = tbl
+	if p := s.pending[tbl]; p != nil {
+		p.running = true
+	} else {
+		s.pending[tbl] = &pendingReg{running: true}
+	}
 	return registration{id: e.id, stored: e.schema}, nil
 }
 
-func (s *Store) unclaimTable(name string) {
+// registrationFailed records that the registration of tbl under name
+// failed with err. If the table is attached to s with the store's
+// initializer pending, it keeps its name (invariant 2) until a
+// registration of it succeeds; otherwise the name is let go.
+func (s *Store) registrationFailed(name string, tbl strata.TableMeta, err error) {
 	s.mu.Lock()
-	delete(s.registered, name)
+	defer s.mu.Unlock()
+	p := s.pending[tbl]
+	if p != nil && p.done != nil {
+		p.running, p.err = false, err
+		return
+	}
+	delete(s.pending, tbl)
+	if s.registered[name] == tbl {
+		delete(s.registered, name)
+	}
+}
+
+// registrationDone forgets the pending registration of tbl: it succeeded.
+func (s *Store) registrationDone(tbl strata.TableMeta) {
+	s.mu.Lock()
+	delete(s.pending, tbl)
 	s.mu.Unlock()
 }
 
-// pendingInit returns the initializer that a failed registration of tbl
-// under name left pending, or nil.
-func (s *Store) pendingInit(name string, tbl strata.TableMeta) func(strata.WriteTxn) {
+// pendingInit returns the initializer that a registration of tbl that
+// failed or runs left pending, or nil.
+func (s *Store) pendingInit(tbl strata.TableMeta) func(strata.WriteTxn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p, ok := s.pending[name]; ok && p.table == tbl {
+	if p := s.pending[tbl]; p != nil {
 		return p.done
 	}
 	return nil
 }
 
-// setPendingInit records the initializer of tbl's registration until it
-// succeeds; a nil tbl forgets it.
-func (s *Store) setPendingInit(name string, tbl strata.TableMeta, done func(strata.WriteTxn)) {
+// setPendingInit records the initializer of tbl's registration, which
+// runs, until it succeeds.
+func (s *Store) setPendingInit(tbl strata.TableMeta, done func(strata.WriteTxn)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if tbl == nil {
-		delete(s.pending, name)
+	if p := s.pending[tbl]; p != nil {
+		p.done = done
 		return
 	}
-	s.pending[name] = pendingInit{table: tbl, done: done}
+	s.pending[tbl] = &pendingReg{done: done, running: true}
 }
 
-// pendingInit is the initializer of a registration that has not succeeded.
-type pendingInit struct {
-	table strata.TableMeta
-	done  func(strata.WriteTxn)
+// pendingReg is a table's registration that has not succeeded: the
+// initializer it left pending (nil before it is registered), whether a
+// registration of the table runs, and the error the last one failed
+// with.
+type pendingReg struct {
+	done    func(strata.WriteTxn)
+	running bool
+	err     error
+}
+
+// LoadError returns nil if tbl is registered with s and loaded. Otherwise
+// it returns why not, an error wrapping ErrNotLoaded and, if a
+// registration of the table failed or was refused, that registration's
+// error (ErrSchemaMismatch, strata.ErrTableNotEmpty, ErrKeyChanged, ...):
+// the error that commits writing the table fail with. A table whose
+// registration was refused or failed also reads as not initialized, with
+// InitializerName pending; LoadError says why.
+func (s *Store) LoadError(tbl strata.TableMeta) error {
+	name := tbl.Name()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending[tbl]
+	switch {
+	case p != nil && p.running:
+		return wrapTableErr(name, fmt.Errorf("%w: loading", ErrNotLoaded))
+	case p != nil && p.err != nil:
+		return wrapTableErr(name, fmt.Errorf("%w: registration failed: %w", ErrNotLoaded, p.err))
+	case s.registered[name] == tbl:
+		return nil
+	}
+	return wrapTableErr(name, fmt.Errorf("%w: not registered with the store", ErrNotLoaded))
 }
 
 // rewriteTable writes, in one synced batch, the table's objects whose key
@@ -644,13 +743,14 @@ var errUnknownPrimary = errors.New("the table's primary index is of an unknown k
 var errSameTable = errors.New("this very table")
 
 // refuseWrites attaches the table to s with a journal that fails every
-// commit that writes it with ErrNotLoaded wrapping err: a table whose
-// registration failed before it could be attached must not acknowledge
-// writes that no store keeps. Two tables are left as they are: the table
-// registered with s under its name (it goes on: a registration of it
-// failed for another reason, such as the wrong database), and one whose
-// database has another journal (the refusal was
-// strata.ErrJournalConflict's).
+// commit that writes it with ErrNotLoaded wrapping err, and marks it not
+// initialized (InitializerName pending, unless a registration of it left
+// it pending already): a table whose registration failed before it could
+// be attached must not acknowledge writes that no store keeps, nor read
+// as loaded. Two tables are left as they are: the table registered with s
+// under its name (it goes on: a registration of it failed for another
+// reason, such as the wrong database), and one whose database has another
+// journal (the refusal was strata.ErrJournalConflict's).
 //
 // It looks at the registration under the table's lock, which every
 // registration holds while it attaches the table: a registration of the
@@ -675,8 +775,20 @@ func (b *binding[Obj]) refuseWrites(s *Store, err error) error {
 	if strata.SetJournal(txn, b.tbl, s, tj) != nil {
 		return nil
 	}
+	done := s.pendingInit(b.tbl)
+	if done == nil {
+		done = b.tbl.RegisterInitializer(txn, InitializerName)
+	}
 	if _, err := txn.Commit(); err != nil {
 		return fmt.Errorf("refusing writes: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch p := s.pending[b.tbl]; {
+	case p == nil:
+		s.pending[b.tbl] = &pendingReg{done: done, err: err}
+	case !p.running:
+		p.done, p.err = done, err
 	}
 	return nil
 }

@@ -72,11 +72,13 @@ type Store struct {
 	catalog map[string]catalogEntry
 	nextID  uint32
 	// registered holds the tables registered since Open (or being
-	// registered).
+	// registered), and the tables whose registration was refused or failed
+	// once attached to the store: they hold their name until a
+	// registration of theirs succeeds (register.go).
 	registered map[string]strata.TableMeta
-	// pending holds the initializers of registrations that have not
-	// succeeded (register.go).
-	pending map[string]pendingInit
+	// pending holds, by table, the registrations that have not succeeded:
+	// the initializer each left pending and why it failed (register.go).
+	pending map[strata.TableMeta]*pendingReg
 
 	// stop is closed by Close to stop the goroutines in wg.
 	stop chan struct{}
@@ -106,7 +108,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		catalog:    map[string]catalogEntry{},
 		nextID:     1,
 		registered: map[string]strata.TableMeta{},
-		pending:    map[string]pendingInit{},
+		pending:    map[strata.TableMeta]*pendingReg{},
 		stop:       make(chan struct{}),
 	}
 	if s.fs == nil {
@@ -434,11 +436,26 @@ func (s *Store) every(interval time.Duration, f func()) {
 // last sync.
 func (s *Store) periodicSync() {
 	if s.unsynced.Swap(false) {
-		if err := s.syncLog(); err != nil && !errors.Is(err, ErrClosed) {
+		hook := testHookSync
+		var start time.Time
+		if hook != nil {
+			start = time.Now()
+			hook(start, time.Time{})
+		}
+		err := s.syncLog()
+		if hook != nil {
+			hook(start, time.Now())
+		}
+		if err != nil && !errors.Is(err, ErrClosed) {
 			s.log.Error("persist: periodic sync of the log failed", "dir", s.dir, "err", err)
 		}
 	}
 }
+
+// testHookSync, if set, is called by the periodic sync of Buffered mode
+// when a sync starts (end is zero) and when it ends: TestBufferedLossAge
+// relates what a killed process lost to the syncs.
+var testHookSync func(start, end time.Time)
 
 // syncLog syncs Pebble's log: every commit applied before is durable when
 // it returns nil. (A record synced with pebble.Sync makes the log writer
@@ -474,7 +491,8 @@ func (s *Store) Checkpoint(dir string) (err error) {
 // Unregistered returns, sorted, the names of the tables the store holds
 // that were not registered since it was opened. Their objects stay in the
 // store untouched, until Drop deletes them or Rename gives them another
-// name.
+// name. A table whose registration was refused or failed once it was
+// attached to the store is not listed: it holds its name (Register).
 func (s *Store) Unregistered() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -15,13 +15,21 @@ import (
 // argument. The store relies on both (TestWALStoppedHook pins them).
 const walStoppedMessage = "stopped reading at offset"
 
-// walStopped warns if the recovery of a log stopped before the end of what
-// the log holds. Pebble stops at the first record it cannot read, and in
-// the newest log it cannot tell a torn tail (a crash while a record was
-// written) from damage in the log's last block: either way it drops the
-// rest silently, and reports only where it stopped (at Info level). What
-// recovery dropped is what the file holds of the log after that point
-// (walDropped); the operator must hear of it.
+// walStopped reports what the recovery of a log dropped, if it stopped
+// before the end of what the log holds. Pebble stops at the first record
+// it cannot read, and in the newest log it cannot tell a torn tail (a
+// crash while a record was written) from damage in the log's last block:
+// either way it drops the rest silently, and reports only where it
+// stopped (at Info level). What recovery dropped is what the file holds of
+// the log after that point (walDropped).
+//
+// It warns only on evidence that what was dropped may hold acknowledged
+// commits (walTailEvidence): the log had been synced beyond the stop, or
+// the dropped bytes are not what a crash leaves (damage). A record torn by
+// the crash, never synced, held no commit that Sync mode acknowledged: it
+// is logged at Info level (Buffered mode's unsynced commits may be lost
+// that way, as the mode allows). A warning that every ordinary kill -9
+// raised would be ignored the day it is true.
 func (l *pebbleLogger) walStopped(off wal.Offset) {
 	if l.fs == nil || off.PhysicalFile == "" {
 		return
@@ -36,11 +44,24 @@ func (l *pebbleLogger) walStopped(off wal.Offset) {
 		var dropped int64
 		dropped, err = walDropped(f, off.Physical, uint32(num))
 		l.log.Debug("pebble: log recovery checked", "log", off.PhysicalFile, "offset", off.Physical, "dropped_bytes", dropped)
-		if dropped > 0 {
-			l.log.Warn("pebble: log recovery stopped before the end of the log; what follows is dropped: "+
-				"a record torn by a crash, or damage (Pebble cannot tell them apart in the newest log), "+
-				"in which case commits acknowledged before the crash may be lost",
-				"log", off.PhysicalFile, "offset", off.Physical, "dropped_bytes", dropped)
+		if err == nil && dropped > 0 {
+			var ev walEvidence
+			ev, err = walTailEvidence(f, off.Physical, uint32(num))
+			switch {
+			case err != nil:
+			case ev.synced:
+				l.log.Warn("pebble: log recovery stopped before the end of the log, in records that had been synced; "+
+					"what follows is dropped: damage, and commits acknowledged before the crash are lost",
+					"log", off.PhysicalFile, "offset", off.Physical, "dropped_bytes", dropped)
+			case !ev.torn:
+				l.log.Warn("pebble: log recovery stopped before the end of the log; what follows is dropped: "+
+					"damage, not a record torn by a crash, in which case commits acknowledged before the crash may be lost",
+					"log", off.PhysicalFile, "offset", off.Physical, "dropped_bytes", dropped)
+			default:
+				l.log.Info("pebble: log recovery dropped a record torn by the crash, never synced: "+
+					"no commit acknowledged in Sync mode is lost (in Buffered mode, the commits after the last sync may be)",
+					"log", off.PhysicalFile, "offset", off.Physical, "dropped_bytes", dropped)
+			}
 		}
 	}
 	if err != nil {
@@ -189,4 +210,118 @@ func walBlockDropped(block []byte, i int, atStop bool, logNum uint32) (dropped i
 		}
 	}
 	return dropped, false
+}
+
+// walPage is the granule in which a write that a signal interrupts reaches
+// the file: the kernel copies a write into the page cache page by page,
+// and stops between two pages for a fatal signal (SIGKILL), so a write cut
+// short by a crash of the process ends at a page boundary.
+const walPage = 4 << 10
+
+// walEvidence is what the rest of the newest log says about the commits
+// its recovery dropped (walTailEvidence).
+type walEvidence struct {
+	// synced: an intact chunk of the log from the stop on records, as the
+	// log's synced offset when it was written, an offset beyond the stop:
+	// what recovery dropped had been synced, so it held commits Sync mode
+	// acknowledged. Pebble takes the same sign as proof of corruption, but
+	// looks for it only in the blocks after the one it stopped in.
+	synced bool
+	// torn: what recovery dropped is what a crash leaves where a record
+	// was being written, and nothing else: intact chunks of the log (the
+	// start of a record whose rest never reached the file), then at most
+	// one chunk of the log cut short at a page boundary (zeros from there
+	// to its end, or the end of the file), then nothing of the log.
+	torn bool
+}
+
+// walTailEvidence reads the log file r from off, where recovery stopped,
+// to its end, and returns what it says (walEvidence). It is called only
+// when walDropped found something of the log there.
+//
+// A record is written to the file in one or more writes, and synced only
+// after its last chunk was written (Sync mode acknowledges a commit only
+// then), so a crash of the process alone, or a power loss, can leave the
+// start of a record whose rest is missing: that record was never
+// acknowledged in Sync mode. Damage to what was written before (a flipped
+// byte, a lost block) leaves something else: a chunk whose bytes do not
+// match its checksum although they are there, or chunks of the log after
+// the gap, whose synced offsets then tell whether the dropped part had
+// been synced.
+func walTailEvidence(r io.ReaderAt, off int64, logNum uint32) (walEvidence, error) {
+	var data []byte
+	buf := make([]byte, walBlockSize)
+	for pos := off; ; {
+		n, err := r.ReadAt(buf, pos)
+		data = append(data, buf[:n]...)
+		pos += int64(n)
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			break
+		}
+		if err != nil {
+			return walEvidence{}, err
+		}
+	}
+	var ev walEvidence
+	at := func(i int) int64 { return off + int64(i) } // file offset of data[i]
+	blockEnd := func(i int) int { return min(len(data), i+int(walBlockSize-at(i)%walBlockSize)) }
+	// syncedBeyond notes the synced offset of an intact WAL sync chunk of
+	// the log at data[i:].
+	syncedBeyond := func(i int) {
+		if e := data[i+6]; e >= 9 && e <= 12 && int64(binary.LittleEndian.Uint64(data[i+11:i+19])) > off {
+			ev.synced = true
+		}
+	}
+	// The intact chunks of the log from the stop on: the start of the
+	// torn record.
+	i := 0
+	for i < len(data) {
+		end := blockEnd(i)
+		if end-i < walSyncHeader && bytes.Equal(data[i:end], zeroBlock[:end-i]) {
+			i = end // a block's padding
+			continue
+		}
+		c, ok := parseWALChunk(data[i:end])
+		if !ok || !c.numbered || c.logNum != logNum || !c.intact || c.eof {
+			break
+		}
+		syncedBeyond(i)
+		i += c.size
+	}
+	rest, damaged := i, false
+	// At most one chunk of the log cut short: its header is there, and its
+	// bytes are zeros from a page boundary on, or the file ends in it.
+	if i+walRecyclableHeader <= len(data) && binary.LittleEndian.Uint32(data[i+7:i+11]) == logNum {
+		c, ok := parseWALChunk(data[i:blockEnd(i)])
+		switch {
+		case ok && !c.intact:
+			damaged = true
+			for p := (at(i)/walPage + 1) * walPage; p < at(i+c.size); p += walPage {
+				q := int(p - off)
+				if bytes.Equal(data[q:i+c.size], make([]byte, i+c.size-q)) {
+					damaged = false // cut at a page boundary
+					break
+				}
+			}
+			rest = i + c.size
+		case !ok && blockEnd(i) == len(data):
+			rest = len(data) // the file ends inside the chunk
+		default:
+			damaged = true // a damaged header
+		}
+	}
+	// Nothing of the log after it: every intact chunk of the log there is
+	// evidence against a torn tail (and its synced offset, of a synced one).
+	ev.torn = !damaged
+	for j := rest; j+walRecyclableHeader <= len(data); j++ {
+		if e := data[j+6]; e < 1 || e > 12 || binary.LittleEndian.Uint32(data[j+7:j+11]) != logNum {
+			continue
+		}
+		if c, ok := parseWALChunk(data[j:blockEnd(j)]); ok && c.numbered && c.logNum == logNum && c.intact && !c.eof {
+			ev.torn = false
+			syncedBeyond(j)
+			j += c.size - 1
+		}
+	}
+	return ev, nil
 }

@@ -3,7 +3,9 @@ package persist
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -15,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/wal"
 	"github.com/strata-db/strata"
 )
 
@@ -58,7 +61,23 @@ const walTailCommits = 200
 // returns the directory.
 func killedStore(t *testing.T, mode string) string {
 	t.Helper()
+	return killedStoreIn(t, t.TempDir(), mode)
+}
+
+// killedStoreReopened is killedStore on a store opened and closed once
+// before: the first log of a new store is written in Pebble's recyclable
+// chunk format, the logs after it in the WAL sync format, whose chunks
+// record the offset the log was synced to.
+func killedStoreReopened(t *testing.T, mode string) string {
+	t.Helper()
 	dir := t.TempDir()
+	closeStore(t, openStore(t, dir, Options{}))
+	return killedStoreIn(t, dir, mode)
+}
+
+// killedStoreIn is killedStore on the directory dir.
+func killedStoreIn(t *testing.T, dir, mode string) string {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir)
 	out, err := cmd.StdoutPipe()
@@ -115,6 +134,18 @@ func warnings(logs string) []string {
 	return w
 }
 
+// recoveryWarnings returns the lines of logs at Warn level or above about
+// the log's recovery (not a slow disk's, say).
+func recoveryWarnings(logs string) []string {
+	var w []string
+	for _, line := range warnings(logs) {
+		if strings.Contains(line, "log recovery") {
+			w = append(w, line)
+		}
+	}
+	return w
+}
+
 // recoveryChecked returns the offsets at which the store checked what log
 // recovery dropped (walStopped's Debug line), by log file name.
 func recoveryChecked(logs string) map[string]int64 {
@@ -130,31 +161,48 @@ func recoveryChecked(logs string) map[string]int64 {
 // TestWALTailDamage: one damaged byte in the last 32 KiB of the newest log
 // of a store whose process was killed is not silent: Open reports, at Warn
 // level, that recovery stopped before the end of the log and how much it
-// dropped (Pebble cannot tell a torn tail from damage there). An undamaged
-// log of a killed process loads every acknowledged commit and warns of
-// nothing.
+// dropped (Pebble cannot tell a torn tail from damage there; the store
+// can: the damaged chunk's bytes are there, and the log's chunks follow
+// it). An undamaged log of a killed process loads every acknowledged
+// commit and warns of nothing.
 func TestWALTailDamage(t *testing.T) {
 	clean := killedStore(t, "wal-tail")
 	if n, logs := reopenItems(t, clean); n != walTailCommits || len(warnings(logs)) != 0 {
 		t.Fatalf("undamaged: %d of %d commits, warnings:\n%s", n, walTailCommits, warnings(logs))
 	}
 
-	damaged := killedStore(t, "wal-tail")
-	wal := newestLog(t, damaged)
-	data, err := os.ReadFile(wal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := len(bytes.TrimRight(data, "\x00")) // the log's last record ends here
-	flipByte(t, wal, int64(end-3000))
-	n, logs := reopenItems(t, damaged)
-	w := warnings(logs)
-	t.Logf("damaged: %d of %d commits; warnings:\n%s", n, walTailCommits, w)
-	if n == walTailCommits {
-		t.Fatal("the damage dropped nothing: it was not in a record")
-	}
-	if len(w) != 1 || !strings.Contains(w[0], filepath.Base(wal)) || !strings.Contains(w[0], "dropped_bytes=") {
-		t.Fatalf("recovery dropped %d commits without one warning naming the log:\n%s", walTailCommits-n, w)
+	for _, c := range []struct {
+		name   string
+		killed func(*testing.T, string) string
+		// says is what the warning says: in the WAL sync format, the
+		// chunks after the damage record that it had been synced.
+		says string
+	}{
+		{"recyclable chunks", killedStore, "damage, not a record torn by a crash"},
+		{"WAL sync chunks", killedStoreReopened, "records that had been synced"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			damaged := c.killed(t, "wal-tail")
+			wal := newestLog(t, damaged)
+			data, err := os.ReadFile(wal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			end := len(bytes.TrimRight(data, "\x00")) // the log's last record ends here
+			flipByte(t, wal, int64(end-3000))
+			n, logs := reopenItems(t, damaged)
+			w := warnings(logs)
+			t.Logf("damaged: %d of %d commits; warnings:\n%s", n, walTailCommits, w)
+			if n == walTailCommits {
+				t.Fatal("the damage dropped nothing: it was not in a record")
+			}
+			if len(w) != 1 || !strings.Contains(w[0], filepath.Base(wal)) || !strings.Contains(w[0], "dropped_bytes=") {
+				t.Fatalf("recovery dropped %d commits without one warning naming the log:\n%s", walTailCommits-n, w)
+			}
+			if !strings.Contains(w[0], c.says) {
+				t.Fatalf("the warning does not say %q:\n%s", c.says, w[0])
+			}
+		})
 	}
 }
 
@@ -225,4 +273,117 @@ func TestWALStoppedHook(t *testing.T) {
 	if len(recoveryChecked(logs)) == 0 {
 		t.Fatalf("Pebble logged %q without a wal.Offset argument: the store did not check the log:\n%s", walStoppedMessage, logs)
 	}
+}
+
+// TestWALTornTailNoWarning: a process killed while Pebble wrote a record
+// leaves the start of that record in the log, its rest missing: the kill
+// fell between two writes of a record longer than a block, or in the
+// middle of one write, which the kernel ends at a page boundary. Recovery
+// drops it; it was never synced, so no commit acknowledged in Sync mode
+// was in it, and the store must not warn that some may be lost (it says
+// what it dropped at Info level). The torn record is written into the log
+// of a writer killed with SIGKILL, after its last acknowledged commit, in
+// the log's own chunk format, as the writer would have written it.
+func TestWALTornTailNoWarning(t *testing.T) {
+	type tear struct {
+		name string
+		// cut returns where the torn record, which begins at start, ends.
+		cut func(start int) int
+	}
+	type format struct {
+		name   string
+		killed func(*testing.T, string) string
+	}
+	for _, f := range []format{{"recyclable chunks", killedStore}, {"WAL sync chunks", killedStoreReopened}} {
+		for _, c := range []tear{
+			{"the first block of a longer record", func(start int) int { return (start/walBlockSize + 1) * walBlockSize }},
+			{"a write cut at a page boundary", func(start int) int { return (start/walPage + 1) * walPage }},
+		} {
+			t.Run(f.name+"/"+c.name, func(t *testing.T) {
+				testTornTail(t, f.killed, c.cut)
+			})
+		}
+	}
+}
+
+// testTornTail is a case of TestWALTornTailNoWarning.
+func testTornTail(t *testing.T, killed func(*testing.T, string) string, cut func(start int) int) {
+	dir := killed(t, "wal-tail")
+	logPath := newestLog(t, dir)
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	num, _, ok := wal.ParseLogFilename(filepath.Base(logPath))
+	if !ok {
+		t.Fatalf("%s: not a log file name", logPath)
+	}
+	end := len(bytes.TrimRight(data, "\x00")) // the last acknowledged record ends here
+	data, start := tearRecord(data, end, uint32(num), cut)
+	if err := os.WriteFile(logPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, logs := reopenItems(t, dir)
+	if n != walTailCommits {
+		t.Fatalf("%d of %d acknowledged commits loaded", n, walTailCommits)
+	}
+	if off, ok := recoveryChecked(logs)[filepath.Base(logPath)]; !ok || off != int64(start) {
+		t.Fatalf("recovery of %s did not stop at the torn record (offset %d): checked %v\n%s", logPath, start, recoveryChecked(logs), logs)
+	}
+	if w := recoveryWarnings(logs); len(w) != 0 {
+		t.Fatalf("a record torn by the kill, never synced, raised warnings:\n%s", w)
+	}
+	if !strings.Contains(logs, "torn by the crash") {
+		t.Fatalf("the torn record dropped is not reported:\n%s", logs)
+	}
+}
+
+// tearRecord writes into data, the log logNum whose records end at end, a
+// record of two blocks as Pebble's log writer lays it out (in the chunk
+// format of the log's first chunk: recyclable, or WAL sync with the synced
+// offset end), cut where cut says; it returns the file and where the
+// record begins.
+func tearRecord(data []byte, end int, logNum uint32, cut func(start int) int) ([]byte, int) {
+	full := byte(5) // recyclable
+	header := walRecyclableHeader
+	if data[6] >= 9 {
+		full, header = 9, walSyncHeader
+	}
+	start := end
+	if walBlockSize-start%walBlockSize <= header {
+		start += walBlockSize - start%walBlockSize // the block's padding
+	}
+	var rec []byte
+	for left, first := 2*walBlockSize, true; left > 0; first = false {
+		room := walBlockSize - (start+len(rec))%walBlockSize - header
+		n := min(left, room)
+		left -= n
+		pos := byte(2) // middle
+		switch {
+		case first && left == 0:
+			pos = 0
+		case first:
+			pos = 1
+		case left == 0:
+			pos = 3
+		}
+		enc := full + pos
+		chunk := make([]byte, header, header+n)
+		binary.LittleEndian.PutUint16(chunk[4:6], uint16(n))
+		chunk[6] = enc
+		binary.LittleEndian.PutUint32(chunk[7:11], logNum)
+		if header == walSyncHeader {
+			binary.LittleEndian.PutUint64(chunk[11:19], uint64(end))
+		}
+		chunk = append(chunk, bytes.Repeat([]byte{0x5a}, n)...)
+		crc := crc32.Checksum(chunk[6:], walCRCTable)
+		binary.LittleEndian.PutUint32(chunk[0:4], (crc>>15|crc<<17)+0xa282ead8)
+		rec = append(rec, chunk...)
+	}
+	rec = rec[:cut(start)-start]
+	if len(data) < start+2*len(rec) {
+		data = append(data, make([]byte, start+2*len(rec)-len(data))...)
+	}
+	copy(data[start:], rec)
+	return data, start
 }
