@@ -401,11 +401,8 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			if l != nil {
 				old, hadOld = asLeaf[T](l).value, true
 			}
-			if fn != nil {
-				var ok bool
-				if value, ok = fn(old, hadOld); !ok {
-					return old, hadOld, false, nil
-				}
+			if declined(fn, &value, old, hadOld) {
+				return old, hadOld, false, nil
 			}
 			if l != nil && t.mutable(l) {
 				asLeaf[T](l).value = value
@@ -423,11 +420,8 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 		b := key[d]
 		slot := n.findChild(b)
 		if slot == nil {
-			if fn != nil {
-				var ok bool
-				if value, ok = fn(old, false); !ok {
-					return old, false, false, nil
-				}
+			if declined(fn, &value, old, false) {
+				return old, false, false, nil
 			}
 			t.size++
 			nl := t.newLeaf(key, value)
@@ -439,11 +433,8 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			ck := c.leafKey()
 			if bytes.Equal(ck, key) {
 				old, hadOld = asLeaf[T](c).value, true
-				if fn != nil {
-					var ok bool
-					if value, ok = fn(old, true); !ok {
-						return old, true, false, nil
-					}
+				if declined(fn, &value, old, true) {
+					return old, true, false, nil
 				}
 				if t.mutable(c) {
 					asLeaf[T](c).value = value
@@ -454,11 +445,8 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 				t.setChild(n, slot, b, nl)
 				return old, true, true, nl
 			}
-			if fn != nil {
-				var ok bool
-				if value, ok = fn(old, false); !ok {
-					return old, false, false, nil
-				}
+			if declined(fn, &value, old, false) {
+				return old, false, false, nil
 			}
 			t.size++
 			nl := t.newLeaf(key, value)
@@ -468,11 +456,8 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 		p := c.inner().prefix()
 		if m := d + 1 + commonPrefix(p[d+1:], key[d+1:]); m < len(p) {
 			// key leaves c's prefix early: a new node above c holds both.
-			if fn != nil {
-				var ok bool
-				if value, ok = fn(old, false); !ok {
-					return old, false, false, nil
-				}
+			if declined(fn, &value, old, false) {
+				return old, false, false, nil
 			}
 			t.size++
 			nl := t.newLeaf(key, value)
@@ -484,10 +469,21 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 	}
 }
 
-// newLeaf returns a leaf owned by the transaction holding a copy of key. A
-// key of up to 32 bytes is stored in the leaf's own allocation (a leaf with a
-// trailing buffer is still a leaf[T] for every reader), so most leaves cost
-// one allocation rather than two.
+// declined asks fn, if there is one, for the value to store in place of
+// the current one (old, if hadOld): it stores fn's result in value, or
+// reports that fn declined, in which case nothing is to change. Without
+// fn, value stays as given.
+func declined[T any](fn func(T, bool) (T, bool), value *T, old T, hadOld bool) bool {
+	if fn == nil {
+		return false
+	}
+	v, ok := fn(old, hadOld)
+	if ok {
+		*value = v
+	}
+	return !ok
+}
+
 // mutable reports whether the leaf l may be changed in place: the
 // transaction created it and nobody took its watch channel (GetWatch on the
 // transaction), which must close when the value it was taken for is
@@ -496,6 +492,10 @@ func (t *Txn[T]) mutable(l *header) bool {
 	return l.txn() == t.id && atomic.LoadPointer(&l.watch) == nil
 }
 
+// newLeaf returns a leaf owned by the transaction holding a copy of key. A
+// key of up to 32 bytes is stored in the leaf's own allocation (a leaf with a
+// trailing buffer is still a leaf[T] for every reader), so most leaves cost
+// one allocation rather than two.
 func (t *Txn[T]) newLeaf(key []byte, value T) *header {
 	h := mkHeader(t.nodeID(), kindLeaf)
 	switch n := len(key); {
