@@ -1,6 +1,6 @@
 // Package stratacli is the strata command as a library: a cobra command
 // tree that looks inside Strata databases, for the strata binary
-// (cmd/strata, which is NewCommand and Run alone) and for an application
+// (cmd/strata: NewCommand with HTTPDialer, and Run) and for an application
 // that adds the same commands to its own binary.
 //
 // The commands read three kinds of source:
