@@ -93,5 +93,6 @@
 // builds with -tags invariants. TestDifferential and FuzzDifferential
 // compare every result against go-immutable-radix; TestWatchExact checks
 // that a channel closes if and only if a key below its node changed.
-// README.md has the benchmarks.
+// The package's README.md has the benchmarks against go-immutable-radix;
+// bench/compare/RESULTS.md adds cilium/statedb's tree.
 package part
