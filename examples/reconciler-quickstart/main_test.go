@@ -15,31 +15,31 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestREADME checks that the root README's Reconciler section shows this
+// TestREADME checks that reconciler/README.md's Quick start shows this
 // program, byte for byte, so that what a newcomer copies compiles.
 func TestREADME(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../reconciler/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := bytes.Cut(readme, []byte("## Reconciler\n"))
+	_, after, ok := bytes.Cut(readme, []byte("## Quick start\n"))
 	if !ok {
-		t.Fatal("README.md has no Reconciler section")
+		t.Fatal("reconciler/README.md has no Quick start section")
 	}
 	_, block, ok := bytes.Cut(after, []byte("```go\n"))
 	if !ok {
-		t.Fatal("the Reconciler section has no Go block")
+		t.Fatal("the Quick start has no Go block")
 	}
 	block, _, ok = bytes.Cut(block, []byte("```"))
 	if !ok {
-		t.Fatal("the Reconciler section's Go block does not end")
+		t.Fatal("the Quick start's Go block does not end")
 	}
 	program, err := os.ReadFile("main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(block, program) {
-		t.Fatalf("README.md's Reconciler section differs from examples/reconciler-quickstart/main.go: copy the file into the README")
+		t.Fatalf("reconciler/README.md's Quick start differs from examples/reconciler-quickstart/main.go: copy the file into the README")
 	}
 }
 

@@ -13,31 +13,31 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestREADME checks that the root README's "With hive" section shows this
+// TestREADME checks that stratahive/README.md's Quick start shows this
 // program, byte for byte, so that what a newcomer copies compiles.
 func TestREADME(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := bytes.Cut(readme, []byte("## With hive\n"))
+	_, after, ok := bytes.Cut(readme, []byte("## Quick start\n"))
 	if !ok {
-		t.Fatal("README.md has no With hive section")
+		t.Fatal("stratahive/README.md has no Quick start section")
 	}
 	_, block, ok := bytes.Cut(after, []byte("```go\n"))
 	if !ok {
-		t.Fatal("the With hive section has no Go block")
+		t.Fatal("the Quick start has no Go block")
 	}
 	block, _, ok = bytes.Cut(block, []byte("```"))
 	if !ok {
-		t.Fatal("the With hive section's Go block does not end")
+		t.Fatal("the Quick start's Go block does not end")
 	}
 	program, err := os.ReadFile("main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(block, program) {
-		t.Fatalf("README.md's With hive section differs from stratahive/examples/quickstart/main.go: copy the file into the README")
+		t.Fatalf("stratahive/README.md's Quick start differs from stratahive/examples/quickstart/main.go: copy the file into the README")
 	}
 }
 
