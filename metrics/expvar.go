@@ -1,13 +1,13 @@
 package metrics
 
 import (
-	"errors"
 	"expvar"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strata-db/strata/internal/expvars"
 )
 
 // ExpVar reports to package expvar: one expvar.Map holding, per table, a
@@ -47,13 +47,9 @@ type ExpVar struct {
 // HandlesKey is the key of the handles' figures in an ExpVar's map.
 const HandlesKey = "__handles__"
 
-// expvarMu makes the check for a published name and the publication one
-// step, for the ExpVars of this package.
-var expvarMu sync.Mutex
-
 // ErrPublished is returned by (*ExpVar).Err when the name NewExpVar was
-// asked to publish under was taken.
-var ErrPublished = errors.New("expvar name already published")
+// asked to publish under was taken. It is reconciler.ErrPublished too.
+var ErrPublished = expvars.ErrPublished
 
 // NewExpVar returns an ExpVar with no tables. If publish is true, it is
 // published with expvar.Publish under the name prefix (which then appears
@@ -67,26 +63,9 @@ func NewExpVar(prefix string, publish bool) *ExpVar {
 	e.handles.Init()
 	e.m.Set(HandlesKey, &e.handles)
 	if publish {
-		e.err = publishOnce(prefix, &e.m)
+		e.err = expvars.Publish("metrics", prefix, &e.m)
 	}
 	return e
-}
-
-func publishOnce(name string, v expvar.Var) (err error) {
-	expvarMu.Lock()
-	defer expvarMu.Unlock()
-	if expvar.Get(name) != nil {
-		return fmt.Errorf("metrics: %q: %w", name, ErrPublished)
-	}
-	// Someone outside this package may publish the same name between
-	// Get and Publish; turn that panic into the error too.
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("metrics: %q: %w", name, ErrPublished)
-		}
-	}()
-	expvar.Publish(name, v)
-	return nil
 }
 
 // Err returns the error of publishing the ExpVar, or nil if it was
@@ -241,7 +220,7 @@ type expvarTable struct {
 	committed, aborted        uintVar
 	lockWaits                 uintVar
 	lockWaitTotal, heldTotal  expvar.Int
-	lockWaitMax               maxVar
+	lockWaitMax               expvars.Max
 	vars                      expvar.Map
 }
 
@@ -254,7 +233,7 @@ func (t *expvarTable) LockWait(d time.Duration) {
 	t.lockWaits.Add(1)
 	if d > 0 {
 		t.lockWaitTotal.Add(int64(d))
-		t.lockWaitMax.observe(int64(d))
+		t.lockWaitMax.Observe(int64(d))
 	}
 }
 
@@ -268,22 +247,15 @@ func (t *expvarTable) WriteTxn(held time.Duration, committed bool) {
 }
 
 func (t *expvarTable) Committed(objects int, revision uint64, graveyard int) {
-	setInt(&t.objects, int64(objects))
+	expvars.SetIfChanged(&t.objects, int64(objects))
 	t.revision.Store(revision)
-	setInt(&t.graveyard, int64(graveyard))
+	expvars.SetIfChanged(&t.graveyard, int64(graveyard))
 }
 
 func (t *expvarTable) ChangeFeeds(count int, lag uint64) {
-	setInt(&t.feeds, int64(count))
+	expvars.SetIfChanged(&t.feeds, int64(count))
 	if t.feedLag.Load() != lag {
 		t.feedLag.Store(lag)
-	}
-}
-
-// setInt sets the gauge v to x, with no write if it holds x already.
-func setInt(v *expvar.Int, x int64) {
-	if v.Value() != x {
-		v.Set(x)
 	}
 }
 
@@ -292,20 +264,6 @@ func setInt(v *expvar.Int, x int64) {
 type uintVar struct{ atomic.Uint64 }
 
 func (v *uintVar) String() string { return strconv.FormatUint(v.Load(), 10) }
-
-// maxVar is an expvar.Var holding the largest value observed.
-type maxVar struct{ atomic.Int64 }
-
-func (v *maxVar) observe(x int64) {
-	for {
-		cur := v.Load()
-		if x <= cur || v.CompareAndSwap(cur, x) {
-			return
-		}
-	}
-}
-
-func (v *maxVar) String() string { return strconv.FormatInt(v.Load(), 10) }
 
 var (
 	_ Metrics    = (*ExpVar)(nil)

@@ -1,12 +1,11 @@
 package reconciler
 
 import (
-	"errors"
 	"expvar"
-	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/strata-db/strata/internal/expvars"
 )
 
 // ExpVar reports reconcilers' measurements to package expvar: one
@@ -40,10 +39,8 @@ type ExpVar struct {
 }
 
 // ErrPublished: NewExpVar was asked to publish under a name that is
-// taken.
-var ErrPublished = errors.New("expvar name already published")
-
-var expvarMu sync.Mutex
+// taken. It is metrics.ErrPublished too.
+var ErrPublished = expvars.ErrPublished
 
 // NewExpVar returns an ExpVar. If publish is true, it is published with
 // expvar.Publish under name; if that name is taken, it is not, and Err
@@ -52,24 +49,9 @@ func NewExpVar(name string, publish bool) *ExpVar {
 	e := &ExpVar{recs: make(map[string]*expvarReconciler)}
 	e.m.Init()
 	if publish {
-		e.err = publish1(name, &e.m)
+		e.err = expvars.Publish("reconciler", name, &e.m)
 	}
 	return e
-}
-
-func publish1(name string, v expvar.Var) (err error) {
-	expvarMu.Lock()
-	defer expvarMu.Unlock()
-	if expvar.Get(name) != nil {
-		return fmt.Errorf("reconciler: %q: %w", name, ErrPublished)
-	}
-	defer func() {
-		if recover() != nil {
-			err = fmt.Errorf("reconciler: %q: %w", name, ErrPublished)
-		}
-	}()
-	expvar.Publish(name, v)
-	return nil
 }
 
 // Err returns the error of publishing, or nil.
@@ -129,7 +111,7 @@ type expvarReconciler struct {
 	prunes                [numOutcomes]expvar.Int
 	opTotal, waits        expvar.Int
 	waitTotal             expvar.Int
-	opMax                 maxInt
+	opMax                 expvars.Max
 	reconciled            expvar.Int
 	reconciledTotal       expvar.Int
 	commits, commitErrors expvar.Int
@@ -143,24 +125,10 @@ type expvarReconciler struct {
 	vars                  expvar.Map
 }
 
-// maxInt is an expvar.Var holding the largest value observed.
-type maxInt struct{ v atomic.Int64 }
-
-func (m *maxInt) observe(v int64) {
-	for {
-		cur := m.v.Load()
-		if v <= cur || m.v.CompareAndSwap(cur, v) {
-			return
-		}
-	}
-}
-
-func (m *maxInt) String() string { return fmt.Sprint(m.v.Load()) }
-
 func (r *expvarReconciler) Operation(op Op, outcome Outcome, d time.Duration) {
 	r.ops[op][outcome].Add(1)
 	r.opTotal.Add(int64(d))
-	r.opMax.observe(int64(d))
+	r.opMax.Observe(int64(d))
 }
 
 func (r *expvarReconciler) QueueWait(_ Lane, d time.Duration) {
@@ -184,24 +152,16 @@ func (r *expvarReconciler) StatusCommit(written, conflicts int, _ time.Duration,
 }
 
 func (r *expvarReconciler) Progress(s Stats) {
-	setIfChanged(&r.lag, int64(s.Lag))
+	expvars.SetIfChanged(&r.lag, int64(s.Lag))
 	for l := range numLanes {
-		setIfChanged(&r.queued[l], int64(s.Queued[l]))
+		expvars.SetIfChanged(&r.queued[l], int64(s.Queued[l]))
 	}
-	setIfChanged(&r.parked, int64(s.Parked))
-	setIfChanged(&r.delayed, int64(s.Delayed))
-	setIfChanged(&r.inFlight, int64(s.InFlight))
-	setIfChanged(&r.failing, int64(s.Failing))
-	setIfChanged(&r.oldest, int64(s.OldestPending))
-	setIfChanged(&r.longest, int64(s.LongestRunning))
-}
-
-// setIfChanged stores v unless v is stored: the gauges are set every
-// round, and most rounds change few.
-func setIfChanged(i *expvar.Int, v int64) {
-	if i.Value() != v {
-		i.Set(v)
-	}
+	expvars.SetIfChanged(&r.parked, int64(s.Parked))
+	expvars.SetIfChanged(&r.delayed, int64(s.Delayed))
+	expvars.SetIfChanged(&r.inFlight, int64(s.InFlight))
+	expvars.SetIfChanged(&r.failing, int64(s.Failing))
+	expvars.SetIfChanged(&r.oldest, int64(s.OldestPending))
+	expvars.SetIfChanged(&r.longest, int64(s.LongestRunning))
 }
 
 func (r *expvarReconciler) Prune(outcome Outcome, d time.Duration) {

@@ -280,7 +280,7 @@ func TestDependencies(t *testing.T) {
 	}
 	const mod = "github.com/strata-db/strata"
 	allowed := map[string]bool{mod: true, mod + "/part": true, mod + "/index": true, mod + "/metrics": true,
-		mod + "/reconciler": true, mod + "/reconciler/reconcilertest": true}
+		mod + "/internal/expvars": true, mod + "/reconciler": true, mod + "/reconciler/reconcilertest": true}
 	for _, pkg := range []string{".", "./reconcilertest"} {
 		out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
 		if err != nil {
