@@ -351,7 +351,7 @@ func TestRootDependencies(t *testing.T) {
 	}{
 		{".", func(p string) bool {
 			switch p {
-			case mod, mod + "/part", mod + "/index", mod + "/metrics", mod + "/internal/expvars", "golang.org/x/exp":
+			case mod, mod + "/part", mod + "/index", mod + "/metrics", mod + "/internal/expvars", mod + "/internal/wirejson", "golang.org/x/exp":
 				return true
 			}
 			return strings.HasPrefix(p, "golang.org/x/exp/")

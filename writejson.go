@@ -2,10 +2,11 @@ package strata
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/strata-db/strata/internal/wirejson"
 )
 
 // WriteJSON writes the tables of the snapshot txn to w as one JSON object
@@ -73,22 +74,19 @@ func writeTableJSON(bw *bufio.Writer, txn ReadTxn, t AnyTable) error {
 	bw.WriteString("\n  ")
 	bw.Write(name)
 	bw.WriteString(": [")
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	enc := wirejson.NewEncoder()
 	n := 0
 	for obj, rev := range t.All(txn) {
-		buf.Reset()
-		if err := enc.Encode(obj); err != nil {
+		data, err := enc.Encode(obj)
+		if err != nil {
 			return fmt.Errorf("table %q: object at revision %d: %w", t.Name(), rev, err)
 		}
 		if n > 0 {
 			bw.WriteString(",")
 		}
 		bw.WriteString("\n    ")
-		// Encode ends the value with a newline, which the layout places.
 		// bufio keeps the first error of w: it stops a long dump here.
-		if _, err := bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})); err != nil {
+		if _, err := bw.Write(data); err != nil {
 			return fmt.Errorf("writing JSON: %w", err)
 		}
 		n++

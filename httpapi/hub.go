@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/internal/wirejson"
 )
 
 // ringEntry is one change in a hub's ring.
@@ -181,7 +182,7 @@ func (hb *hub) run() {
 
 	retention := time.NewTimer(h.opts.RingRetention)
 	retention.Stop()
-	enc := newObjectEncoder()
+	enc := wirejson.NewEncoder()
 	// A round appends at most half a ring, so that what a round holds
 	// before the ring takes it stays bounded, however large the batch (a
 	// DeleteAll of a large table).
@@ -256,7 +257,7 @@ func (hb *hub) open() (strata.AnyChangeIterator, <-chan struct{}, error) {
 // appendRound reads up to max changes of the feed's next batch into the
 // ring, and returns the channel to wait on before the next round: a
 // closed one if the batch may have more.
-func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, max int) <-chan struct{} {
+func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *wirejson.Encoder, max int) <-chan struct{} {
 	// After a round that stopped at max, the next reads the rest of the
 	// batch, or finds it was all read: either way with the batch's own
 	// snapshot, so that no change after it comes in this batch, and
@@ -302,7 +303,7 @@ func (hb *hub) appendRound(feed strata.AnyChangeIterator, enc *objectEncoder, ma
 }
 
 // encode appends the change c at rev to a round's chunk and entries.
-func (hb *hub) encode(enc *objectEncoder, chunk []byte, entries []ringEntry, c strata.Change[any], rev strata.Revision) ([]byte, []ringEntry) {
+func (hb *hub) encode(enc *wirejson.Encoder, chunk []byte, entries []ringEntry, c strata.Change[any], rev strata.Revision) ([]byte, []ringEntry) {
 	kind := EventUpsert
 	if c.Deleted {
 		kind = EventDelete
@@ -311,7 +312,7 @@ func (hb *hub) encode(enc *objectEncoder, chunk []byte, entries []ringEntry, c s
 	if pk, err := hb.table.PrimaryKey(c.Object); err == nil {
 		key, _ = hb.table.KeyString("", pk)
 	}
-	data, err := enc.encode(c.Object)
+	data, err := enc.Encode(c.Object)
 	off := len(chunk)
 	chunk = append(appendObject(chunk, kind, rev, key, data, err), '\n')
 	return chunk, append(entries, ringEntry{rev: rev, kind: kind, off: off, end: len(chunk)})

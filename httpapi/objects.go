@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/internal/wirejson"
 )
 
 // GET /v1/tables/{table}/objects and /v1/tables/{table}/object: the
@@ -47,7 +48,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *http.Request, vals url.Val
 	rev := t.Revision(txn)
 	setRevision(w, rev)
 	for o := range seq {
-		res := ObjectResult{Table: t.Name(), Revision: rev, Object: objectOf(t, isPrimary(t, req.q.Index), o, newObjectEncoder())}
+		res := ObjectResult{Table: t.Name(), Revision: rev, Object: objectOf(t, isPrimary(t, req.q.Index), o, wirejson.NewEncoder())}
 		return writeJSON(w, res)
 	}
 	return fmt.Errorf("table %q: no object with key %q in index %q: %w", t.Name(), vals.Get("key"), indexName(t, req.q.Index), strata.ErrObjectNotFound)
@@ -96,8 +97,8 @@ func (h *Handler) read(ctx context.Context, t strata.AnyTable, req readRequest) 
 
 // objectOf describes o, an object read from the primary index or
 // another.
-func objectOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *objectEncoder) Object {
-	data, err := enc.encode(o.Object)
+func objectOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *wirejson.Encoder) Object {
+	data, err := enc.Encode(o.Object)
 	key, _ := t.KeyString("", primaryKey(t, primary, o))
 	obj := Object{Revision: o.Revision, Key: key, Object: append([]byte(nil), data...)}
 	if err != nil {
@@ -140,14 +141,14 @@ func writePage(w http.ResponseWriter, t strata.AnyTable, txn strata.ReadTxn, seq
 	hd.Set("Cache-Control", "no-store")
 	bw := bufio.NewWriterSize(w, 32<<10)
 	buf := []byte(`{"table":`)
-	buf = appendJSONString(buf, t.Name())
+	buf = wirejson.AppendString(buf, t.Name())
 	buf = append(buf, `,"revision":`...)
 	buf = fmt.Appendf(buf, "%d", rev)
 	buf = append(buf, `,"objects":[`...)
 	bw.Write(buf)
 
 	primary := isPrimary(t, req.q.Index)
-	enc := newObjectEncoder()
+	enc := wirejson.NewEncoder()
 	var last []byte
 	n := 0
 	more := false
@@ -161,7 +162,7 @@ func writePage(w http.ResponseWriter, t strata.AnyTable, txn strata.ReadTxn, seq
 			buf = append(buf, ',')
 		}
 		buf = append(buf, "\n"...)
-		data, err := enc.encode(o.Object)
+		data, err := enc.Encode(o.Object)
 		key, _ := t.KeyString("", primaryKey(t, primary, o))
 		buf = appendObject(buf, "", o.Revision, key, data, err)
 		if _, err := bw.Write(buf); err != nil {

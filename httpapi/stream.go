@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/internal/wirejson"
 )
 
 // GET /v1/tables/{table}/changes?from=R: a table's change stream, as
@@ -254,11 +255,11 @@ func (s *streamWriter) list(t strata.AnyTable, txn strata.ReadTxn) error {
 	if err != nil {
 		return err
 	}
-	enc := newObjectEncoder()
+	enc := wirejson.NewEncoder()
 	n := 0
 	for o := range seq {
 		key, _ := t.KeyString("", o.Cursor)
-		data, err := enc.encode(o.Object)
+		data, err := enc.Encode(o.Object)
 		s.buf = appendObject(s.buf[:0], EventUpsert, o.Revision, key, data, err)
 		s.event(EventUpsert, 0, s.buf)
 		if n++; n%1024 == 0 {
@@ -300,7 +301,7 @@ func (s *streamWriter) raw(lines []byte) {
 // second at most: the stream ends, and its consumer may be stuck.
 func (s *streamWriter) problem(err error) {
 	p := ProblemOf(err)
-	line, _ := jsonMarshal(Event{Kind: EventProblem, Problem: &p})
+	line, _ := wirejson.Marshal(Event{Kind: EventProblem, Problem: &p})
 	s.event(EventProblem, 0, line)
 	s.rc.SetWriteDeadline(time.Now().Add(min(s.timeout, time.Second)))
 	s.flush()

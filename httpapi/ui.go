@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/internal/wirejson"
 )
 
 // The web inspector (Options.UI): pages rendered by html/template from
@@ -211,7 +212,7 @@ func (u *ui) table(w http.ResponseWriter, r *http.Request, vals url.Values) erro
 	p.Revision = t.Revision(txn)
 	p.AllObjects = p.Op == "all"
 	primary := isPrimary(t, req.q.Index)
-	enc := newObjectEncoder()
+	enc := wirejson.NewEncoder()
 	var last []byte
 	for o := range seq {
 		if len(p.Rows) == p.Limit {
@@ -240,7 +241,7 @@ func cloneValues(v url.Values) url.Values {
 }
 
 // rowOf renders o, read from the primary index or another, as a row.
-func rowOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *objectEncoder) row {
+func rowOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *wirejson.Encoder) row {
 	obj := objectOf(t, primary, o, enc)
 	return row{Key: obj.Key, RawKey: encodeBase64(primaryKey(t, primary, o)), Revision: o.Revision, JSON: indentJSON(obj)}
 }
@@ -294,7 +295,7 @@ func (u *ui) object(w http.ResponseWriter, r *http.Request, vals url.Values) err
 	}
 	p.Revision = t.Revision(txn)
 	for o := range seq {
-		p.Row, p.Found = rowOf(t, true, o, newObjectEncoder()), true
+		p.Row, p.Found = rowOf(t, true, o, wirejson.NewEncoder()), true
 	}
 	status := http.StatusOK
 	if !p.Found {

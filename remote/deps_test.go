@@ -7,7 +7,8 @@ import (
 )
 
 // TestDependencies: httpapi and remote import only the standard library
-// and Strata's own packages of the root module (no Pebble, no persist).
+// and Strata's own packages of the root module, its internal ones included
+// (no Pebble, no persist).
 func TestDependencies(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -25,7 +26,7 @@ func TestDependencies(t *testing.T) {
 			t.Fatalf("go list -deps %s listed %v", pkg, deps)
 		}
 		for _, dep := range deps {
-			if !allowed[dep] {
+			if !allowed[dep] && !strings.HasPrefix(dep, mod+"/internal/") {
 				t.Errorf("%s depends on %s", pkg, dep)
 			}
 		}

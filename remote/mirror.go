@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/httpapi"
+	"github.com/strata-db/strata/internal/wirejson"
 )
 
 // Mirror keeps a local table equal to a remote one: an informer. It
@@ -164,7 +165,7 @@ func (m *Mirror[Obj]) applyListing(listed []listedObject[Obj]) error {
 		}
 		keep[string(pk)] = true
 		if cur, ok := m.local(wtxn, meta, pk); ok {
-			if data, err := marshal(cur); err == nil && bytes.Equal(data, l.data) {
+			if data, err := wirejson.Marshal(cur); err == nil && bytes.Equal(data, l.data) {
 				continue
 			}
 		}
@@ -201,15 +202,4 @@ func (m *Mirror[Obj]) local(txn strata.ReadTxn, meta strata.AnyTable, pk []byte)
 	}
 	var zero Obj
 	return zero, false
-}
-
-// marshal encodes v as the server does: compact, without HTML escapes.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }

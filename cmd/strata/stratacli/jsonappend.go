@@ -1,11 +1,11 @@
 package stratacli
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/strata-db/strata/internal/wirejson"
 )
 
 // The JSON of output rows is appended by hand: encoding/json costs an
@@ -31,7 +31,7 @@ func (fs fields) appendJSON(b []byte) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, f.name)
+		b = wirejson.AppendString(b, f.name)
 		b = append(b, ':')
 		if b, err = appendJSONValue(b, f.value); err != nil {
 			return b, err
@@ -47,7 +47,7 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 	case *json.RawMessage:
 		return appendRaw(b, *x), nil
 	case *string:
-		return appendJSONString(b, *x), nil
+		return wirejson.AppendString(b, *x), nil
 	case *uint64:
 		return strconv.AppendUint(b, *x, 10), nil
 	case *uint32:
@@ -57,7 +57,7 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 	case json.RawMessage:
 		return appendRaw(b, x), nil
 	case string:
-		return appendJSONString(b, x), nil
+		return wirejson.AppendString(b, x), nil
 	case uint64:
 		return strconv.AppendUint(b, x, 10), nil
 	case uint32:
@@ -73,63 +73,7 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return b, err
-	}
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...), nil
-}
-
-// appendJSONString appends s as a JSON string, as encoding/json writes it
-// without HTML escaping: control characters, quotes and backslashes
-// escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			switch r {
-			case utf8.RuneError:
-				b = append(b, `\ufffd`...)
-			default:
-				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			}
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return wirejson.Append(b, v)
 }
 
 // deref returns the value a row's field points to, for the kinds of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/internal/wirejson"
 	"github.com/strata-db/strata/persist"
 )
 
@@ -142,7 +143,7 @@ func (v *view) row(rec record, withTable bool) (fields, error) {
 func (v *view) appendRecordJSON(b []byte, rec record, withTable bool) []byte {
 	b = append(b, '{')
 	if withTable {
-		b = append(appendJSONString(append(b, `"table":`...), v.name), ',')
+		b = append(wirejson.AppendString(append(b, `"table":`...), v.name), ',')
 	}
 	if rec.key != nil {
 		b = append(appendHex(append(b, `"key_hex":`...), rec.key), ',')
