@@ -105,5 +105,5 @@ func (r *Reader) snapshotEntry(t StoredTable) (snapshotEntry, error) {
 // Reader.WriteSnapshot does, to the file at path, replacing it atomically
 // as the function WriteSnapshotFile does.
 func (r *Reader) WriteSnapshotFile(path string, tables ...string) error {
-	return writeSnapshotFile(path, func(w io.Writer) error { return r.WriteSnapshot(w, tables...) })
+	return WriteFileAtomic(path, func(w io.Writer) error { return r.WriteSnapshot(w, tables...) })
 }

@@ -39,11 +39,17 @@ var createSnapshotFile = func(name string) (snapshotFile, error) {
 //
 // The file is created with mode 0666 less the umask, like os.Create.
 func WriteSnapshotFile(path string, txn strata.ReadTxn, tables ...TableBinding) error {
-	return writeSnapshotFile(path, func(w io.Writer) error { return WriteSnapshot(w, txn, tables...) })
+	return WriteFileAtomic(path, func(w io.Writer) error { return WriteSnapshot(w, txn, tables...) })
 }
 
-// writeSnapshotFile is WriteSnapshotFile with write writing the snapshot.
-func writeSnapshotFile(path string, write func(io.Writer) error) (err error) {
+// WriteFileAtomic writes the file at path through write, replacing it
+// atomically as WriteSnapshotFile does (which calls it): to a new
+// temporary file beside path, fsynced, renamed to path, and the directory
+// fsynced. Whenever it fails or the process dies, path holds the previous
+// file or the complete new one; on error the temporary file is removed.
+// For writers of snapshots that WriteSnapshotFile does not cover, such as
+// one that reports progress or stops when a context ends.
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	f, tmp, err := createSnapTemp(path)
 	if err != nil {
 		return err

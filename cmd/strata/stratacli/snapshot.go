@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -58,7 +55,7 @@ func (a *app) export(ctx context.Context, dir, path string, tables []string) err
 	}
 	defer r.Close()
 	p := a.progress("export", 0)
-	err = writeFileAtomic(path, func(w io.Writer) error {
+	err = persist.WriteFileAtomic(path, func(w io.Writer) error {
 		return r.WriteSnapshot(ctxWriter{ctx, countingWriter{w, p}}, tables...)
 	})
 	p.done()
@@ -104,41 +101,6 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.w.Write(p)
-}
-
-// writeFileAtomic writes path through write: to a new temporary file beside
-// it, synced, then renamed over path, and the directory synced. On error
-// the temporary file is removed and path is as it was.
-func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
-	tmp := path + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := write(f); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func (a *app) importCommand() *cobra.Command {
