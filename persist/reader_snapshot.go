@@ -45,17 +45,8 @@ func (r *Reader) WriteSnapshot(w io.Writer, tables ...string) error {
 			return fmt.Errorf("snapshot: table %q: %w", name, err)
 		}
 	}
-	bw := &snapBlockWriter{w: w, buf: make([]byte, 0, snapBlockTarget+1024)}
-	if err := bw.writePrelude(); err != nil {
-		return err
-	}
-	if err := bw.writeHeader(entries); err != nil {
-		return err
-	}
-	var total uint64
-	for i, t := range stored {
-		ow := snapObjectWriter{bw: bw, table: i}
-		for obj, err := range r.Objects(t.Name, nil, nil) {
+	return writeSnapFrame(w, entries, func(i int, ow *snapObjectWriter) error {
+		for obj, err := range r.Objects(stored[i].Name, nil, nil) {
 			if err == nil {
 				err = ow.add(obj.Revision, obj.Value)
 			}
@@ -63,15 +54,8 @@ func (r *Reader) WriteSnapshot(w io.Writer, tables ...string) error {
 				return fmt.Errorf("snapshot: %w", err)
 			}
 		}
-		if err := ow.finish(); err != nil {
-			return err
-		}
-		if ow.n != entries[i].objects {
-			return fmt.Errorf("snapshot: table %q: %d objects written, %d counted", t.Name, ow.n, entries[i].objects)
-		}
-		total += ow.n
-	}
-	return bw.writeFooter(len(stored), total)
+		return nil
+	})
 }
 
 // snapshotEntry returns the header entry of table t: its objects counted,

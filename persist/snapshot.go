@@ -121,6 +121,19 @@ func WriteSnapshot(w io.Writer, txn strata.ReadTxn, tables ...TableBinding) erro
 			}
 		}
 	}
+	// A count that does not match: the transaction changed under us (a
+	// WriteTxn in use).
+	return writeSnapFrame(w, entries, func(i int, ow *snapObjectWriter) error {
+		return tables[i].write(ow, txn)
+	})
+}
+
+// writeSnapFrame writes a snapshot of the tables entries describes to w:
+// the prelude, the header, each table's objects, which each writes into
+// its object writer, and the footer. A table that wrote another number of
+// objects than its entry counted fails the snapshot (its source changed
+// while it was written). WriteSnapshot and Reader.WriteSnapshot share it.
+func writeSnapFrame(w io.Writer, entries []snapshotEntry, each func(i int, ow *snapObjectWriter) error) error {
 	bw := &snapBlockWriter{w: w, buf: make([]byte, 0, snapBlockTarget+1024)}
 	if err := bw.writePrelude(); err != nil {
 		return err
@@ -129,21 +142,21 @@ func WriteSnapshot(w io.Writer, txn strata.ReadTxn, tables ...TableBinding) erro
 		return err
 	}
 	var total uint64
-	for i, st := range tables {
+	for i := range entries {
 		ow := snapObjectWriter{bw: bw, table: i}
-		if err := st.write(&ow, txn); err != nil {
+		if err := each(i, &ow); err != nil {
 			return err
 		}
 		if err := ow.finish(); err != nil {
 			return err
 		}
 		if ow.n != entries[i].objects {
-			// The transaction changed under us: a WriteTxn in use.
-			return fmt.Errorf("snapshot: table %q: %d objects written, %d counted: the transaction changed", entries[i].name, ow.n, entries[i].objects)
+			return fmt.Errorf("snapshot: table %q: %d objects written, %d counted: the table changed while it was written",
+				entries[i].name, ow.n, entries[i].objects)
 		}
 		total += ow.n
 	}
-	return bw.writeFooter(len(tables), total)
+	return bw.writeFooter(len(entries), total)
 }
 
 // ReadSnapshot reads a snapshot written by WriteSnapshot from r and
