@@ -83,11 +83,13 @@ func (w *writeTxn) takeTips() {
 			continue
 		}
 		if lt.meta.tipFailed.Load() != nil {
+			w.db.at(cqDropTip, w)
 			w.db.dropFailedTip(lt.meta, tip)
 			continue
 		}
 		lt.tip, w.dependent = tip, true
 	}
+	w.db.at(cqBegin, w)
 	w.root = w.db.root.Load()
 }
 
@@ -111,7 +113,9 @@ func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
 	qb, queues := b.(QueuedBatch)
 	queues = queues && qb.Queues()
 	early := queues && w.releasable()
+	db.at(cqEnqueue, w)
 	if err := db.queue.enqueue(w, b, queues, early); err != nil {
+		db.at(cqSettled, w)
 		w.root = db.root.Load()
 		return w.root, err
 	}
@@ -127,9 +131,12 @@ func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
 	if early {
 		w.releaseEarly()
 	}
+	db.at(cqEnqueued, w)
 	err := waitRecord(w.record)
+	db.at(cqDurable, w)
 	root, err := db.queue.finish(w, err)
 	settled = true
+	db.at(cqSettled, w)
 	if early {
 		w.committed = err == nil
 		if err == nil {
@@ -292,7 +299,9 @@ func waitRecord(b QueuedBatch) (err error) {
 // the commits at the head of the queue that are ready, in order, and
 // returns once w is settled: the root that published it, or its error.
 func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
-	if w.done == nil {
+	if w.done == nil || w.db.hold != nil {
+		// (A test's: a channel of the test's synctest bubble, not a
+		// pooled one made outside it or in another bubble.)
 		w.done = make(chan struct{}, 1)
 	}
 	self := false
