@@ -6,7 +6,10 @@ package strata
 // enqueued, and is published, in the journal's order, once the record is
 // durable; the next writer of its tables builds on its state meanwhile.
 // docs/early-lock-release.md explains the design; this file keeps the
-// queue of commits that are not yet published.
+// queue of commits that are not yet published. Every hand-off between
+// its goroutines passes through a hold point (commitqueue_holds.go),
+// which TestCommitQueueModel drives in many orders
+// (docs/interleavings-commitqueue.md).
 //
 // Invariants (checkPublish checks 2 and 3 at each publish under the
 // invariants build tag; the change log's own checks run at every early
