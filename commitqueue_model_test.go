@@ -143,8 +143,9 @@ type cqJournal struct {
 	// which the database keeps on its side regardless (commitqueue.go,
 	// invariant 4). Otherwise a failure fails every pending record.
 	lax bool
-	// refuse reports whether Enqueue refuses the record holding values.
-	refuse func(values []int) bool
+	// refuse reports whether Enqueue refuses the record holding values,
+	// and whether it panics rather than return an error.
+	refuse func(values []int) (refuse, panics bool)
 
 	mu      sync.Mutex
 	nextID  int
@@ -163,6 +164,11 @@ type cqRecord struct {
 var (
 	errCQInjected = errors.New("injected sync failure")
 	errCQRefused  = errors.New("injected Enqueue failure")
+	// errCQPanic makes Wait panic with it (the database turns that into
+	// an error); errCQEnqueuePanic is Enqueue's panic (Commit aborts and
+	// panics again with it).
+	errCQPanic        = errors.New("injected Wait panic")
+	errCQEnqueuePanic = errors.New("injected Enqueue panic")
 	// errCQAborted is the model's result of a writer that aborted.
 	errCQAborted = errors.New("aborted")
 )
@@ -180,8 +186,11 @@ func (r *cqRecord) Queues() bool  { return true }
 
 func (r *cqRecord) Enqueue() error {
 	j := r.j
-	if j.refuse != nil && j.refuse(r.values) {
-		j.s.note("journal: record %d refused", r.id)
+	if refuse, panics := j.refuse(r.values); refuse {
+		j.s.note("journal: record %d refused (panic: %v)", r.id, panics)
+		if panics {
+			panic(errCQEnqueuePanic)
+		}
 		return errCQRefused
 	}
 	j.mu.Lock()
@@ -193,6 +202,9 @@ func (r *cqRecord) Enqueue() error {
 func (r *cqRecord) Wait() error {
 	err := <-r.done
 	r.j.s.hold(fmt.Sprintf("record %d wait-returns", r.id))
+	if err == errCQPanic {
+		panic(err)
+	}
 	return err
 }
 
@@ -203,16 +215,16 @@ func (j *cqJournal) numPending() int {
 }
 
 // sync decides the fate of the first n pending records: durable, but for
-// the last if fail, which fails (and, unless the journal is lax, every
-// record pending after it).
-func (j *cqJournal) sync(n int, fail bool) {
+// the last if fail is not nil, which fails with it (and, unless the
+// journal is lax, every record pending after it, with errCQInjected).
+func (j *cqJournal) sync(n int, fail error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	n = min(n, len(j.pending))
 	for i, r := range j.pending[:n] {
-		if fail && i == n-1 {
-			j.s.noteLocked(fmt.Sprintf("journal: record %d fails", r.id))
-			r.done <- errCQInjected
+		if fail != nil && i == n-1 {
+			j.s.noteLocked(fmt.Sprintf("journal: record %d fails: %v", r.id, fail))
+			r.done <- fail
 			continue
 		}
 		j.s.noteLocked(fmt.Sprintf("journal: record %d durable %v", r.id, r.values))
@@ -222,7 +234,7 @@ func (j *cqJournal) sync(n int, fail bool) {
 		r.done <- nil
 	}
 	j.pending = j.pending[n:]
-	if fail && !j.lax {
+	if fail != nil && !j.lax {
 		for _, r := range j.pending {
 			j.s.noteLocked(fmt.Sprintf("journal: record %d fails after the failed one", r.id))
 			r.done <- errCQInjected
@@ -313,10 +325,10 @@ type cqCommit struct {
 	// tipOf are the commits whose tips the transaction began from.
 	tipOf []int
 	// abort: the writer aborts rather than commits; refuse: the journal
-	// refuses its record at Enqueue.
-	abort, refuse bool
-	done          bool
-	err           error
+	// refuses its record at Enqueue, by a panic with refusePanic.
+	abort, refuse, refusePanic bool
+	done                       bool
+	err                        error
 }
 
 type cqWrite struct {
@@ -403,10 +415,14 @@ func newCQRig(t *testing.T, cfg cqConfig, seed int64) *cqRig {
 		must(t, SetJournal(txn, g.tables["b"], j, cqTableJournal{}))
 		must(t, commitErr(txn))
 	}
-	j.refuse = func(values []int) bool {
+	j.refuse = func(values []int) (bool, bool) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		return len(values) > 0 && g.commits[g.valueOwner[values[0]]].refuse
+		if len(values) == 0 {
+			return false, false
+		}
+		c := g.commits[g.valueOwner[values[0]]]
+		return c.refuse, c.refusePanic
 	}
 	db.hold = func(p cqPoint, w *writeTxn) {
 		if p == cqBegin || p == cqDropTip {
@@ -469,6 +485,7 @@ func (g *cqRig) startWriter() {
 	}
 	c.abort = g.rng.IntN(8) == 0
 	c.refuse = g.cfg.failures && g.rng.IntN(10) == 0
+	c.refusePanic = c.refuse && g.rng.IntN(2) == 0
 	g.mu.Lock()
 	c.id = len(g.commits)
 	g.commits = append(g.commits, c)
@@ -559,18 +576,35 @@ func (g *cqRig) writer(c *cqCommit) {
 		g.s.note("writer %d: Abort", c.id)
 		return
 	}
-	root, err := txn.Commit()
+	var panicked any
+	root, err := func() (ReadTxn, error) {
+		defer func() {
+			if panicked = recover(); panicked != nil {
+				// Commit aborted the transaction and panicked again
+				// with the journal's panic.
+				g.s.note("writer %d: Commit panicked: %v", c.id, panicked)
+			}
+		}()
+		return txn.Commit()
+	}()
+	if panicked != nil {
+		err = fmt.Errorf("Commit panicked: %v", panicked)
+		if panicked != errCQEnqueuePanic || !c.refusePanic {
+			g.violate("writer %d: %v", c.id, err)
+		}
+	}
 	g.mu.Lock()
 	c.err = err
 	g.mu.Unlock()
 	g.s.note("writer %d: Commit = %v", c.id, err)
 	if err != nil {
 		switch {
+		case panicked != nil:
 		case errors.Is(err, errCQRefused):
 			if !c.refuse {
 				g.violate("writer %d: Commit: %v, but its record was not refused", c.id, err)
 			}
-		case !errors.Is(err, errCQInjected) && !errors.Is(err, ErrEarlierCommitFailed):
+		case !cqRecordFailed(err) && !errors.Is(err, ErrEarlierCommitFailed):
 			g.violate("writer %d: Commit: %v, neither the journal's failure nor ErrEarlierCommitFailed", c.id, err)
 		}
 		return
@@ -606,6 +640,12 @@ func (g *cqRig) writer(c *cqCommit) {
 			}
 		}
 	}
+}
+
+// cqRecordFailed reports whether err is the failure of a record (Wait
+// returned an error, or panicked).
+func cqRecordFailed(err error) bool {
+	return errors.Is(err, errCQInjected) || strings.Contains(err.Error(), errCQPanic.Error())
 }
 
 // cqContents returns id -> value of the objects of tbl in txn.
@@ -710,7 +750,14 @@ func (g *cqRig) read() {
 // its last one.
 func (g *cqRig) syncJournal(fail bool) {
 	n := 1 + g.rng.IntN(g.j.numPending())
-	g.j.sync(n, fail)
+	var err error
+	if fail {
+		err = errCQInjected
+		if g.rng.IntN(3) == 0 {
+			err = errCQPanic
+		}
+	}
+	g.j.sync(n, err)
 }
 
 // step does one random thing; it reports whether a writer began.
@@ -747,7 +794,7 @@ func (g *cqRig) settle() bool {
 			continue
 		}
 		if g.j.numPending() > 0 {
-			g.j.sync(g.j.numPending(), false)
+			g.j.sync(g.j.numPending(), nil)
 			continue
 		}
 		g.mu.Lock()
@@ -797,7 +844,7 @@ func (g *cqRig) finish() string {
 		case failed && c.err == nil:
 			g.violate("writer %d succeeded, queued after writer %d failed (%v) in the same run of the queue", id, first, commits[first].err)
 		case !failed && c.err != nil:
-			if !errors.Is(c.err, errCQInjected) {
+			if !cqRecordFailed(c.err) || errors.Is(c.err, ErrEarlierCommitFailed) {
 				g.violate("writer %d failed (%v), first of its run of the queue, but not by its record", id, c.err)
 			}
 			failedIn[e] = id
@@ -881,7 +928,7 @@ func runCQModel(t *testing.T, cfg cqConfig, seed int64) (string, string) {
 		// release whatever is held, until every writer returned.
 		for range 1000 {
 			g.s.release(0)
-			g.j.sync(g.j.numPending(), true)
+			g.j.sync(g.j.numPending(), errCQInjected)
 			synctest.Wait()
 		}
 		return strings.Join(g.violations, "\n"), g.s.history()
