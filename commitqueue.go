@@ -303,8 +303,8 @@ func waitRecord(b QueuedBatch) (err error) {
 // returns once w is settled: the root that published it, or its error.
 func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
 	if w.done == nil || w.db.hold != nil {
-		// (A test's: a channel of the test's synctest bubble, not a
-		// pooled one made outside it or in another bubble.)
+		// Under a test's hook, a channel of the test's synctest bubble,
+		// not a pooled one made outside it or in another bubble.
 		w.done = make(chan struct{}, 1)
 	}
 	self := false
@@ -327,6 +327,12 @@ func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
 	q.mu.Unlock()
 	if !self {
 		<-w.done
+	}
+	if w.db.hold != nil {
+		// Nor does the bubble's channel go to the pool, where a
+		// commit outside the bubble would find it: receiving from it
+		// there panics.
+		w.done = nil
 	}
 	return w.published, w.result
 }
