@@ -6,7 +6,10 @@ package strata
 // enqueued, and is published, in the journal's order, once the record is
 // durable; the next writer of its tables builds on its state meanwhile.
 // docs/early-lock-release.md explains the design; this file keeps the
-// queue of commits that are not yet published.
+// queue of commits that are not yet published. Every hand-off between
+// its goroutines passes through a hold point (commitqueue_holds.go),
+// which TestCommitQueueModel drives in many orders
+// (docs/interleavings-commitqueue.md).
 //
 // Invariants (checkPublish checks 2 and 3 at each publish under the
 // invariants build tag; the change log's own checks run at every early
@@ -83,11 +86,13 @@ func (w *writeTxn) takeTips() {
 			continue
 		}
 		if lt.meta.tipFailed.Load() != nil {
+			w.db.at(cqDropTip, w)
 			w.db.dropFailedTip(lt.meta, tip)
 			continue
 		}
 		lt.tip, w.dependent = tip, true
 	}
+	w.db.at(cqBegin, w)
 	w.root = w.db.root.Load()
 }
 
@@ -111,7 +116,9 @@ func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
 	qb, queues := b.(QueuedBatch)
 	queues = queues && qb.Queues()
 	early := queues && w.releasable()
+	db.at(cqEnqueue, w)
 	if err := db.queue.enqueue(w, b, queues, early); err != nil {
+		db.at(cqSettled, w)
 		w.root = db.root.Load()
 		return w.root, err
 	}
@@ -127,9 +134,12 @@ func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
 	if early {
 		w.releaseEarly()
 	}
+	db.at(cqEnqueued, w)
 	err := waitRecord(w.record)
+	db.at(cqDurable, w)
 	root, err := db.queue.finish(w, err)
 	settled = true
+	db.at(cqSettled, w)
 	if early {
 		w.committed = err == nil
 		if err == nil {
@@ -292,7 +302,9 @@ func waitRecord(b QueuedBatch) (err error) {
 // the commits at the head of the queue that are ready, in order, and
 // returns once w is settled: the root that published it, or its error.
 func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
-	if w.done == nil {
+	if w.done == nil || w.db.hold != nil {
+		// Under a test's hook, a channel of the test's synctest bubble,
+		// not a pooled one made outside it or in another bubble.
 		w.done = make(chan struct{}, 1)
 	}
 	self := false
@@ -315,6 +327,12 @@ func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
 	q.mu.Unlock()
 	if !self {
 		<-w.done
+	}
+	if w.db.hold != nil {
+		// Nor does the bubble's channel go to the pool, where a
+		// commit outside the bubble would find it: receiving from it
+		// there panics.
+		w.done = nil
 	}
 	return w.published, w.result
 }

@@ -62,6 +62,10 @@ type dbState struct {
 	// queue holds the commits enqueued in the journal and not yet
 	// published (commitqueue.go). Its mu is taken before mu.
 	queue commitQueue
+	// hold, set by tests only (before the database is used), is called
+	// at each hold point of the commit queue (commitqueue_holds.go), with
+	// the transaction that reached it.
+	hold func(cqPoint, *writeTxn)
 
 	opts dbOptions
 }
