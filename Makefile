@@ -109,9 +109,11 @@ lint:
 # The model tests at length, with the race detector: the change feed's
 # and the write path's (TestModel, ten times longer), and the
 # reconciler's interleavings (TestModel in reconciler/, twenty times the
-# seeds). Not part of test: about ten minutes on two cores. Run it before
+# seeds); and the commit queue's interleavings, twenty times the seeds,
+# with the invariants' checks. Not part of test: about ten minutes on two cores. Run it before
 # sending a change to the write path, the change log or the reconciler.
 # docs/interleavings.md says what each explores.
 models-long:
 	$(GO) test -count=1 -race -run 'Model' . -strata.model.long
 	$(GO) test -count=1 -race -run 'TestModel$$' ./reconciler -reconciler.model.long
+	$(GO) test -count=1 -tags invariants -run 'TestCommitQueueModel' . -strata.cq.long

@@ -9,7 +9,7 @@ package strata
 // queue of commits that are not yet published. Every hand-off between
 // its goroutines passes through a hold point (commitqueue_holds.go),
 // which TestCommitQueueModel drives in many orders
-// (docs/interleavings-commitqueue.md).
+// (docs/interleavings.md, "Commit queue").
 //
 // Invariants (checkPublish checks 2 and 3 at each publish under the
 // invariants build tag; the change log's own checks run at every early

@@ -6,7 +6,7 @@ package strata
 // the goroutine that reached the point and let it go on in an order of
 // its choosing. The model test (commitqueue_model_test.go) drives them in
 // many seeded orders under testing/synctest and checks the invariants of
-// commitqueue.go whatever the order; see docs/interleavings-commitqueue.md.
+// commitqueue.go whatever the order; see docs/interleavings.md.
 //
 // In production hold is nil and a point costs one predictable branch, a
 // few times per commit (never per object): the benchmarks do not see

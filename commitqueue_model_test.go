@@ -54,6 +54,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/strata-db/strata/internal/holdtest"
 	"github.com/strata-db/strata/metrics"
 )
 
@@ -64,72 +65,12 @@ var (
 )
 
 // cqScheduler holds the goroutines that reach a hold point until the test
-// lets them go, one at a time.
-type cqScheduler struct {
-	mu    sync.Mutex
-	held  []*cqHeld
-	trace []string
-	step  int
-}
-
-type cqHeld struct {
-	point   string
-	release chan struct{}
-}
-
-func (s *cqScheduler) hold(point string) {
-	h := &cqHeld{point: point, release: make(chan struct{})}
-	s.mu.Lock()
-	s.held = append(s.held, h)
-	s.mu.Unlock()
-	<-h.release
-}
-
-// release lets the i'th held goroutine (mod the number held) go on, and
-// reports whether one was held.
-func (s *cqScheduler) release(i int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.held) == 0 {
-		return false
-	}
-	i %= len(s.held)
-	h := s.held[i]
-	s.held = slices.Delete(s.held, i, i+1)
-	s.noteLocked("go " + h.point)
-	close(h.release)
-	return true
-}
-
-func (s *cqScheduler) numHeld() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.held)
-}
-
-func (s *cqScheduler) note(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.noteLocked(fmt.Sprintf(format, args...))
-}
-
-func (s *cqScheduler) noteLocked(ev string) {
-	s.step++
-	s.trace = append(s.trace, fmt.Sprintf("%4d %s", s.step, ev))
-	if len(s.trace) > 600 {
-		s.trace = slices.Delete(s.trace, 0, 200)
-	}
-}
-
-func (s *cqScheduler) history() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	held := make([]string, len(s.held))
-	for i, h := range s.held {
-		held[i] = h.point
-	}
-	return strings.Join(s.trace, "\n") + "\nheld now: " + strings.Join(held, ", ")
-}
+// lets them go, one at a time. Held goroutines are told apart by who:
+// a writer's number once it is known, 100 plus the position of the first
+// table it locked before that (at begin and drop-tip, where no other
+// writer holds that table), 1000 plus a record's number for the journal's
+// Wait.
+type cqScheduler = holdtest.Scheduler[string]
 
 // cqJournal is a Journal whose records queue (QueuedBatch). Enqueue
 // appends a record to pending; the test decides, in order, which records
@@ -187,7 +128,7 @@ func (r *cqRecord) Queues() bool  { return true }
 func (r *cqRecord) Enqueue() error {
 	j := r.j
 	if refuse, panics := j.refuse(r.values); refuse {
-		j.s.note("journal: record %d refused (panic: %v)", r.id, panics)
+		j.s.Note("journal: record %d refused (panic: %v)", r.id, panics)
 		if panics {
 			panic(errCQEnqueuePanic)
 		}
@@ -201,7 +142,7 @@ func (r *cqRecord) Enqueue() error {
 
 func (r *cqRecord) Wait() error {
 	err := <-r.done
-	r.j.s.hold(fmt.Sprintf("record %d wait-returns", r.id))
+	r.j.s.Hold(fmt.Sprintf("record %d wait-returns", r.id), 1000+r.id)
 	if err == errCQPanic {
 		panic(err)
 	}
@@ -223,11 +164,11 @@ func (j *cqJournal) sync(n int, fail error) {
 	n = min(n, len(j.pending))
 	for i, r := range j.pending[:n] {
 		if fail != nil && i == n-1 {
-			j.s.noteLocked(fmt.Sprintf("journal: record %d fails: %v", r.id, fail))
+			j.s.Note("journal: record %d fails: %v", r.id, fail)
 			r.done <- fail
 			continue
 		}
-		j.s.noteLocked(fmt.Sprintf("journal: record %d durable %v", r.id, r.values))
+		j.s.Note("journal: record %d durable %v", r.id, r.values)
 		for _, v := range r.values {
 			j.durable[v] = true
 		}
@@ -236,7 +177,7 @@ func (j *cqJournal) sync(n int, fail error) {
 	j.pending = j.pending[n:]
 	if fail != nil && !j.lax {
 		for _, r := range j.pending {
-			j.s.noteLocked(fmt.Sprintf("journal: record %d fails after the failed one", r.id))
+			j.s.Note("journal: record %d fails after the failed one", r.id)
 			r.done <- errCQInjected
 		}
 		j.pending = nil
@@ -383,7 +324,7 @@ func (g *cqRig) violate(format string, args ...any) {
 	g.mu.Lock()
 	g.violations = append(g.violations, v)
 	g.mu.Unlock()
-	g.s.note("VIOLATION %s", v)
+	g.s.Note("VIOLATION %s", v)
 }
 
 func newCQRig(t *testing.T, cfg cqConfig, seed int64) *cqRig {
@@ -428,13 +369,13 @@ func newCQRig(t *testing.T, cfg cqConfig, seed int64) *cqRig {
 		if p == cqBegin || p == cqDropTip {
 			// The writer's transaction is not known yet (and the pool
 			// may hand it the state of an earlier one).
-			s.hold("new writer " + p.String())
+			s.Hold("new writer "+p.String(), 100+w.locked[0].meta.pos)
 			return
 		}
 		g.mu.Lock()
 		id := g.byTxn[w]
 		g.mu.Unlock()
-		s.hold(fmt.Sprintf("w%d %s", id, p))
+		s.Hold(fmt.Sprintf("w%d %s", id, p), id)
 	}
 	return g
 }
@@ -498,7 +439,7 @@ func (g *cqRig) startWriter() {
 		}
 	}
 	g.mu.Unlock()
-	g.s.note("user: writer %d locks %v writes %v", c.id, lock, write)
+	g.s.Note("user: writer %d locks %v writes %v", c.id, lock, write)
 	g.wg.Add(1)
 	go g.writer(c)
 }
@@ -546,8 +487,8 @@ func (g *cqRig) writer(c *cqCommit) {
 			c.views[name] = cqContents(txn, g.tables[name])
 		}
 	}
-	g.s.note("writer %d began from tips of %v, view %v", c.id, c.tipOf, c.views)
-	g.s.hold(fmt.Sprintf("w%d work", c.id))
+	g.s.Note("writer %d began from tips of %v, view %v", c.id, c.tipOf, c.views)
+	g.s.Hold(fmt.Sprintf("w%d work", c.id), c.id)
 
 	for _, name := range c.tables {
 		ws, ok := c.writes[name]
@@ -573,7 +514,7 @@ func (g *cqRig) writer(c *cqCommit) {
 		g.mu.Lock()
 		c.err = errCQAborted
 		g.mu.Unlock()
-		g.s.note("writer %d: Abort", c.id)
+		g.s.Note("writer %d: Abort", c.id)
 		return
 	}
 	var panicked any
@@ -582,7 +523,7 @@ func (g *cqRig) writer(c *cqCommit) {
 			if panicked = recover(); panicked != nil {
 				// Commit aborted the transaction and panicked again
 				// with the journal's panic.
-				g.s.note("writer %d: Commit panicked: %v", c.id, panicked)
+				g.s.Note("writer %d: Commit panicked: %v", c.id, panicked)
 			}
 		}()
 		return txn.Commit()
@@ -596,7 +537,7 @@ func (g *cqRig) writer(c *cqCommit) {
 	g.mu.Lock()
 	c.err = err
 	g.mu.Unlock()
-	g.s.note("writer %d: Commit = %v", c.id, err)
+	g.s.Note("writer %d: Commit = %v", c.id, err)
 	if err != nil {
 		switch {
 		case panicked != nil:
@@ -682,7 +623,7 @@ func (g *cqRig) observe() {
 		if _, seen := g.epochOf[id]; !seen {
 			g.epochOf[id] = g.epoch
 			g.order = append(g.order, id)
-			g.s.note("queue: writer %d enters (run %d)", id, g.epoch)
+			g.s.Note("queue: writer %d enters (run %d)", id, g.epoch)
 		}
 		for i := range w.locked {
 			if st := w.locked[i].state; st != nil {
@@ -742,7 +683,7 @@ func (g *cqRig) read() {
 	o, _, ch, found := g.tables[name].GetWatch(txn, idIndex.Query(id))
 	if found {
 		g.watches = append(g.watches, cqWatch{table: name, id: id, value: o.Value, ch: ch})
-		g.s.note("user: reader watches %q id=%d %d", name, id, o.Value)
+		g.s.Note("user: reader watches %q id=%d %d", name, id, o.Value)
 	}
 }
 
@@ -762,14 +703,14 @@ func (g *cqRig) syncJournal(fail bool) {
 
 // step does one random thing; it reports whether a writer began.
 func (g *cqRig) step() bool {
-	held := g.s.numHeld()
+	held := g.s.Len()
 	pending := g.j.numPending()
 	g.mu.Lock()
 	active := g.active
 	g.mu.Unlock()
 	switch k := g.rng.IntN(12); {
 	case held > 0 && k < 6:
-		g.s.release(g.rng.IntN(held))
+		g.s.Release(g.rng)
 	case pending > 0 && k < 9:
 		g.syncJournal(g.cfg.failures && g.rng.IntN(5) == 0)
 	case k < 10:
@@ -778,7 +719,7 @@ func (g *cqRig) step() bool {
 		g.startWriter()
 		return true
 	case held > 0:
-		g.s.release(g.rng.IntN(held))
+		g.s.Release(g.rng)
 	}
 	return false
 }
@@ -789,8 +730,8 @@ func (g *cqRig) settle() bool {
 	for range 100000 {
 		synctest.Wait()
 		g.observe()
-		if held := g.s.numHeld(); held > 0 {
-			g.s.release(g.rng.IntN(held))
+		if held := g.s.Len(); held > 0 {
+			g.s.Release(g.rng)
 			continue
 		}
 		if g.j.numPending() > 0 {
@@ -927,11 +868,11 @@ func runCQModel(t *testing.T, cfg cqConfig, seed int64) (string, string) {
 		// Let the bubble end: fail every record still waited for, and
 		// release whatever is held, until every writer returned.
 		for range 1000 {
-			g.s.release(0)
+			g.s.Release(g.rng)
 			g.j.sync(g.j.numPending(), errCQInjected)
 			synctest.Wait()
 		}
-		return strings.Join(g.violations, "\n"), g.s.history()
+		return strings.Join(g.violations, "\n"), g.s.History()
 	}
 	// A last writer of each table begins from the published state (a
 	// failed tip is dropped first).
@@ -951,10 +892,10 @@ func runCQModel(t *testing.T, cfg cqConfig, seed int64) (string, string) {
 		go g.writer(c)
 		if !g.settle() {
 			g.violate("the last writer of %q never returned", name)
-			return strings.Join(g.violations, "\n"), g.s.history()
+			return strings.Join(g.violations, "\n"), g.s.History()
 		}
 	}
-	return g.finish(), g.s.history()
+	return g.finish(), g.s.History()
 }
 
 // TestCommitQueueModelLeavesPoolClean: the transactions a model run
