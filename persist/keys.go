@@ -1,8 +1,12 @@
 package persist
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // The key space of a store. Every key begins with a tag byte that says what
@@ -30,6 +34,31 @@ const (
 
 // formatKey holds the store's format versions.
 var formatKey = []byte{tagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+
+// readFormat reads the store's format record (formatKey): the store format
+// it holds (0 without a record), and the record as stored (nil without
+// one). A record that does not begin with a uvarint fails with ErrCorrupt,
+// a format newer than this release's with ErrNewerFormat. Store.Open and
+// Reader share it; a Reader reads on past ErrCorrupt, for Check.
+func readFormat(db *pebble.DB) (format uint64, rec []byte, err error) {
+	v, closer, err := db.Get(formatKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	rec = bytes.Clone(v)
+	closer.Close()
+	format, n := binary.Uvarint(rec)
+	if n <= 0 {
+		return 0, rec, fmt.Errorf("format key: %w", ErrCorrupt)
+	}
+	if format > storeFormat {
+		return format, rec, fmt.Errorf("store format %d, this release knows up to %d: %w", format, storeFormat, ErrNewerFormat)
+	}
+	return format, rec, nil
+}
 
 // catalogPrefix and catalogEnd bound the catalog's keys.
 var (

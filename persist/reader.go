@@ -2,7 +2,6 @@ package persist
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -196,20 +195,15 @@ func closeQuietly(db *pebble.DB) {
 // well formed.
 func (r *Reader) readMeta() error {
 	r.format.Pebble = uint64(r.db.FormatMajorVersion())
-	v, closer, err := r.db.Get(formatKey)
+	format, _, err := readFormat(r.db)
 	switch {
-	case errors.Is(err, pebble.ErrNotFound):
+	case errors.Is(err, ErrCorrupt):
+		// Read on: Check reports the malformed record, and the format
+		// reads as 0 (none recorded).
 	case err != nil:
 		return err
 	default:
-		format, n := binary.Uvarint(v)
-		closer.Close()
-		if n > 0 {
-			r.format.Store = format
-		}
-		if format > storeFormat {
-			return fmt.Errorf("store format %d, this release knows up to %d: %w", format, storeFormat, ErrNewerFormat)
-		}
+		r.format.Store = format
 	}
 	it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: catalogPrefix, UpperBound: catalogEnd})
 	if err != nil {

@@ -276,23 +276,11 @@ func (s *Store) loadMeta() error {
 	// Pebble format Open may have upgraded the store to.
 	val := binary.AppendUvarint(nil, storeFormat)
 	val = binary.AppendUvarint(val, uint64(s.db.FormatMajorVersion()))
-	v, closer, err := s.db.Get(formatKey)
-	same := false
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-	case err != nil:
+	_, rec, err := readFormat(s.db)
+	if err != nil {
 		return err
-	default:
-		format, n := binary.Uvarint(v)
-		same = bytes.Equal(v, val)
-		closer.Close()
-		if n <= 0 {
-			return fmt.Errorf("format key: %w", ErrCorrupt)
-		}
-		if format > storeFormat {
-			return fmt.Errorf("store format %d, this release knows up to %d: %w", format, storeFormat, ErrNewerFormat)
-		}
 	}
+	same := bytes.Equal(rec, val)
 	// (Re)write the format if it changed: new stores get it, and the
 	// recorded Pebble format follows the upgrade Open may have made. An
 	// unchanged one is not written again, which would cost every Open a
