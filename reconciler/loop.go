@@ -436,8 +436,12 @@ func (l *loop[Obj]) promote(now int64) {
 const targetRound = 5 * time.Millisecond
 
 // firstRound bounds the rounds handed out before an operation's cost is
-// known.
-const firstRound = 64
+// known: small, so that the estimate comes soon and the rounds after it
+// balance the workers. With 16 workers, 1000 objects of 1 ms operations
+// went at 9-10k objects/s with first rounds of 64 (each worker's round
+// ended with its slowest sleeps), 13-14k with 8 (BenchmarkReconciler/B2
+// in bench/compare); fast operations do not see it (B1).
+const firstRound = 8
 
 // dispatch hands work to idle workers.
 func (l *loop[Obj]) dispatch(now int64) {
