@@ -25,6 +25,8 @@ package reconciler_test
 //     change lost, none applied out of order.
 //  6. A status write never overwrites a newer version: the table holds
 //     the user's last write of every object.
+//  7. Pause returns only once no operation (or prune) runs, and none
+//     starts until Resume.
 
 import (
 	"context"
@@ -79,14 +81,19 @@ type modelWorld struct {
 	attempted map[uint64]strata.Revision
 	// chance decides, while failures or requeues are on, which
 	// operations fail or ask for a requeue.
-	chance     *rand.Rand
-	failures   bool
-	requeues   bool
-	pruning    bool
-	prunes     int // prunes started
-	pruneAfter int // m.pruneReqs when the last prune started
-	ordering   bool
-	violations []string
+	chance   *rand.Rand
+	failures bool
+	requeues bool
+	pruning  bool
+	// paused: Pause returned and Resume was not called since; no
+	// operation may start. pauseWanted numbers the Pause call that is
+	// not resumed yet (0: none).
+	paused      bool
+	pauseWanted int
+	prunes      int // prunes started
+	pruneAfter  int // m.pruneReqs when the last prune started
+	ordering    bool
+	violations  []string
 }
 
 func (w *modelWorld) violate(format string, args ...any) {
@@ -102,6 +109,9 @@ func (w *modelWorld) begin(op string, o *testObj, rev strata.Revision) {
 	defer w.mu.Unlock()
 	if w.pruning {
 		w.violate("%s of id=%d while a prune runs", op, o.ID)
+	}
+	if w.paused {
+		w.violate("%s of id=%d while paused", op, o.ID)
 	}
 	w.running[o.ID]++
 	if w.running[o.ID] > 1 {
@@ -164,6 +174,9 @@ func (w *modelWorld) Prune(ctx context.Context, _ strata.ReadTxn, desired iter.S
 		if n > 0 {
 			w.violate("prune while an operation on id=%d runs", id)
 		}
+	}
+	if w.paused {
+		w.violate("prune while paused")
 	}
 	w.pruning = true
 	w.prunes++
@@ -317,6 +330,8 @@ type modelRig struct {
 	done    chan error
 	writes  int
 	lastRev strata.Revision
+	pauses  int  // Pause calls
+	pausing bool // a Pause is not resumed yet
 
 	vmu        sync.Mutex
 	violations []string
@@ -464,6 +479,13 @@ func (g *modelRig) checkWait(rev strata.Revision) {
 
 // act does a random user action.
 func (g *modelRig) act() {
+	if g.rng.IntN(12) == 0 {
+		if g.pausing {
+			g.resume()
+		} else {
+			g.pause()
+		}
+	}
 	id := uint64(g.rng.IntN(g.mc.objects))
 	switch k := g.rng.IntN(10); {
 	case k < 6 || (k < 8 && !g.mc.pruning):
@@ -480,6 +502,53 @@ func (g *modelRig) act() {
 	if g.rng.IntN(4) == 0 && g.lastRev > 0 {
 		g.waitFor(g.lastRev)
 	}
+}
+
+// pause calls Pause on a goroutine of its own. Once it returns, and until
+// resume, no operation may run (property 7).
+func (g *modelRig) pause() {
+	g.pauses++
+	n := g.pauses
+	g.pausing = true
+	g.w.mu.Lock()
+	g.w.pauseWanted = n
+	g.w.mu.Unlock()
+	g.s.Note("user: Pause()")
+	g.waiters.Add(1)
+	go func() {
+		defer g.waiters.Done()
+		if err := g.r.Pause(g.ctx); err != nil {
+			return // ended by the test's end
+		}
+		g.w.mu.Lock()
+		defer g.w.mu.Unlock()
+		if g.w.pauseWanted != n {
+			return // resumed before Pause returned
+		}
+		for id, c := range g.w.running {
+			if c > 0 {
+				g.w.violate("Pause returned while an operation on id=%d runs", id)
+			}
+		}
+		if g.w.pruning {
+			g.w.violate("Pause returned while a prune runs")
+		}
+		g.w.paused = true
+		g.s.Note("Pause returned")
+	}()
+	// Pause has counted itself before anything else happens: a Resume
+	// called before that would have nothing to undo (as documented).
+	synctest.Wait()
+}
+
+// resume undoes the pause.
+func (g *modelRig) resume() {
+	g.pausing = false
+	g.w.mu.Lock()
+	g.w.paused, g.w.pauseWanted = false, 0
+	g.w.mu.Unlock()
+	g.s.Note("user: Resume()")
+	g.r.Resume()
 }
 
 // runUntil lets the held goroutines go, in the seed's order, but for
@@ -515,6 +584,9 @@ func (g *modelRig) settle() bool {
 	g.w.mu.Lock()
 	g.w.failures, g.w.requeues = false, false
 	g.w.mu.Unlock()
+	if g.pausing {
+		g.resume()
+	}
 	idle := 0
 	for range 20000 {
 		synctest.Wait()
@@ -574,8 +646,12 @@ func (g *modelRig) finish() string {
 		}
 	}
 	w.mu.Unlock()
-	if rev, low, err := g.r.WaitUntilReconciled(g.ctx, g.lastRev); err != nil || rev < g.lastRev || low != 0 {
-		g.violate("WaitUntilReconciled(%d) = %d, %d, %v at the end", g.lastRev, rev, low, err)
+	// Fake time: a second is long past anything due.
+	ctx, cancel := context.WithTimeout(g.ctx, time.Second)
+	rev, low, err := g.r.WaitUntilReconciled(ctx, g.lastRev)
+	cancel()
+	if err != nil || rev < g.lastRev || low != 0 {
+		g.violate("WaitUntilReconciled(%d) = %d, %d, %v at the end; %+v", g.lastRev, rev, low, err, g.r.Stats())
 	}
 	// Stop, letting held goroutines go until Run returns.
 	g.cancel()
