@@ -1285,6 +1285,8 @@ type mdlRun struct {
 	watches  []*mdlWatch
 	snaps    []mdlSnap
 	deferred []mdlDeferred
+	// releasing: waitReleased is consuming the deferred sequences.
+	releasing bool
 
 	stats map[string]int
 }
@@ -1446,8 +1448,12 @@ func (mt *mdlTable[Obj, PK]) deferredAll(txn ReadTxn, sta any) func() error {
 }
 
 func (m *mdlRun) runDeferred() {
-	kept := m.deferred[:0]
-	for _, d := range m.deferred {
+	// A run may defer more (a Next in the loop body of a range over a
+	// feed's sequence): those are kept after the ones not due.
+	due := m.deferred
+	m.deferred = nil
+	var kept []mdlDeferred
+	for _, d := range due {
 		if d.steps--; d.steps > 0 {
 			kept = append(kept, d)
 			continue
@@ -1456,8 +1462,7 @@ func (m *mdlRun) runDeferred() {
 			m.fatalf("kept iterator %s: %v", d.desc, err)
 		}
 	}
-	clear(m.deferred[len(kept):]) // what they hold may be collected
-	m.deferred = kept
+	m.deferred = append(kept, m.deferred...) // what the others hold may be collected
 }
 
 // beginTxn opens a write transaction over random tables, or over table
