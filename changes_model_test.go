@@ -510,6 +510,14 @@ func (mt *mdlTable[Obj, PK]) consume(m *mdlRun, i int, f *mdlFeed[Obj, PK], s *m
 			break
 		}
 	}
+	if err == nil && ended == "" && len(got) != limit && b != nil && len(b.rest) > 0 {
+		// The range ended by itself, before the batch did.
+		want := b.rest
+		if limit >= 0 {
+			want = want[:min(len(want), limit-len(got))]
+		}
+		err = fmt.Errorf("\n got  %s\n want %s (of %s)", mt.fmtChanges(got), mt.fmtChanges(append(got, want...)), mt.fmtChanges(rest))
+	}
 	return err
 }
 
