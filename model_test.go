@@ -1519,7 +1519,10 @@ func (m *mdlRun) commitJournal(fail bool) {
 		}
 		m.log("Commit(" + m.txnDesc + ") -> journal failed")
 		m.stats["Commit.journalFailed"]++
-		m.aborted(txn)
+		// The transaction reads the latest committed state from now on:
+		// of the tables it did not lock, what committed since it began
+		// (a change log dropped when their last feed closed).
+		m.aborted(txn, m.states(false))
 		return
 	}
 	if err != nil {
@@ -1547,13 +1550,17 @@ func (m *mdlRun) commitJournal(fail bool) {
 func (m *mdlRun) abort() {
 	m.txn.Abort()
 	m.log("Abort(" + m.txnDesc + ")")
-	m.aborted(m.txn)
+	m.aborted(m.txn, nil)
 }
 
 // aborted models the end of the open transaction txn without a commit: by
-// Abort, or by a Commit that the journal failed.
-func (m *mdlRun) aborted(txn WriteTxn) {
+// Abort, or by a Commit that the journal failed. states is what txn reads
+// after that, if not what it started from.
+func (m *mdlRun) aborted(txn WriteTxn, states []any) {
 	snap := m.txnSnap // what the transaction started from
+	if states != nil {
+		snap.states = states
+	}
 	for _, mt := range m.tables {
 		mt.abort(m)
 	}
