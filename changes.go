@@ -10,12 +10,20 @@ package strata
 //     state of the latest Next. A batch delivers each object once, in its
 //     newest state, in revision order (in log order if it holds restored
 //     objects).
-//  2. A feed moves (pos, rev and its pin) only when a batch has been
-//     delivered in full. A batch consumed in part stays the feed's batch:
-//     the next sequence goes on with it, where the consumer stopped.
-//  3. Only the latest sequence delivers: Next and Close renumber the feed
-//     (gen), and a sequence of an older number yields nothing. So no
-//     change is delivered twice or lost, whenever and however often
+//  2. A change counts as delivered once yielded: before it yields one, a
+//     batch records its place after it (batch.at and batch.sub, or
+//     batch.i). A feed moves (pos, rev and its pin) only when a batch has
+//     been delivered in full: every change of it yielded. A batch consumed
+//     in part stays the feed's batch: the next range, of the same sequence
+//     or of the next Next's, goes on with it from its place.
+//  3. Only the latest sequence delivers, and of it only the latest range:
+//     Next and Close renumber the feed's sequences (gen), and a sequence
+//     of an older number yields nothing; Next, Close and each range
+//     renumber its turn, and a range whose turn is not the latest (its
+//     loop body called Next or Close, or ranged over the latest sequence)
+//     yields nothing more and touches nothing of the feed, which the
+//     later turn may have moved or released. So no change is delivered
+//     twice or lost, whenever, however often and however nested
 //     sequences are consumed.
 //  4. Under the invariants build tag, a feed publishes the log positions
 //     it may read from or up to (publishHeld) after each change of them,
@@ -77,9 +85,13 @@ func WithCreated() FeedOption { return func(o *feedOptions) { o.created = true }
 // may stop early (a round limit, a cancelled context, an error): the next
 // Next returns the rest of that batch, with a channel that is closed
 // already, and the Next after that goes on from there. A sequence delivers
-// only until the feed's next Next or Close; after that it yields nothing,
-// and the newer sequence delivers what it did not. Ranging over a
-// sequence again goes on where the previous range stopped.
+// only until the feed's next Next or Close, also in the middle of a range
+// whose loop body calls them: after that it yields nothing, and the newer
+// sequence delivers what it did not. Ranging over a sequence again goes on
+// where the previous range stopped. Only one range delivers at a time: a
+// range of the latest sequence begun in the loop body of another range
+// goes on after the change the other yielded last, and the other yields
+// nothing more.
 //
 // While a table has feeds, every commit appends its changes to the table's
 // change log, which is all a feed reads: keeping the log costs a change one
@@ -107,7 +119,9 @@ type ChangeIterator[Obj any] interface {
 	// (for a write transaction, the snapshot it started from: its own
 	// writes are not delivered until committed), and a watch channel.
 	Next(txn ReadTxn) (changes iter.Seq2[Change[Obj], Revision], watch <-chan struct{})
-	// Close releases the feed's hold on the change log.
+	// Close releases the feed's hold on the change log, at once, also in
+	// the loop body of a range over one of its sequences, which then
+	// yields nothing more.
 	Close()
 }
 
@@ -163,21 +177,24 @@ type changeIterator[Obj any] struct {
 	next    *tableState[Obj]
 	batch   batch[Obj]
 	inBatch bool
-	// delivering: a sequence is running (deliver), so Close leaves the
-	// release to it.
-	delivering bool
-	cleanup    runtime.Cleanup
-	closed     bool
+	cleanup runtime.Cleanup
+	closed  bool
 }
 
 func (it *changeIterator[Obj]) Next(txn ReadTxn) (iter.Seq2[Change[Obj], Revision], <-chan struct{}) {
 	it.gen++
+	it.batch.turn++
 	it.next = nil
 	if invariants {
 		it.publishHeld()
 	}
 	if it.closed || it.entry.closed.Load() {
 		return noChanges[Obj], nil
+	}
+	if it.inBatch && it.batch.exhausted() {
+		// Every change of the batch was yielded, by a range whose loop
+		// body calls this Next: the batch is delivered.
+		it.finishBatch()
 	}
 	if it.entry.registering.Load() {
 		// Nothing to deliver until the registering transaction commits:
@@ -233,13 +250,14 @@ func (it *changeIterator[Obj]) sequence() iter.Seq2[Change[Obj], Revision] {
 
 // deliver yields the feed's changes up to the state of the latest Next:
 // the rest of its batch, or a new batch. Once a batch is delivered in
-// full, the feed moves to its end.
+// full, the feed moves to its end. It delivers while its turn is the
+// latest: once the consumer's loop body calls Next or Close, or ranges
+// over the feed's latest sequence, it yields nothing more, and touches
+// nothing of the feed, which the later turn may have moved or released.
 func (it *changeIterator[Obj]) deliver(yield func(Change[Obj], Revision) bool) {
-	// A Close in the consumer's loop body releases the feed (and so its
-	// pin on the log) only once the delivery is over.
-	it.delivering = true
-	defer it.delivered()
 	b := &it.batch
+	b.turn++
+	turn := b.turn
 	if !it.inBatch {
 		st := it.next
 		if st == nil {
@@ -258,12 +276,22 @@ func (it *changeIterator[Obj]) deliver(yield func(Change[Obj], Revision) bool) {
 	} else {
 		done = b.deliverLog(yield)
 	}
+	if b.turn != turn {
+		return // a later turn took over
+	}
 	if !done {
 		if invariants {
 			it.publishHeld()
 		}
 		return
 	}
+	it.finishBatch()
+}
+
+// finishBatch moves the feed to the end of its batch, which has been
+// delivered in full, and lets go of the batch.
+func (it *changeIterator[Obj]) finishBatch() {
+	b := &it.batch
 	it.inBatch = false
 	it.pos, it.rev, it.started = b.to, b.toRev, true
 	if invariants {
@@ -273,24 +301,15 @@ func (it *changeIterator[Obj]) deliver(yield func(Change[Obj], Revision) bool) {
 	b.release()
 }
 
-// delivered ends a delivery, and a Close made during it.
-func (it *changeIterator[Obj]) delivered() {
-	it.delivering = false
-	if it.closed {
-		it.release()
-	}
-}
-
 func (it *changeIterator[Obj]) Close() {
 	if it.closed {
 		return
 	}
 	it.closed = true
 	it.gen++
+	it.batch.turn++ // a range whose loop body closes the feed reads no more of it
 	it.next = nil
-	if !it.delivering {
-		it.release()
-	}
+	it.release()
 }
 
 // release lets go of the feed's batch and of its entry in the registry.
@@ -342,6 +361,12 @@ func (it *changeIterator[Obj]) publishHeld() {
 // read from the log (a log batch), or, for a feed's first batch and for a
 // batch that holds restored objects, collected in a list.
 type batch[Obj any] struct {
+	// turn numbers the ranges over the feed's sequences and the feed's
+	// calls of Next and Close; only the range of the latest turn delivers
+	// (invariant 3). It is kept here, beside the place a range records
+	// before each change, for the range to check after each.
+	turn uint64
+
 	// to and toRev are the end of the batch: where the feed moves once it
 	// delivered the batch in full.
 	to    logPos[Obj]
@@ -396,38 +421,64 @@ func (it *changeIterator[Obj]) startBatch(st *tableState[Obj]) {
 	}
 }
 
-// deliverList yields the rest of a list batch and reports whether it
-// delivered all of it.
+// exhausted reports whether every change of the batch was yielded.
+func (b *batch[Obj]) exhausted() bool {
+	if b.isList {
+		return b.i == len(b.list)
+	}
+	if b.at.seq == b.to.seq {
+		return true
+	}
+	// The place may be in the last entry, a truncate, after its last
+	// delete (deliverLog).
+	return b.sub > 0 && b.at.seq+1 == b.to.seq && b.sub == b.at.seg.truncated(b.at.n()).Len()
+}
+
+// deliverList yields the rest of a list batch, while b.turn is what it
+// was when it began, and reports whether it delivered all of it. It counts
+// each change as delivered before it yields it (b.i).
 func (b *batch[Obj]) deliverList(yield func(Change[Obj], Revision) bool) bool {
+	mine := b.turn
 	for b.i < len(b.list) {
 		c := b.list[b.i]
 		b.i++
-		if !yield(c, c.Revision) {
-			return b.i == len(b.list)
+		if !yield(c, c.Revision) || b.turn != mine {
+			return b.turn == mine && b.i == len(b.list)
 		}
 	}
 	return true
 }
 
-// deliverLog yields the rest of a log batch, a segment at a time, and
-// reports whether it delivered all of it. A change counts as delivered
-// once yielded.
+// deliverLog yields the rest of a log batch, a segment at a time, while
+// b.turn is what it was when it began, and reports whether it delivered all
+// of it. A change counts as delivered once yielded: before it yields one,
+// it records its place after it (b.at, and b.sub in a truncate), where a
+// range begun in the consumer's loop body goes on; the position's segment
+// it records once per segment, so that a change costs a store of its
+// number only.
 func (b *batch[Obj]) deliverLog(yield func(Change[Obj], Revision) bool) bool {
+	mine := b.turn
 	none := b.superseded.empty()
 	for sp := range b.at.spans(b.to) {
 		s := sp.seg
+		// Every change before the span was yielded or superseded; in the
+		// first span, b.at (and b.sub) is where the batch stopped.
+		b.at = s.at(sp.lo)
+		after := s.seq + 1 // b.at.seq after entry j is after+j
 		for j := sp.lo; j < sp.hi; j++ {
 			e := &s.entries[j]
 			if e.kind == entryTruncate {
+				b.at.seq = after + uint64(j) - 1
 				tree := s.truncated(j)
-				n, ok := truncateChanges(tree, e.rev, b.sub, &b.superseded, yield)
-				if !ok && n < tree.Len() {
-					b.at, b.sub = s.at(j), n
+				n, ok := truncateChanges(tree, e.rev, &b.sub, &b.superseded, yield, &b.turn, mine)
+				if b.turn != mine {
 					return false
 				}
-				b.sub = 0
+				if !ok && n < tree.Len() {
+					return false // at entry j, n of its deletes passed
+				}
+				b.at.seq, b.sub = after+uint64(j), 0
 				if !ok {
-					b.at = s.at(j + 1)
 					return b.at.seq == b.to.seq
 				}
 				continue
@@ -435,9 +486,9 @@ func (b *batch[Obj]) deliverLog(yield func(Change[Obj], Revision) bool) bool {
 			if !none && b.superseded.has(e.rev) {
 				continue
 			}
-			if !yield(e.change(), e.rev) {
-				b.at = s.at(j + 1)
-				return b.at.seq == b.to.seq
+			b.at.seq = after + uint64(j)
+			if !yield(e.change(), e.rev) || b.turn != mine {
+				return b.turn == mine && b.at.seq == b.to.seq
 			}
 		}
 	}
@@ -445,17 +496,19 @@ func (b *batch[Obj]) deliverLog(yield func(Change[Obj], Revision) bool) bool {
 }
 
 // truncateChanges yields the deletes of an entryTruncate at rev, of the
-// objects of tree from the skip-th on, but those in superseded. It returns
-// how many of the deletes it passed (skipped, or yielded) and whether to
-// go on.
+// objects of tree from the *sub-th on, but those in superseded, while
+// turn is mine. Before it yields a delete, it sets *sub to the number of
+// deletes passed with it. It returns how many of the deletes it passed
+// (skipped, or yielded) and whether to go on.
 //
 // It reads the tree with a pull iterator, so that each delete costs one
 // call through a function value, to yield: a range over the tree would add
 // one to the loop body (about a fifth of a delete's delivery).
-func truncateChanges[Obj any](tree part.Tree[object[Obj]], rev Revision, skip int, superseded *revSet, yield func(Change[Obj], Revision) bool) (int, bool) {
+func truncateChanges[Obj any](tree part.Tree[object[Obj]], rev Revision, sub *int, superseded *revSet, yield func(Change[Obj], Revision) bool, turn *uint64, mine uint64) (int, bool) {
 	var it part.Iterator[object[Obj]]
 	it.Reset(tree)
 	none := superseded.empty()
+	skip := *sub
 	n := 0
 	for _, o, ok := it.Next(); ok; _, o, ok = it.Next() {
 		r := rev + Revision(n)
@@ -463,7 +516,8 @@ func truncateChanges[Obj any](tree part.Tree[object[Obj]], rev Revision, skip in
 		if n <= skip || (!none && superseded.has(r)) {
 			continue
 		}
-		if !yield(Change[Obj]{Object: o.obj, Revision: r, Deleted: true}, r) {
+		*sub = n
+		if !yield(Change[Obj]{Object: o.obj, Revision: r, Deleted: true}, r) || *turn != mine {
 			return n, false
 		}
 	}

@@ -5,7 +5,9 @@ package strata
 // the table, call Next at random moments with the latest ReadTxn, an older
 // snapshot or a write transaction, consume what it returns at once, in
 // part, later, or never, and are closed, or dropped without Close (the
-// garbage collector then releases them), at random moments. Every
+// garbage collector then releases them), at random moments, also in the
+// loop body of a range over one of their sequences, where they may range
+// over a sequence again (consume, reenter). Every
 // sequence must deliver exactly what the model says, and the graveyard
 // (the deletes in the change log some live observer has not read) must be
 // what the model says.
@@ -39,6 +41,11 @@ package strata
 //   - Only the sequence of the latest Next (or Close) delivers. A sequence
 //     stopped early leaves the rest of its batch: the next Next returns
 //     that rest, with a closed channel, whatever snapshot it is given.
+//   - A change counts as delivered once yielded: a batch whose last change
+//     was yielded is delivered in full, even while the range's loop body
+//     runs. Only one range delivers at a time: a range whose loop body
+//     calls Next or Close, or ranges over the feed's latest sequence
+//     (which goes on after the change yielded last), yields nothing more.
 //
 // The model of the graveyard: deletes are logged while the table has live
 // feeds (decided on the transaction's first write to the table, or when a
@@ -187,10 +194,10 @@ func (mt *mdlTable[Obj, PK]) feedOp(m *mdlRun, i int) {
 		if r.IntN(3) == 0 {
 			mt.feedClose(m, f)
 		} else {
-			mt.feedNext(m, i, f)
+			mt.feedNext(m, i, f, 0)
 		}
 	case len(mt.feeds) > 0:
-		mt.feedNext(m, i, mt.feeds[r.IntN(len(mt.feeds))])
+		mt.feedNext(m, i, mt.feeds[r.IntN(len(mt.feeds))], 0)
 	default:
 		mt.feedRegister(m, i)
 	}
@@ -270,8 +277,10 @@ func (mt *mdlTable[Obj, PK]) feedErrors(m *mdlRun) {
 }
 
 // feedNext calls Next on a random snapshot, checks its channel, and
-// consumes the sequence at once, in part, later or never.
-func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
+// consumes the sequence at once, in part, later or never. depth is the
+// number of ranges over f's sequences in whose loop bodies it runs
+// (consume).
+func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK], depth int) {
 	r := m.r
 	name := mt.tbl.Name()
 	var txn ReadTxn
@@ -361,12 +370,12 @@ func (mt *mdlTable[Obj, PK]) feedNext(m *mdlRun, i int, f *mdlFeed[Obj, PK]) {
 	}
 	switch k := r.IntN(10); {
 	case k < 6:
-		if err := mt.consume(m, f, s, limit); err != nil {
+		if err := mt.consume(m, i, f, s, limit, depth); err != nil {
 			m.fatalf("%s: %v", fdesc, err)
 		}
 	case k < 9:
 		// Consumed a few steps later, when the feed may have gone on.
-		m.deferred = append(m.deferred, mdlDeferred{func() error { return mt.consume(m, f, s, limit) }, fdesc, 1 + r.IntN(10)})
+		m.deferred = append(m.deferred, mdlDeferred{func() error { return mt.consume(m, i, f, s, limit, 0) }, fdesc, 1 + r.IntN(10)})
 		m.stats["FeedNext.deferred"]++
 	default:
 		m.stats["FeedNext.unconsumed"]++ // never consumed
@@ -424,10 +433,18 @@ func (mt *mdlTable[Obj, PK]) feedBatch(m *mdlRun, f *mdlFeed[Obj, PK], st *mdlSt
 }
 
 // consume ranges over the sequence s of feed f, stopping after limit
-// changes (all if limit is negative), and checks what it delivers: if s
-// is the feed's latest, the rest of the batch under way, or else the
-// batch s begins; nothing if s is not the latest.
-func (mt *mdlTable[Obj, PK]) consume(m *mdlRun, f *mdlFeed[Obj, PK], s *mdlFeedSeq[Obj, PK], limit int) error {
+// changes (all if limit is negative), and checks each change it delivers
+// as it comes: if s is the feed's latest, the next of the batch under
+// way, or else of the batch s begins; nothing if s is not the latest. A
+// change counts as delivered once yielded: the model's feed moves when
+// the last change of its batch is yielded.
+//
+// At times the loop body, after a random change, does what ends the
+// range's turn (reenter): Next, a range over s again, or Close; the range
+// must yield nothing more after it, and goes on until it stops. depth is
+// the number of ranges of f's sequences in whose loop bodies it runs; i is
+// the table's position.
+func (mt *mdlTable[Obj, PK]) consume(m *mdlRun, i int, f *mdlFeed[Obj, PK], s *mdlFeedSeq[Obj, PK], limit, depth int) error {
 	var b *mdlBatch[Obj, PK]
 	switch {
 	case s.gen != f.gen:
@@ -438,46 +455,101 @@ func (mt *mdlTable[Obj, PK]) consume(m *mdlRun, f *mdlFeed[Obj, PK], s *mdlFeedS
 	case s.batch != nil:
 		b, f.batch, s.batch = s.batch, s.batch, nil
 	}
-	var got []mdlChange[Obj]
-	for c, rev := range s.seq {
-		if rev != c.Revision {
-			return fmt.Errorf("yielded revision %d with a change at %d", rev, c.Revision)
+	var rest []mdlChange[Obj] // what is to come, for messages
+	reenter := 0              // the change after which the loop body reenters (0: none)
+	if b != nil && len(b.rest) == 0 {
+		// A batch without changes is delivered in full by any range.
+		if err := mt.batchDelivered(f, b); err != nil {
+			return err
 		}
-		got = append(got, mdlChange[Obj]{c.Object, c.Revision, c.Deleted, c.Created})
+		b = nil
+	}
+	if b != nil {
+		rest = b.rest
+		if limit >= 0 && limit < len(b.rest) {
+			m.stats["FeedConsume.part"]++
+		}
+		n := len(b.rest)
+		if limit >= 0 {
+			n = min(n, limit)
+		}
+		if n > 0 && depth < mdlMaxReentry && f.it != nil && !m.releasing && m.r.IntN(4) == 0 {
+			reenter = 1 + m.r.IntN(n)
+		}
+	}
+	var got []mdlChange[Obj]
+	ended := "" // what the loop body did that ended the range's turn
+	var err error
+	for c, rev := range s.seq {
+		ch := mdlChange[Obj]{c.Object, c.Revision, c.Deleted, c.Created}
+		switch {
+		case ended != "":
+			err = fmt.Errorf("delivered %s, then %s after %s in its loop body, want nothing more", mt.fmtChanges(got), mt.fmtChanges([]mdlChange[Obj]{ch}), ended)
+		case rev != c.Revision:
+			err = fmt.Errorf("yielded revision %d with a change at %d", rev, c.Revision)
+		case b == nil || len(b.rest) == 0:
+			err = fmt.Errorf("delivered %s, then %s, want nothing more", mt.fmtChanges(got), mt.fmtChanges([]mdlChange[Obj]{ch}))
+		case ch != b.rest[0]:
+			err = fmt.Errorf("\n got  %s\n want %s (of %s)", mt.fmtChanges(append(got, ch)), mt.fmtChanges(append(got, b.rest[0])), mt.fmtChanges(rest))
+		}
+		if err != nil {
+			break
+		}
+		got = append(got, ch)
+		if err = mt.delivered(f, b, ch); err != nil {
+			break
+		}
+		if len(got) == reenter {
+			if ended, err = mt.reenter(m, i, f, s, depth); err != nil {
+				err = fmt.Errorf("delivered %s, then %s in its loop body: %w", mt.fmtChanges(got), ended, err)
+				break
+			}
+			continue // to check that it yields nothing more
+		}
 		if len(got) == limit {
 			break
 		}
 	}
-	if b == nil {
-		if len(got) > 0 {
-			return fmt.Errorf("delivered %s, want nothing", mt.fmtChanges(got))
+	if err == nil && ended == "" && len(got) != limit && b != nil && len(b.rest) > 0 {
+		// The range ended by itself, before the batch did.
+		want := b.rest
+		if limit >= 0 {
+			want = want[:min(len(want), limit-len(got))]
 		}
-		return nil
+		err = fmt.Errorf("\n got  %s\n want %s (of %s)", mt.fmtChanges(got), mt.fmtChanges(append(got, want...)), mt.fmtChanges(rest))
 	}
-	want := b.rest
-	if limit >= 0 && limit < len(want) {
-		want = want[:limit]
-		m.stats["FeedConsume.part"]++
-	}
-	if !slices.Equal(got, want) {
-		return fmt.Errorf("\n got  %s\n want %s (of %s)", mt.fmtChanges(got), mt.fmtChanges(want), mt.fmtChanges(b.rest))
-	}
+	return err
+}
+
+// mdlMaxReentry bounds the nesting of ranges over a feed's sequences in
+// the loop bodies of others (consume).
+const mdlMaxReentry = 3
+
+// delivered models the delivery of ch, the next change of the batch b of
+// feed f: the feed's view takes it, and the feed moves if it was the last.
+func (mt *mdlTable[Obj, PK]) delivered(f *mdlFeed[Obj, PK], b *mdlBatch[Obj, PK], ch mdlChange[Obj]) error {
 	if b.first && !b.began {
 		clear(f.view)
 	}
 	b.began = true
-	for _, c := range got {
-		if c.deleted {
-			delete(f.view, mt.pkOf(c.obj))
-		} else {
-			f.view[mt.pkOf(c.obj)] = mdlEnt[Obj]{c.obj, c.rev}
-		}
+	if ch.deleted {
+		delete(f.view, mt.pkOf(ch.obj))
+	} else {
+		f.view[mt.pkOf(ch.obj)] = mdlEnt[Obj]{ch.obj, ch.rev}
 	}
-	b.rest = b.rest[len(got):]
+	b.rest = b.rest[1:]
 	if len(b.rest) > 0 {
 		return nil
 	}
-	// Delivered in full: the feed moves.
+	return mt.batchDelivered(f, b)
+}
+
+// batchDelivered models the delivery in full of the batch b of feed f:
+// the feed moves to its end.
+func (mt *mdlTable[Obj, PK]) batchDelivered(f *mdlFeed[Obj, PK], b *mdlBatch[Obj, PK]) error {
+	if b.first && !b.began {
+		clear(f.view)
+	}
 	if !maps.Equal(f.view, b.objs) {
 		return fmt.Errorf("model: the feed's view is not the state it delivered up to")
 	}
@@ -485,6 +557,31 @@ func (mt *mdlTable[Obj, PK]) consume(m *mdlRun, f *mdlFeed[Obj, PK], s *mdlFeedS
 	f.started, f.chain, f.pos, f.rev = true, b.chain, b.pos, b.rev
 	f.seen = max(f.seen, b.rev)
 	return nil
+}
+
+// reenter does, in the loop body of a range over the sequence s of feed
+// f, what ends the range's turn: Next (whose sequence it consumes at once,
+// in part, later or never, as feedNext does), a range over s again (to the
+// end or in part), or Close. It returns what it did.
+func (mt *mdlTable[Obj, PK]) reenter(m *mdlRun, i int, f *mdlFeed[Obj, PK], s *mdlFeedSeq[Obj, PK], depth int) (string, error) {
+	m.log(fmt.Sprintf("%s: FeedReenter(%d, depth %d)", mt.tbl.Name(), f.id, depth))
+	switch k := m.r.IntN(10); {
+	case k < 5:
+		m.stats["FeedReenter.Next"]++
+		mt.feedNext(m, i, f, depth+1)
+		return "a Next", nil
+	case k < 8:
+		m.stats["FeedReenter.range"]++
+		limit := -1
+		if m.r.IntN(2) == 0 {
+			limit = 1 + m.r.IntN(8)
+		}
+		return "a range over its sequence", mt.consume(m, i, f, s, limit, depth+1)
+	default:
+		m.stats["FeedReenter.Close"]++
+		mt.feedClose(m, f)
+		return "Close", nil
+	}
 }
 
 // feedClose closes a feed (live, or closed by an abort).
@@ -600,7 +697,11 @@ func (mt *mdlTable[Obj, PK]) feedDrop(m *mdlRun, k int) {
 // releasing the last hold).
 func (mt *mdlTable[Obj, PK]) waitReleased(m *mdlRun) {
 	// A sequence Next returned may keep its feed reachable: consume the
-	// kept ones now.
+	// kept ones now (without closing feeds in their loop bodies: the model
+	// would expect the table to drop its log before the dropped feed is
+	// released).
+	m.releasing = true
+	defer func() { m.releasing = false }()
 	for _, d := range m.deferred {
 		if err := d.run(); err != nil {
 			m.fatalf("kept iterator %s: %v", d.desc, err)

@@ -857,44 +857,286 @@ func TestChangesNothingWhileRegistering(t *testing.T) {
 }
 
 // TestChangesCloseInsideSequence: a consumer may Close its feed in the
-// body of its loop over a sequence: the feed lets go of the log once the
-// sequence returns, not while it still reads it.
+// body of its loop over a sequence: the sequence yields nothing more, the
+// feed lets go of the log at once, and its Next returns nothing and a nil
+// channel. Regression test: the sequence once went on delivering the rest
+// of its batch after the Close (issue 27).
 func TestChangesCloseInsideSequence(t *testing.T) {
-	for _, first := range []bool{true, false} {
-		db := New()
-		tbl := newTestTable(t, db, "t")
-		txn := db.WriteTxn(tbl)
-		it, err := tbl.Changes(txn)
-		must(t, err)
-		_, err = txn.Commit()
-		must(t, err)
-		if !first {
-			feedAll(it, db.ReadTxn())
-		}
+	for _, kind := range reentrantKinds {
+		t.Run(kind, func(t *testing.T) {
+			db, tbl, it, want := reentrantFeed(t, kind)
+			seq, _ := it.Next(db.ReadTxn())
+			var got []changeRec
+			if p := catch(func() {
+				for c := range seq {
+					got = append(got, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+					if len(got) == 10 {
+						it.Close()
+					}
+				}
+			}); p != nil {
+				t.Fatalf("the range over a sequence whose feed was closed in its loop body panicked: %v", p)
+			}
+			if len(got) != 10 || !slices.Equal(got, want[:10]) {
+				t.Fatalf("Close after the 10th change in the loop body: the sequence delivered %d changes, want those 10 (then nothing):\n got  %v\n want %v",
+					len(got), got, want[:10])
+			}
+			for c := range seq {
+				t.Fatalf("the sequence, ranged again after Close, delivered %+v", c)
+			}
+			if live := tbl.(*table[*testObject]).meta.feeds.live(); live != 0 {
+				t.Fatalf("%d feeds open after Close", live)
+			}
+			if tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).logged() {
+				t.Fatalf("the change log is kept after the only feed closed")
+			}
+			seq, watch := it.Next(db.ReadTxn())
+			for c := range seq {
+				t.Fatalf("a closed feed delivered %+v", c)
+			}
+			if watch != nil {
+				t.Fatalf("a closed feed's Next returned a channel")
+			}
+		})
+	}
+}
+
+// reentrantKinds name the batches reentrantFeed leaves a feed to deliver.
+var reentrantKinds = []string{"first", "log", "truncate", "created", "restored"}
+
+// reentrantN is the number of changes of reentrantFeed's batch.
+const reentrantN = 100
+
+// reentrantFeed returns a feed, registered and committed, that has a batch
+// of reentrantN changes to deliver on the latest snapshot, and those
+// changes in order. The batch is, by kind: the feed's first ("first", a
+// list batch); inserts read from the log ("log"); the deletes of a
+// DeleteAll, read from one truncate entry of the log ("truncate");
+// inserts for a feed WithCreated ("created", a list batch collected from
+// the log); objects Restore added ("restored", the same).
+func reentrantFeed(t *testing.T, kind string) (*DB, RWTable[*testObject], ChangeIterator[*testObject], []changeRec) {
+	t.Helper()
+	db := New()
+	tbl := newTestTable(t, db, "t")
+	txn := db.WriteTxn(tbl)
+	var opts []FeedOption
+	if kind == "created" {
+		opts = append(opts, WithCreated())
+	}
+	it, err := tbl.Changes(txn, opts...)
+	must(t, err)
+	mustCommit(t, txn)
+	if kind == "truncate" {
 		txn = db.WriteTxn(tbl)
-		for i := range 3 * changeLogSegment {
-			mustInsert(t, tbl, txn, &testObject{ID: uint64(i)})
+		for i := range reentrantN {
+			mustInsert(t, tbl, txn, &testObject{ID: uint64(i), Value: 1})
 		}
-		_, err = txn.Commit()
-		must(t, err)
-		seq, _ := it.Next(db.ReadTxn())
-		n := 0
+		mustCommit(t, txn)
+	}
+	if kind != "first" {
+		if got := feedAll(it, db.ReadTxn()); kind == "truncate" && len(got) != reentrantN {
+			t.Fatalf("the first batch of %d objects: %d changes", reentrantN, len(got))
+		}
+	}
+	var want []changeRec
+	txn = db.WriteTxn(tbl)
+	switch kind {
+	case "truncate":
+		must(t, tbl.DeleteAll(txn))
+		for i := range reentrantN {
+			want = append(want, changeRec{uint64(i), 1, true})
+		}
+	case "restored":
+		must(t, Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+			for i := range reentrantN {
+				if !yield(&testObject{ID: uint64(i), Value: 2}, Revision(1+i)) {
+					return
+				}
+			}
+		}, 0))
+		for i := range reentrantN {
+			want = append(want, changeRec{uint64(i), 2, false})
+		}
+	default:
+		for i := range reentrantN {
+			mustInsert(t, tbl, txn, &testObject{ID: uint64(i), Value: 2})
+			want = append(want, changeRec{uint64(i), 2, false})
+		}
+	}
+	mustCommit(t, txn)
+	return db, tbl, it, want
+}
+
+// checkReentrantFeed checks that the changes a feed delivered in a test
+// of reentrantFeed's batch, got, are each of the batch's, once, in order;
+// that the feed has nothing more to deliver; and that it delivers the
+// next write, and only that (it moved to the end of the batch, not to
+// some other position).
+func checkReentrantFeed(t *testing.T, db *DB, tbl RWTable[*testObject], it ChangeIterator[*testObject], got, want []changeRec) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("the feed delivered %d changes, want each of the %d of its batch once, in order; delivered twice: %d",
+			len(got), len(want), len(twice(got)))
+	}
+	var more []changeRec
+	var watch <-chan struct{}
+	if p := catch(func() {
+		seq, w := it.Next(db.ReadTxn())
+		watch = w
 		for c := range seq {
-			if c.Object.ID != uint64(n) {
-				t.Fatalf("first %v: change %d is object %d", first, n, c.Object.ID)
+			more = append(more, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+		}
+	}); p != nil {
+		t.Fatalf("Next after the batch was delivered panicked: %v", p)
+	}
+	if len(more) > 0 || watch == nil || mdlClosed(watch) {
+		t.Fatalf("after the batch was delivered, Next delivered %v with a channel closed: %v (want nothing, and an open channel)",
+			more, watch == nil || mdlClosed(watch))
+	}
+	txn := db.WriteTxn(tbl)
+	mustInsert(t, tbl, txn, &testObject{ID: 1000, Value: 7})
+	mustCommit(t, txn)
+	if !mdlClosed(watch) {
+		t.Fatal("the channel of a drained feed stayed open after a write")
+	}
+	var next []changeRec
+	if p := catch(func() { next = feedAll(it, db.ReadTxn()) }); p != nil {
+		t.Fatalf("Next after a write panicked: %v", p)
+	}
+	if w := []changeRec{{1000, 7, false}}; !slices.Equal(next, w) {
+		t.Fatalf("after the batch, a write of one object: Next delivered %v, want %v", next, w)
+	}
+}
+
+// twice returns the records that occur more than once in recs.
+func twice(recs []changeRec) []changeRec {
+	seen := map[changeRec]int{}
+	var out []changeRec
+	for _, c := range recs {
+		if seen[c]++; seen[c] == 2 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestChangesNextInsideRange: a consumer calls Next in the body of its
+// loop over the previous sequence, and ranges over the new sequence there
+// (to the end, in part) or not. The old sequence yields nothing more once
+// Next was called, mid-range too; the new one delivers the rest of the
+// batch, from the change after the one the old yielded last; no change
+// is delivered twice or lost, whatever the batch and wherever the Next.
+// Regression test (issue 27): on a log batch the inner range restarted
+// from the batch's start and the old sequence went on too, delivering the
+// changes twice; on a list batch the inner range released the batch, the
+// outer then moved the feed to the batch's zeroed end, and the next Next
+// panicked.
+func TestChangesNextInsideRange(t *testing.T) {
+	for _, kind := range reentrantKinds {
+		for _, at := range []int{1, 37, reentrantN - 1, reentrantN} {
+			for _, inner := range []string{"ranged", "ranged in part", "not ranged", "Next twice"} {
+				t.Run(fmt.Sprintf("%s/after %d/%s", kind, at, inner), func(t *testing.T) {
+					db, tbl, it, want := reentrantFeed(t, kind)
+					defer it.Close()
+					var got, after []changeRec
+					if p := catch(func() {
+						old, _ := it.Next(db.ReadTxn())
+						n := 0
+						for c := range old {
+							rec := changeRec{c.Object.ID, c.Object.Value, c.Deleted}
+							if n >= at {
+								after = append(after, rec)
+								continue
+							}
+							got = append(got, rec)
+							if n++; n < at {
+								continue
+							}
+							seq, _ := it.Next(db.ReadTxn())
+							switch inner {
+							case "ranged":
+								for c := range seq {
+									got = append(got, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+								}
+							case "ranged in part":
+								for c := range seq {
+									got = append(got, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+									if len(got) == at+10 {
+										break
+									}
+								}
+							case "Next twice":
+								it.Next(db.ReadTxn())
+							}
+						}
+						for c := range old {
+							after = append(after, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+						}
+						// The rest of the batch, if any, then nothing.
+						for range 2 {
+							got = append(got, feedAll(it, db.ReadTxn())...)
+						}
+					}); p != nil {
+						t.Fatalf("panicked, after delivering %d changes (%d twice) and %d more by the old sequence: %v",
+							len(got), len(twice(got)), len(after), p)
+					}
+					if len(after) > 0 {
+						t.Errorf("the old sequence yielded %d changes after a later Next in its loop body (the first %v)", len(after), after[0])
+					}
+					checkReentrantFeed(t, db, tbl, it, got, want)
+				})
 			}
-			if n++; n == 10 {
-				it.Close()
+		}
+	}
+}
+
+// TestChangesRangeInsideRange: a consumer ranges over a sequence again in
+// the body of its loop over that sequence, to the end or in part. The
+// inner range goes on from the change after the one the outer yielded
+// last, and the outer yields nothing more; no change is delivered twice
+// or lost. Regression test (issue 27): as TestChangesNextInsideRange.
+func TestChangesRangeInsideRange(t *testing.T) {
+	for _, kind := range reentrantKinds {
+		for _, at := range []int{1, 37, reentrantN} {
+			for _, inner := range []string{"to the end", "in part"} {
+				t.Run(fmt.Sprintf("%s/after %d/%s", kind, at, inner), func(t *testing.T) {
+					db, tbl, it, want := reentrantFeed(t, kind)
+					defer it.Close()
+					var got, after []changeRec
+					if p := catch(func() {
+						seq, _ := it.Next(db.ReadTxn())
+						n := 0
+						for c := range seq {
+							rec := changeRec{c.Object.ID, c.Object.Value, c.Deleted}
+							if n >= at {
+								after = append(after, rec)
+								continue
+							}
+							got = append(got, rec)
+							if n++; n < at {
+								continue
+							}
+							for c := range seq {
+								got = append(got, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+								if inner == "in part" && len(got) == at+10 {
+									break
+								}
+							}
+						}
+						// Ranged again after both stopped: the rest.
+						for c := range seq {
+							got = append(got, changeRec{c.Object.ID, c.Object.Value, c.Deleted})
+						}
+					}); p != nil {
+						t.Fatalf("panicked, after delivering %d changes (%d twice) and %d more by the outer range: %v",
+							len(got), len(twice(got)), len(after), p)
+					}
+					if len(after) > 0 {
+						t.Errorf("the outer range yielded %d changes after a range of its sequence in its loop body (the first %v)", len(after), after[0])
+					}
+					checkReentrantFeed(t, db, tbl, it, got, want)
+				})
 			}
-		}
-		if n != 3*changeLogSegment {
-			t.Fatalf("first %v: the sequence delivered %d changes, want %d", first, n, 3*changeLogSegment)
-		}
-		if live := tbl.(*table[*testObject]).meta.feeds.live(); live != 0 {
-			t.Fatalf("first %v: %d feeds open after Close", first, live)
-		}
-		if tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed()).logged() {
-			t.Fatalf("first %v: the change log is kept after the only feed closed", first)
 		}
 	}
 }

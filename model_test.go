@@ -1285,6 +1285,8 @@ type mdlRun struct {
 	watches  []*mdlWatch
 	snaps    []mdlSnap
 	deferred []mdlDeferred
+	// releasing: waitReleased is consuming the deferred sequences.
+	releasing bool
 
 	stats map[string]int
 }
@@ -1446,8 +1448,12 @@ func (mt *mdlTable[Obj, PK]) deferredAll(txn ReadTxn, sta any) func() error {
 }
 
 func (m *mdlRun) runDeferred() {
-	kept := m.deferred[:0]
-	for _, d := range m.deferred {
+	// A run may defer more (a Next in the loop body of a range over a
+	// feed's sequence): those are kept after the ones not due.
+	due := m.deferred
+	m.deferred = nil
+	var kept []mdlDeferred
+	for _, d := range due {
 		if d.steps--; d.steps > 0 {
 			kept = append(kept, d)
 			continue
@@ -1456,8 +1462,7 @@ func (m *mdlRun) runDeferred() {
 			m.fatalf("kept iterator %s: %v", d.desc, err)
 		}
 	}
-	clear(m.deferred[len(kept):]) // what they hold may be collected
-	m.deferred = kept
+	m.deferred = append(kept, m.deferred...) // what the others hold may be collected
 }
 
 // beginTxn opens a write transaction over random tables, or over table
@@ -1514,7 +1519,10 @@ func (m *mdlRun) commitJournal(fail bool) {
 		}
 		m.log("Commit(" + m.txnDesc + ") -> journal failed")
 		m.stats["Commit.journalFailed"]++
-		m.aborted(txn)
+		// The transaction reads the latest committed state from now on:
+		// of the tables it did not lock, what committed since it began
+		// (a change log dropped when their last feed closed).
+		m.aborted(txn, m.states(false))
 		return
 	}
 	if err != nil {
@@ -1542,13 +1550,17 @@ func (m *mdlRun) commitJournal(fail bool) {
 func (m *mdlRun) abort() {
 	m.txn.Abort()
 	m.log("Abort(" + m.txnDesc + ")")
-	m.aborted(m.txn)
+	m.aborted(m.txn, nil)
 }
 
 // aborted models the end of the open transaction txn without a commit: by
-// Abort, or by a Commit that the journal failed.
-func (m *mdlRun) aborted(txn WriteTxn) {
+// Abort, or by a Commit that the journal failed. states is what txn reads
+// after that, if not what it started from.
+func (m *mdlRun) aborted(txn WriteTxn, states []any) {
 	snap := m.txnSnap // what the transaction started from
+	if states != nil {
+		snap.states = states
+	}
 	for _, mt := range m.tables {
 		mt.abort(m)
 	}
