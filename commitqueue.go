@@ -302,11 +302,6 @@ func waitRecord(b QueuedBatch) (err error) {
 // the commits at the head of the queue that are ready, in order, and
 // returns once w is settled: the root that published it, or its error.
 func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
-	if w.done == nil || w.db.hold != nil {
-		// Under a test's hook, a channel of the test's synctest bubble,
-		// not a pooled one made outside it or in another bubble.
-		w.done = make(chan struct{}, 1)
-	}
 	self := false
 	q.mu.Lock()
 	w.waited, w.result = true, err
@@ -324,14 +319,18 @@ func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
 	if q.head == len(q.fifo) {
 		q.fifo, q.head, q.err = q.fifo[:0], 0, nil
 	}
+	if !self {
+		// Another committer settles w, once the commits before it are
+		// durable: it finds w waited, and done made, under q.mu. Made
+		// per wait, not pooled: a channel made inside a
+		// testing/synctest bubble must not reach a commit outside it
+		// (receiving from it there is fatal), and a commit that
+		// settles itself, the common case of a lone writer, makes none.
+		w.done = make(chan struct{}, 1)
+	}
 	q.mu.Unlock()
 	if !self {
 		<-w.done
-	}
-	if w.db.hold != nil {
-		// Nor does the bubble's channel go to the pool, where a
-		// commit outside the bubble would find it: receiving from it
-		// there panics.
 		w.done = nil
 	}
 	return w.published, w.result

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -455,4 +456,43 @@ func TestEarlyLockReleaseConcurrent(t *testing.T) {
 		t.Fatalf("at most %d records pending at once: the table was held through the syncs", maxPending)
 	}
 	t.Logf("%d commits; up to %d records pending at once", writers*rounds, maxPending)
+}
+
+// TestQueuedCommitsLeaveNoChannelInPool: a commit of a durable table that
+// another committer settles waits on a channel; that channel must not go
+// back to the pool of transactions with it, where a commit in another
+// testing/synctest bubble, or outside any, would draw it: receiving from
+// a bubble's channel outside it is fatal. (The pool kept it, made in the
+// first bubble that needed one: a program's tests running durable tables
+// in synctest and then outside crashed.)
+func TestQueuedCommitsLeaveNoChannelInPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db, tbl, j := durableTable(t, &testObject{ID: 0})
+		for i := range 20 {
+			var results []<-chan commitResult
+			for k := range 3 {
+				txn := db.WriteTxn(tbl)
+				mustInsert(t, tbl, txn, &testObject{ID: uint64(k), Value: i})
+				results = append(results, commitAsync(txn))
+				j.waitPending(k + 1)
+			}
+			synctest.Wait() // every committer waits for its record
+			j.sync(3, nil)
+			for _, r := range results {
+				must(t, (<-r).err)
+			}
+		}
+	})
+	var drawn []*writeTxn
+	for range 1000 {
+		w := writeTxnPool.Get().(*writeTxn)
+		drawn = append(drawn, w)
+		if w.done != nil {
+			t.Errorf("a pooled transaction keeps a done channel")
+			break
+		}
+	}
+	for _, w := range drawn {
+		writeTxnPool.Put(w)
+	}
 }

@@ -298,8 +298,9 @@ type writeTxn struct {
 	waited, settled bool
 	result          error
 	published       *dbRoot
-	// done wakes the owner of a commit another goroutine settled. Kept
-	// across recycling.
+	// done wakes the owner of a commit another goroutine settles: made
+	// in commitQueue.finish, under the queue's mu, when the owner finds
+	// its commit not settled.
 	done chan struct{}
 	// After an early lock release: the nodes the writers' changes
 	// replaced, whose watch channels close once the commit is published
@@ -474,7 +475,7 @@ func (h *txnHandle) close(w *writeTxn) { h.root, h.w, *h.open = w.root, nil, nil
 
 // recycle returns the state of a transaction that ended to the pool.
 func recycle(w *writeTxn) {
-	*w = writeTxn{done: w.done, retired: w.retired}
+	*w = writeTxn{retired: w.retired}
 	writeTxnPool.Put(w)
 }
 
