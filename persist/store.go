@@ -435,6 +435,8 @@ func (s *Store) every(interval time.Duration, f func()) {
 // periodicSync syncs the log, in Buffered mode, if a commit came since the
 // last sync.
 func (s *Store) periodicSync() {
+	s.group.at(holdSyncStart, holdSyncer)
+	defer s.group.at(holdSyncEnd, holdSyncer)
 	if s.unsynced.Swap(false) {
 		hook := testHookSync
 		var start time.Time
