@@ -50,7 +50,7 @@ type groupCommit struct {
 	// Pebble commit of a group, with the who of the batch's commit and
 	// the number of commits in the batch, and an error it returns fails
 	// the commit as Pebble's would.
-	hold      func(p holdPoint, who int)
+	hold      func(p holdPoint, who int, err error)
 	who       func() int
 	failApply func(who, n int) error
 }
@@ -87,7 +87,7 @@ func (s *Store) waitGrouped(jb *journalBatch) error {
 	s.group.at(holdEnqueued, jb.who)
 	if !jb.leads {
 		err := <-jb.done
-		s.group.at(holdWoken, jb.who)
+		s.group.atResult(holdWoken, jb.who, err)
 		if err != errLead {
 			return err
 		}
@@ -149,7 +149,7 @@ func (s *Store) lead(jb *journalBatch) error {
 	g.expect = len(members) + 1
 
 	clear(members)
-	g.at(holdHandOver, jb.who)
+	g.atResult(holdHandOver, jb.who, err)
 	g.mu.Lock()
 	g.spare = members[:0]
 	if len(g.queue) == 0 {
@@ -224,11 +224,11 @@ func (s *Store) applyLed(b *pebble.Batch, who, n int) error {
 	g.at(holdApply, who)
 	if f := g.failApply; f != nil {
 		if err := f(who, n); err != nil {
-			g.at(holdSynced, who)
+			g.atResult(holdSynced, who, err)
 			return err
 		}
 	}
 	err := s.apply(b)
-	g.at(holdSynced, who)
+	g.atResult(holdSynced, who, err)
 	return err
 }

@@ -198,6 +198,7 @@ type groupRig struct {
 	applied  []commitID
 	round    []int64 // each writer's current commit
 	acked    []int64 // each writer's last acknowledged commit
+	waited   []int64 // each writer's last commit whose Wait returned nil
 	results  map[commitID]error
 	visible  []int64 // each writer's value in the last snapshot read
 	done     int     // writers returned
@@ -240,6 +241,7 @@ func runGroupModel(t *testing.T, v groupVariant, seed int64) string {
 		fs:      vfs.NewCrashableMem(),
 		round:   make([]int64, v.writers),
 		acked:   make([]int64, v.writers),
+		waited:  make([]int64, v.writers),
 		visible: make([]int64, v.writers),
 		results: map[commitID]error{},
 	}
@@ -261,8 +263,15 @@ func runGroupModel(t *testing.T, v groupVariant, seed int64) string {
 	}
 	s.group.who = func() int { return int(g.cur.Load()) }
 	s.group.failApply = g.failApply
-	s.group.hold = func(p holdPoint, who int) {
+	s.group.hold = func(p holdPoint, who int, err error) {
 		switch p {
+		case holdWoken, holdHandOver:
+			if err == nil {
+				// Wait returns nil next: the journal acknowledges it.
+				g.mu.Lock()
+				g.waited[who] = g.round[who]
+				g.mu.Unlock()
+			}
 		case holdEnqueued:
 			g.mu.Lock()
 			g.enqueued = append(g.enqueued, commitID{who, g.round[who]})
@@ -307,7 +316,11 @@ func runGroupModel(t *testing.T, v groupVariant, seed int64) string {
 	}
 	// Let everything run to the end. Time passes now and then, so that the
 	// leader's wait for members ends by its deadline too.
-	for {
+	for n := 0; ; n++ {
+		if n == 100_000 {
+			g.sched.FreeAll()
+			t.Fatalf("seed %d: the writers never finished", seed)
+		}
 		synctest.Wait()
 		g.checkSync()
 		if g.allDone() {
@@ -322,8 +335,11 @@ func runGroupModel(t *testing.T, v groupVariant, seed int64) string {
 				time.Sleep(time.Millisecond) // writers never wait for the sync
 				continue
 			}
-			g.violate("writers blocked with none held: a lost wake-up (%d of %d returned)", g.doneCount(), v.writers)
-			break
+			g.violate("3: writers blocked with none held: a lost wake-up (%d of %d returned)", g.doneCount(), v.writers)
+			if !g.rescue() {
+				g.sched.FreeAll()
+				t.Fatalf("seed %d: writers blocked, none in the queue to wake:\n%s", seed, g.sched.History())
+			}
 		}
 	}
 	g.read()
@@ -355,6 +371,25 @@ func runGroupModel(t *testing.T, v groupVariant, seed int64) string {
 		return ""
 	}
 	return strings.Join(g.violations, "\n") + "\nschedule (latest events):\n" + g.sched.History()
+}
+
+var errLostWakeup = errors.New("woken by the test: lost wake-up")
+
+// rescue fails the commits left in the group commit's queue with no
+// leader, so that their writers return and the seed ends; it reports
+// whether there were any.
+func (g *groupRig) rescue() bool {
+	gc := &g.s.group
+	gc.mu.Lock()
+	q := gc.queue
+	gc.queue = nil
+	gc.queued.Store(0)
+	gc.leading = false
+	gc.mu.Unlock()
+	for _, jb := range q {
+		jb.done <- errLostWakeup
+	}
+	return len(q) > 0
 }
 
 // writer i commits v.rounds transactions, holding at "begin" before
@@ -479,6 +514,7 @@ func (g *groupRig) cloneCheck() {
 	g.sched.Note("durable %v", durable)
 	g.mu.Lock()
 	acked := slices.Clone(g.acked)
+	waited := slices.Clone(g.waited)
 	order := slices.Clone(g.enqueued)
 	if g.v.buffered {
 		order = slices.Clone(g.applied)
@@ -490,6 +526,9 @@ func (g *groupRig) cloneCheck() {
 		}
 		if durable[i] < acked[i] {
 			g.violate("1: writer %d: commit %d acknowledged, a power loss keeps %d", i, acked[i], durable[i])
+		}
+		if durable[i] < waited[i] {
+			g.violate("1: writer %d: the journal's Wait of commit %d returns nil, a power loss keeps %d", i, waited[i], durable[i])
 		}
 		if durable[i] < vals[i] {
 			g.violate("1: writer %d: commit %d seen by a reader, a power loss keeps %d", i, vals[i], durable[i])

@@ -47,8 +47,8 @@ const (
 	// log synced, or failed), before the leader hands its result to the
 	// members.
 	holdSynced
-	// holdHandOver: the leader handed the results out and is about to
-	// hand the lead to the first commit that queued meanwhile, or to give
+	// holdHandOver: the leader handed the results out (its own is its
+	// Wait's, which it returns next) and is about to hand the lead to the first commit that queued meanwhile, or to give
 	// it up if none did.
 	holdHandOver
 	// holdSyncStart: Buffered mode's sync loop ticked and is about to
@@ -81,6 +81,16 @@ const holdSyncer = -1
 // if one is set.
 func (g *groupCommit) at(p holdPoint, who int) {
 	if h := g.hold; h != nil {
-		h(p, who)
+		h(p, who, nil)
+	}
+}
+
+// atResult passes the hold point p, reached by who carrying the result
+// err: a follower's result from its leader (holdWoken), a Pebble commit's
+// (holdSynced), the leader's own (holdHandOver). The test checks that a
+// nil result is durable.
+func (g *groupCommit) atResult(p holdPoint, who int, err error) {
+	if h := g.hold; h != nil {
+		h(p, who, err)
 	}
 }
