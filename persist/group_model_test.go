@@ -252,7 +252,26 @@ func runGroupModel(t *testing.T, v groupVariant, seed int64) string {
 	if v.buffered {
 		opts.Sync = Buffered{Interval: time.Millisecond}
 	}
+	// The hooks are set before the store starts its goroutines, and hold
+	// nothing until the tables are registered (armed).
+	var armed atomic.Bool
+	testHookOpen = func(s *Store) {
+		testHookOpen = nil // the store of the seed, not the clones'
+		s.group.who = func() int { return int(g.cur.Load()) }
+		s.group.failApply = func(who, n int) error {
+			if !armed.Load() {
+				return nil
+			}
+			return g.failApply(who, n)
+		}
+		s.group.hold = func(p holdPoint, who int, err error) {
+			if armed.Load() {
+				g.hold(p, who, err)
+			}
+		}
+	}
 	s, err := Open("/db", opts)
+	testHookOpen = nil
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,35 +280,7 @@ func runGroupModel(t *testing.T, v groupVariant, seed int64) string {
 	for n := range v.tables {
 		g.tbls = append(g.tbls, itemTable(t, s, g.db, fmt.Sprint("t", n), nil))
 	}
-	s.group.who = func() int { return int(g.cur.Load()) }
-	s.group.failApply = g.failApply
-	s.group.hold = func(p holdPoint, who int, err error) {
-		switch p {
-		case holdWoken, holdHandOver:
-			if err == nil {
-				// Wait returns nil next: the journal acknowledges it.
-				g.mu.Lock()
-				g.waited[who] = g.round[who]
-				g.mu.Unlock()
-			}
-		case holdEnqueued:
-			g.mu.Lock()
-			g.enqueued = append(g.enqueued, commitID{who, g.round[who]})
-			g.mu.Unlock()
-		case holdSyncEnd:
-			g.mu.Lock()
-			g.syncCheck = g.syncAcked
-			g.mu.Unlock()
-		}
-		g.sched.Hold(p.String(), who)
-		if p == holdSyncStart {
-			// Going on: what is acknowledged now must be durable once
-			// this sync ends.
-			g.mu.Lock()
-			g.syncAcked = slices.Clone(g.acked)
-			g.mu.Unlock()
-		}
-	}
+	armed.Store(true)
 
 	var wg sync.WaitGroup
 	for i := range v.writers {
@@ -390,6 +381,36 @@ func (g *groupRig) rescue() bool {
 		jb.done <- errLostWakeup
 	}
 	return len(q) > 0
+}
+
+// hold is the store's hold hook: it records what the test checks at some
+// points, and holds the goroutine.
+func (g *groupRig) hold(p holdPoint, who int, err error) {
+	switch p {
+	case holdWoken, holdHandOver:
+		if err == nil {
+			// Wait returns nil next: the journal acknowledges it.
+			g.mu.Lock()
+			g.waited[who] = g.round[who]
+			g.mu.Unlock()
+		}
+	case holdEnqueued:
+		g.mu.Lock()
+		g.enqueued = append(g.enqueued, commitID{who, g.round[who]})
+		g.mu.Unlock()
+	case holdSyncEnd:
+		g.mu.Lock()
+		g.syncCheck = g.syncAcked
+		g.mu.Unlock()
+	}
+	g.sched.Hold(p.String(), who)
+	if p == holdSyncStart {
+		// Going on: what is acknowledged now must be durable once
+		// this sync ends.
+		g.mu.Lock()
+		g.syncAcked = slices.Clone(g.acked)
+		g.mu.Unlock()
+	}
 }
 
 // writer i commits v.rounds transactions, holding at "begin" before
