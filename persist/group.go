@@ -44,6 +44,15 @@ type groupCommit struct {
 	// onApply, if set, runs before each Pebble commit of a group.
 	grouped atomic.Uint64
 	onApply func()
+	// For the interleaving test (holds.go), nil in production: hold is
+	// called at each hold point; who, if set, gives Begin the who of the
+	// commit that calls it; failApply, if set, is called before each
+	// Pebble commit of a group, with the who of the batch's commit and
+	// the number of commits in the batch, and an error it returns fails
+	// the commit as Pebble's would.
+	hold      func(p holdPoint, who int, err error)
+	who       func() int
+	failApply func(who, n int) error
 }
 
 // commitGrouped commits jb with the other commits that arrive with it,
@@ -75,8 +84,11 @@ func (s *Store) enqueueGrouped(jb *journalBatch) {
 // waitGrouped returns once the group of jb, enqueued by enqueueGrouped,
 // is synced, or failed.
 func (s *Store) waitGrouped(jb *journalBatch) error {
+	s.group.at(holdEnqueued, jb.who)
 	if !jb.leads {
-		if err := <-jb.done; err != errLead {
+		err := <-jb.done
+		s.group.atResult(holdWoken, jb.who, err)
+		if err != errLead {
 			return err
 		}
 	}
@@ -99,12 +111,15 @@ var errLead = errors.New("persist: lead the next group")
 // store failed and fails all its commits without writing them.
 func (s *Store) lead(jb *journalBatch) error {
 	g := &s.group
+	g.at(holdLead, jb.who)
 	if want := int32(g.expect - 1); want > 0 && g.queued.Load() < want {
 		deadline := time.Now().Add(g.latency / 2)
 		for g.queued.Load() < want && time.Now().Before(deadline) {
+			g.at(holdMemberWait, jb.who)
 			runtime.Gosched()
 		}
 	}
+	g.at(holdGathered, jb.who)
 	g.mu.Lock()
 	members := g.queue
 	g.queue, g.spare = g.spare[:0], nil
@@ -123,9 +138,9 @@ func (s *Store) lead(jb *journalBatch) error {
 			m.done <- err
 		}
 	case len(members) == 0:
-		err = s.apply(jb.b)
+		err = s.applyLed(jb.b, jb.who, 1)
 	default:
-		err = s.applyGroup(jb.b, members)
+		err = s.applyGroup(jb, members)
 	}
 	if err != nil {
 		s.fail(err)
@@ -134,6 +149,7 @@ func (s *Store) lead(jb *journalBatch) error {
 	g.expect = len(members) + 1
 
 	clear(members)
+	g.atResult(holdHandOver, jb.who, err)
 	g.mu.Lock()
 	g.spare = members[:0]
 	if len(g.queue) == 0 {
@@ -154,8 +170,9 @@ func (s *Store) lead(jb *journalBatch) error {
 // large, or a batch Pebble refuses), each is committed by itself, in
 // order; once one fails, the later ones fail with its error, unwritten,
 // and the store fails.
-func (s *Store) applyGroup(b *pebble.Batch, members []*journalBatch) error {
+func (s *Store) applyGroup(jb *journalBatch, members []*journalBatch) error {
 	g := &s.group
+	b := jb.b
 	size := b.Len()
 	for _, m := range members {
 		size += m.b.Len()
@@ -171,7 +188,7 @@ func (s *Store) applyGroup(b *pebble.Batch, members []*journalBatch) error {
 		}
 		if ok {
 			g.grouped.Add(uint64(len(members) + 1))
-			err := s.apply(merged)
+			err := s.applyLed(merged, jb.who, len(members)+1)
 			if err != nil {
 				// Pebble forbids reusing a batch whose commit failed.
 				g.merged = nil
@@ -185,16 +202,33 @@ func (s *Store) applyGroup(b *pebble.Batch, members []*journalBatch) error {
 		}
 		g.merged = nil
 	}
-	err := s.apply(b)
+	err := s.applyLed(b, jb.who, 1)
 	first := err
 	for _, m := range members {
 		if first == nil {
-			first = s.apply(m.b)
+			first = s.applyLed(m.b, m.who, 1)
 		}
 		m.done <- first
 	}
 	if first != nil {
 		s.fail(first)
 	}
+	return err
+}
+
+// applyLed commits b, a batch of n commits of the group led by the
+// caller (who: the batch's first commit), to Pebble, between the hold
+// points of the apply and its sync.
+func (s *Store) applyLed(b *pebble.Batch, who, n int) error {
+	g := &s.group
+	g.at(holdApply, who)
+	if f := g.failApply; f != nil {
+		if err := f(who, n); err != nil {
+			g.atResult(holdSynced, who, err)
+			return err
+		}
+	}
+	err := s.apply(b)
+	g.atResult(holdSynced, who, err)
 	return err
 }

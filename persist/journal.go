@@ -15,6 +15,9 @@ import (
 func (s *Store) Begin() strata.JournalBatch {
 	jb := s.batches.Get().(*journalBatch)
 	jb.gen++
+	if who := s.group.who; who != nil {
+		jb.who = who()
+	}
 	return jb
 }
 
@@ -34,6 +37,9 @@ type journalBatch struct {
 	// found nothing to write. start: when Enqueue ran, for metrics.
 	leads, empty bool
 	start        time.Time
+	// who tells the commits apart at hold points (holds.go): set by Begin
+	// in the interleaving test, 0 otherwise.
+	who int
 }
 
 var _ strata.QueuedBatch = (*journalBatch)(nil)

@@ -166,6 +166,9 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		return nil, fmt.Errorf("persist: open %s: %w", dir, fromPebble(err))
 	}
 	s.batches.New = func() any { return &journalBatch{s: s, b: s.db.NewBatch(), done: make(chan error, 1)} }
+	if h := testHookOpen; h != nil {
+		h(s) // before the store's goroutines read its hooks
+	}
 	if s.buffered {
 		s.wg.Add(1)
 		go s.every(syncInterval, s.periodicSync)
@@ -423,6 +426,8 @@ func (s *Store) every(interval time.Duration, f func()) {
 // periodicSync syncs the log, in Buffered mode, if a commit came since the
 // last sync.
 func (s *Store) periodicSync() {
+	s.group.at(holdSyncStart, holdSyncer)
+	defer s.group.at(holdSyncEnd, holdSyncer)
 	if s.unsynced.Swap(false) {
 		hook := testHookSync
 		var start time.Time
@@ -444,6 +449,11 @@ func (s *Store) periodicSync() {
 // when a sync starts (end is zero) and when it ends: TestBufferedLossAge
 // relates what a killed process lost to the syncs.
 var testHookSync func(start, end time.Time)
+
+// testHookOpen, if set, is called by Open with the store before it starts
+// its goroutines: the interleaving test sets the store's hold points
+// (holds.go) there.
+var testHookOpen func(s *Store)
 
 // syncLog syncs Pebble's log: every commit applied before is durable when
 // it returns nil. (A record synced with pebble.Sync makes the log writer
