@@ -117,3 +117,4 @@ models-long:
 	$(GO) test -count=1 -race -run 'Model' . -strata.model.long
 	$(GO) test -count=1 -race -run 'TestModel$$' ./reconciler -reconciler.model.long
 	$(GO) test -count=1 -tags invariants -run 'TestCommitQueueModel' . -strata.cq.long
+	cd persist && $(GO) test -count=1 -run 'TestGroupInterleavings' . -persist.interleavings=300

@@ -59,7 +59,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -145,9 +144,7 @@ func TestGroupInterleavings(t *testing.T) {
 			}
 			for seed := first; seed < first+int64(seeds); seed++ {
 				var report string
-				emptyPools()
 				synctest.Test(t, func(t *testing.T) { report = runGroupModel(t, v, seed) })
-				emptyPools()
 				if report != "" {
 					t.Fatalf("seed %d (replay: -run 'TestGroupInterleavings/%s' -persist.interleavings.seed=%d):\n%s",
 						seed, v.name, seed, report)
@@ -156,17 +153,6 @@ func TestGroupInterleavings(t *testing.T) {
 		})
 	}
 	goleak.VerifyNone(t)
-}
-
-// emptyPools empties the sync.Pools (two collections do), before and
-// after a bubble: strata pools its write transactions, each with the
-// channel on which a queued commit waits for its publish, and a channel
-// made in one synctest bubble must not be used outside it (Go stops the
-// program), nor one made outside it inside (a goroutine waiting on it
-// would not be durably blocked).
-func emptyPools() {
-	runtime.GC()
-	runtime.GC()
 }
 
 // commitID is a writer's commit: its number and the value it writes.

@@ -7,7 +7,7 @@ package persist
 // reached the point and let it go on in an order of its choosing. The
 // interleaving test (group_model_test.go) drives them in many seeded
 // orders and checks what must hold whatever the order; see
-// docs/interleavings-persist.md.
+// docs/interleavings.md.
 //
 // In production hold is nil and a point costs one predictable branch, a
 // few per group (never per object): BenchmarkConcurrentWriters and
