@@ -94,6 +94,16 @@ func (w *logWriter[Obj]) drop() {
 // 6), or 0 if the published state has no log or another. It reports
 // whether it started or dropped the log, which changes the table's state.
 func (w *logWriter[Obj]) begin(base, published *tableState[Obj], observed bool) (changed bool) {
+	if !observed && base.log.seg == nil {
+		// No feeds and no log, the common case: nothing to set up.
+		w.cur = logTxn[Obj]{}
+		return false
+	}
+	return w.beginObserved(base, published, observed)
+}
+
+// beginObserved is begin for a table that has a log or feeds.
+func (w *logWriter[Obj]) beginObserved(base, published *tableState[Obj], observed bool) (changed bool) {
 	w.cur = logTxn[Obj]{observed: observed, end: base.log, reuseBelow: base.log.seq}
 	if base != published {
 		w.cur.reuseBelow = 0

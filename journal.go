@@ -142,7 +142,8 @@ func (db *DB) dropJournalClaim() {
 
 // journalTxn is a transaction's part for the table's journal: what the
 // journal receives at commit (writeJournal), and a journal SetJournal
-// attached. Per transaction: tableTxn.begin replaces it with next.
+// attached. Per transaction: tableTxn.begin replaces it, keeping only
+// the capacity of ops and opKeys.
 type journalTxn[Obj any] struct {
 	// tj, when the table is attached to a Journal, receives the
 	// transaction's changes at commit; ops records the writes it needs
@@ -155,13 +156,6 @@ type journalTxn[Obj any] struct {
 	// attach is the journal SetJournal attached in the transaction, which
 	// the table keeps if it commits.
 	attach TableJournal[Obj]
-}
-
-// next returns the part for a transaction that journals to tj (nil for
-// none), reusing the capacity of j's ops and opKeys.
-func (j *journalTxn[Obj]) next(tj TableJournal[Obj]) journalTxn[Obj] {
-	clear(j.ops)
-	return journalTxn[Obj]{tj: tj, ops: j.ops[:0], opKeys: j.opKeys[:0]}
 }
 
 // keepKey returns a copy of pk that lives until the transaction ends.
