@@ -93,17 +93,11 @@ func (w *logWriter[Obj]) drop() {
 // reuseBelow is the published end of the log (commitqueue.go, invariant
 // 6), or 0 if the published state has no log or another. It reports
 // whether it started or dropped the log, which changes the table's state.
+//
+// A table with no log and no feeds, the common case, has nothing to set
+// up: its transaction only resets cur (idle), which tableTxn.begin calls
+// instead, as the compiler does not inline begin.
 func (w *logWriter[Obj]) begin(base, published *tableState[Obj], observed bool) (changed bool) {
-	if !observed && base.log.seg == nil {
-		// No feeds and no log, the common case: nothing to set up.
-		w.cur = logTxn[Obj]{}
-		return false
-	}
-	return w.beginObserved(base, published, observed)
-}
-
-// beginObserved is begin for a table that has a log or feeds.
-func (w *logWriter[Obj]) beginObserved(base, published *tableState[Obj], observed bool) (changed bool) {
 	w.cur = logTxn[Obj]{observed: observed, end: base.log, reuseBelow: base.log.seq}
 	if base != published {
 		w.cur.reuseBelow = 0
@@ -128,6 +122,11 @@ func (w *logWriter[Obj]) beginObserved(base, published *tableState[Obj], observe
 		w.head = w.cur.end.seg
 	}
 	return false
+}
+
+// idle is begin for a table with no log and no feeds.
+func (w *logWriter[Obj]) idle() {
+	w.cur = logTxn[Obj]{}
 }
 
 // abort ends an aborted transaction that began from a state whose log

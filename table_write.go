@@ -145,7 +145,9 @@ func (tt *tableTxn[Obj]) begin(base, published *tableState[Obj], handle string) 
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
-	if tt.log.begin(base, published, tt.t.meta.feeds.live() > 0) {
+	if observed := tt.t.meta.feeds.live() > 0; !observed && base.log.seg == nil {
+		tt.log.idle()
+	} else if tt.log.begin(base, published, observed) {
 		tt.cur.dirty = true
 	}
 }
