@@ -76,7 +76,7 @@ func (e *logEntry[Obj]) change() Change[Obj] {
 // end, which no reader looks at, and links a new segment when one is full.
 // A published state records the end of the log it saw (tableState.log), a
 // feed where it stopped. The writer keeps the oldest segment it may reuse
-// (tableTxn.logHead); nothing else points back.
+// (logWriter.head); nothing else points back.
 type logSegment[Obj any] struct {
 	entries [changeLogSegment]logEntry[Obj]
 	next    *logSegment[Obj]

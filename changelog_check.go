@@ -5,22 +5,15 @@ import (
 	"fmt"
 )
 
-// checkLog checks the invariants of the table's change log
+// check checks the invariants of the table's change log
 // (changelog.go, changelog_writer.go, feeds.go, changes.go) at the end of
-// a transaction, when tt.log is the committed end of the log: the
-// segments the writer can reach, and what every open feed may still read,
-// by its pin and by the positions it published (changeIterator.publishHeld).
-// It panics on a violation. It runs only under the invariants build tag:
-// it walks the whole log the writer can reach.
-func (tt *tableTxn[Obj]) checkLog() {
-	if err := tt.logError(); err != nil {
-		panic(fmt.Sprintf("strata: table %q: change log: %v", tt.t.meta.name, err))
-	}
-}
-
-func (tt *tableTxn[Obj]) logError() error {
-	end := tt.log
-	holds := tt.t.meta.feeds.holds()
+// a transaction, with end the committed end of the log: the segments the
+// writer can reach, and what every open feed may still read, by its pin
+// and by the positions it published (changeIterator.publishHeld).
+// tableTxn.checkLog panics on the error it returns. It runs only under the
+// invariants build tag: it walks the whole log the writer can reach.
+func (w *logWriter[Obj]) check(end logPos[Obj]) error {
+	holds := w.feeds.holds()
 	if end.seg == nil {
 		if len(holds) > 0 {
 			return fmt.Errorf("%d open feeds, and no log", len(holds))
@@ -30,7 +23,7 @@ func (tt *tableTxn[Obj]) logError() error {
 	if end.seq < end.seg.seq || end.seq > end.seg.seq+changeLogSegment {
 		return fmt.Errorf("end %d outside its segment [%d, %d]", end.seq, end.seg.seq, end.seg.seq+changeLogSegment)
 	}
-	h := tt.logHead
+	h := w.head
 	if h == nil || h.chain != end.seg.chain {
 		return fmt.Errorf("the writer's head is not in the log")
 	}

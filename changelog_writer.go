@@ -7,13 +7,13 @@ package strata
 //
 // Invariants (checked under the invariants build tag, changelog_check.go):
 //
-//  1. tableTxn.log is the end of the log the transaction writes, the zero
-//     logPos without one. reuseBelow is the committed end of that log
-//     when the transaction began to write it (0 for a log it started):
+//  1. logWriter.cur.end is the end of the log the transaction writes, the
+//     zero logPos without one. cur.reuseBelow is the committed end of that
+//     log when the transaction began to write it (0 for a log it started):
 //     everything before reuseBelow is committed, everything after is the
 //     transaction's own.
-//  2. logHead is the oldest segment the writer may still reuse or trim.
-//     It is in the same log as tableTxn.log, at or before the segment of
+//  2. logWriter.head is the oldest segment the writer may still reuse or
+//     trim. It is in the same log as cur.end, at or before the segment of
 //     reuseBelow, and the segments from it follow one another to the end
 //     of the log. Segments before it are unreachable for the writer.
 //  3. A feed pins the position it reads from (feedEntry.pin): the start
@@ -22,7 +22,7 @@ package strata
 //     registering in the open transaction, which pins that transaction's
 //     end of the log: at or after reuseBelow.
 //  4. A segment s is reused (newSegment) or dropped from the writer's
-//     reach (trimLog) only if s.seq+changeLogSegment is below both
+//     reach (trim) only if s.seq+changeLogSegment is below both
 //     reuseBelow and every pin the transaction read (reusable). So no
 //     reader reads a reused segment: a feed pins a position at or before
 //     what it reads, and a position at the end of a full segment still
@@ -33,61 +33,131 @@ package strata
 
 import "github.com/strata-db/strata/part"
 
-// startLog starts a new, empty change log for the table.
-func (tt *tableTxn[Obj]) startLog() {
-	tt.log = logPos[Obj]{seg: &logSegment[Obj]{chain: new(logChain)}}
-	tt.logHead, tt.dirty = tt.log.seg, true
-	tt.reuseBelow = 0
+// logWriter is the change-log writer of a table's write state
+// (tableTxn.log). cur is per transaction, and begin resets it in one
+// assignment; head and lastDelete are kept across transactions.
+type logWriter[Obj any] struct {
+	// feeds is the table's feed registry, set when the table is made.
+	feeds *feedRegistry
+
+	// cur is the writer's state in one transaction.
+	cur logTxn[Obj]
+
+	// head is the oldest segment of the log that is not yet reused
+	// (newSegment) or trimmed; set by start, so it is in the table's log
+	// whenever there is one. Kept across transactions: the segments
+	// from it are the ones the next transactions reuse.
+	head *logSegment[Obj]
+	// lastDelete is the revision of the newest delete the table logged
+	// (or a higher one: an aborted transaction's). Kept across
+	// transactions; see logEntry.prev.
+	lastDelete Revision
 }
 
-// dropLog drops the table's change log: it has no feeds.
-func (tt *tableTxn[Obj]) dropLog() {
-	tt.log, tt.logHead, tt.dirty = logPos[Obj]{}, nil, true
-	tt.reuseBelow = 0
+// logTxn is the change-log writer's state in one transaction.
+type logTxn[Obj any] struct {
+	// observed: the table has change feeds, so its changes go to the
+	// change log, whose end is end (the zero logPos without one). Decided
+	// when the transaction begins (and set when a feed registers in it),
+	// not per write.
+	observed bool
+	end      logPos[Obj]
+	// segments is the number of segments the transaction added to the log.
+	segments int
+	// reuseBelow is the committed end of the log (its seq) when the
+	// transaction began to write it: the writer reuses no segment at or
+	// after it.
+	reuseBelow uint64
+	// lowestPin is the lowest of the feeds' pins (feedEntry.pin), as the
+	// transaction first read it (lowestFeedPin; set once lowestPinRead).
+	lowestPin     uint64
+	lowestPinRead bool
 }
 
-// beginLog sets the log up for a transaction beginning from base: kept,
-// started or dropped as the table has feeds. A base that is not published
-// (a tip) counts as the transaction's own for reuse: reuseBelow is the
-// published end of the log (commitqueue.go, invariant 6), or 0 if the
-// published state has no log or another.
-func (tt *tableTxn[Obj]) beginLog(base, published *tableState[Obj]) {
-	tt.log, tt.segments, tt.lowestPinRead = base.log, 0, false
-	tt.reuseBelow = base.log.seq
+// start starts a new, empty change log for the table.
+func (w *logWriter[Obj]) start() {
+	w.cur.end = logPos[Obj]{seg: &logSegment[Obj]{chain: new(logChain)}}
+	w.head = w.cur.end.seg
+	w.cur.reuseBelow = 0
+}
+
+// drop drops the table's change log: it has no feeds.
+func (w *logWriter[Obj]) drop() {
+	w.cur.end, w.head = logPos[Obj]{}, nil
+	w.cur.reuseBelow = 0
+}
+
+// begin sets the log up for a transaction beginning from base: kept,
+// started or dropped as the table has feeds (observed). A base that is
+// not published (a tip) counts as the transaction's own for reuse:
+// reuseBelow is the published end of the log (commitqueue.go, invariant
+// 6), or 0 if the published state has no log or another. It reports
+// whether it started or dropped the log, which changes the table's state.
+//
+// A table with no log and no feeds, the common case, has nothing to set
+// up: its transaction only resets cur (idle), which tableTxn.begin calls
+// instead, as the compiler does not inline begin.
+func (w *logWriter[Obj]) begin(base, published *tableState[Obj], observed bool) (changed bool) {
+	w.cur = logTxn[Obj]{observed: observed, end: base.log, reuseBelow: base.log.seq}
 	if base != published {
-		tt.reuseBelow = 0
+		w.cur.reuseBelow = 0
 		if published.log.seg != nil && sameLog(published.log, base.log) {
-			tt.reuseBelow = published.log.seq
+			w.cur.reuseBelow = published.log.seq
 		}
 	}
 	switch {
-	case tt.observed && tt.log.seg == nil:
+	case observed && w.cur.end.seg == nil:
 		// A feed registered in a transaction that aborted.
-		tt.startLog()
-	case !tt.observed && tt.log.seg != nil:
+		w.start()
+		return true
+	case !observed && w.cur.end.seg != nil:
 		// The last feed closed.
-		tt.dropLog()
-	case tt.log.seg != nil && (tt.logHead == nil || tt.logHead.chain != tt.log.seg.chain):
+		w.drop()
+		return true
+	case w.cur.end.seg != nil && (w.head == nil || w.head.chain != w.cur.end.seg.chain):
 		// The writer's head belongs to no log, or to another. A guard:
 		// every transaction ends with the head in the committed log
 		// (abort sets it to the committed end's segment when it threw
 		// a log away; checkLog checks it), so this is not expected.
-		tt.logHead = tt.log.seg
+		w.head = w.cur.end.seg
 	}
+	return false
 }
 
-// appendLog adds e at the end of the transaction's change log.
+// idle is begin for a table with no log and no feeds.
+func (w *logWriter[Obj]) idle() {
+	w.cur = logTxn[Obj]{}
+}
+
+// abort ends an aborted transaction that began from a state whose log
+// ends at base: it cuts what the transaction appended to that log, or,
+// if the transaction started or dropped a log, moves the head into the
+// committed one.
+func (w *logWriter[Obj]) abort(base logPos[Obj]) {
+	end := w.cur.end
+	if base.seg != nil && end.seg != nil && base.seg.chain == end.seg.chain {
+		base.discard(end)
+	} else {
+		// The transaction started or dropped a log: the writer's head
+		// is not in the committed one, if any. Its end's segment is the
+		// oldest the writer knows it may reach.
+		w.head = base.seg
+	}
+	w.cur.end = logPos[Obj]{}
+}
+
+// append adds e at the end of the transaction's change log.
 //
 // The compiler does not inline it, so upsert, the hot path, does the same
 // by hand.
-func (tt *tableTxn[Obj]) appendLog(e logEntry[Obj]) {
-	s := tt.log.seg
-	n := tt.log.seq - s.seq
+func (w *logWriter[Obj]) append(e logEntry[Obj]) {
+	s := w.cur.end.seg
+	n := w.cur.end.seq - s.seq
 	if n == changeLogSegment {
-		s, n = tt.nextSegment(), 0
+		s, n = w.nextSegment(), 0
 	}
 	s.entries[n] = e
-	tt.log.seq++
+	w.cur.end.seq++
 	s.sum.maxPrev = max(s.sum.maxPrev, e.prev)
 	switch e.kind {
 	case entryDelete:
@@ -99,21 +169,21 @@ func (tt *tableTxn[Obj]) appendLog(e logEntry[Obj]) {
 
 // nextSegment links an empty segment after the log's last, which is full,
 // and returns it.
-func (tt *tableTxn[Obj]) nextSegment() *logSegment[Obj] {
-	last := tt.log.seg
-	s := tt.newSegment()
-	s.seq, s.deletes = tt.log.seq, last.deletes+last.sum.deletes
+func (w *logWriter[Obj]) nextSegment() *logSegment[Obj] {
+	last := w.cur.end.seg
+	s := w.newSegment()
+	s.seq, s.deletes = w.cur.end.seq, last.deletes+last.sum.deletes
 	last.next = s
-	tt.log.seg = s
+	w.cur.end.seg = s
 	return s
 }
 
 // appendTruncate adds an entryTruncate for the objects of tree, deleted at
 // revisions rev, rev+1, ...
-func (tt *tableTxn[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revision) {
-	tt.appendLog(logEntry[Obj]{rev: rev, prev: rev - 1, kind: entryTruncate})
-	s := tt.log.seg
-	s.truncs.Store(&logTrunc[Obj]{i: tt.log.n() - 1, tree: tree, next: s.truncs.Load()})
+func (w *logWriter[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revision) {
+	w.append(logEntry[Obj]{rev: rev, prev: rev - 1, kind: entryTruncate})
+	s := w.cur.end.seg
+	s.truncs.Store(&logTrunc[Obj]{i: w.cur.end.n() - 1, tree: tree, next: s.truncs.Load()})
 	s.sum.deletes += uint64(tree.Len())
 }
 
@@ -121,17 +191,17 @@ func (tt *tableTxn[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revisio
 // one, if it is reusable, or else a new one. Reusing segments keeps a log
 // that feeds follow closely to a few segments that stay in the processor's
 // caches, instead of a stream of new ones for the garbage collector
-// (BenchmarkDB_Changes); trimLog bounds how many wait.
-func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
-	tt.segments++
-	h := tt.logHead
-	if !tt.reusable(h) {
-		return &logSegment[Obj]{chain: tt.log.seg.chain}
+// (BenchmarkDB_Changes); trim bounds how many wait.
+func (w *logWriter[Obj]) newSegment() *logSegment[Obj] {
+	w.cur.segments++
+	h := w.head
+	if !w.reusable(h) {
+		return &logSegment[Obj]{chain: w.cur.end.seg.chain}
 	}
 	// The old entries stay until overwritten: nothing reads past the end
 	// of the log, and they keep at most a segment's objects a little
 	// longer.
-	tt.logHead = h.next
+	w.head = h.next
 	h.next, h.sum = nil, segmentSummary{}
 	h.truncs.Store(nil)
 	return h
@@ -142,31 +212,31 @@ func (tt *tableTxn[Obj]) newSegment() *logSegment[Obj] {
 // end of the log (reuseBelow) and before every feed's pin (invariant 4).
 // A segment that ends before reuseBelow is not the log's last, so it has
 // a next.
-func (tt *tableTxn[Obj]) reusable(s *logSegment[Obj]) bool {
+func (w *logWriter[Obj]) reusable(s *logSegment[Obj]) bool {
 	end := s.seq + changeLogSegment
-	return end < tt.reuseBelow && end < tt.lowestFeedPin()
+	return end < w.cur.reuseBelow && end < w.lowestFeedPin()
 }
 
 // lowestFeedPin returns the lowest pin of the table's feeds, as the
-// transaction first read it (tableTxn.lowestPin): a safe value for the
+// transaction first read it (logTxn.lowestPin): a safe value for the
 // whole transaction (invariant 4).
-func (tt *tableTxn[Obj]) lowestFeedPin() uint64 {
-	if !tt.lowestPinRead {
-		tt.lowestPin, tt.lowestPinRead = tt.t.meta.feeds.lowestPin(), true
+func (w *logWriter[Obj]) lowestFeedPin() uint64 {
+	if !w.cur.lowestPinRead {
+		w.cur.lowestPin, w.cur.lowestPinRead = w.feeds.lowestPin(), true
 	}
-	return tt.lowestPin
+	return w.cur.lowestPin
 }
 
-// trimLog leaves to the garbage collector the reusable segments but as
+// trim leaves to the garbage collector the reusable segments but as
 // many as the transaction took (and two), which the next one will likely
 // reuse: a backlog that feeds read, or let go of, is not kept.
-func (tt *tableTxn[Obj]) trimLog() {
+func (w *logWriter[Obj]) trim() {
 	unread := 0
-	for s := tt.logHead; tt.reusable(s); s = s.next {
+	for s := w.head; w.reusable(s); s = s.next {
 		unread++
 	}
-	for range unread - max(tt.segments, 2) {
-		tt.logHead = tt.logHead.next
+	for range unread - max(w.cur.segments, 2) {
+		w.head = w.head.next
 	}
 }
 

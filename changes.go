@@ -137,13 +137,13 @@ func (t *table[Obj]) Changes(txn WriteTxn, opts ...FeedOption) (ChangeIterator[O
 	// The feed starts after this transaction's writes so far: the objects
 	// they deleted were never the feed's to see. Changes from now on go to
 	// the log.
-	tt.observed = true
-	if tt.log.seg == nil {
+	tt.log.cur.observed = true
+	if tt.log.cur.end.seg == nil {
 		tt.startLog()
 	}
-	e := t.meta.feeds.register(tt.log.seq, tt.revision, tt.log.deletes())
-	tt.newFeeds = append(tt.newFeeds, e)
-	it := &changeIterator[Obj]{t: t, entry: e, pos: tt.log, rev: tt.revision, created: o.created}
+	e := t.meta.feeds.register(tt.log.cur.end.seq, tt.cur.revision, tt.log.cur.end.deletes())
+	tt.cur.newFeeds = append(tt.cur.newFeeds, e)
+	it := &changeIterator[Obj]{t: t, entry: e, pos: tt.log.cur.end, rev: tt.cur.revision, created: o.created}
 	if invariants {
 		it.publishHeld()
 	}
@@ -151,7 +151,7 @@ func (t *table[Obj]) Changes(txn WriteTxn, opts ...FeedOption) (ChangeIterator[O
 		t.meta.feeds.release(e)
 		t.dropUnobservedLog()
 	}, e)
-	t.reportFeeds(tt.revision)
+	t.reportFeeds(tt.cur.revision)
 	return it, nil
 }
 

@@ -438,9 +438,6 @@ func (t *table[Obj]) dropFailedTip(h *stateHeader) {
 		published.log.discard(tip.log)
 	}
 	if invariants {
-		tt := &t.writer
-		tt.log = published.log
-		tt.checkLog()
-		tt.log = logPos[Obj]{}
+		t.writer.checkLog(published.log)
 	}
 }

@@ -62,8 +62,8 @@ func (t *table[Obj]) RegisterInitializer(txn WriteTxn, name string) func(WriteTx
 	if isClosed(cur.done) {
 		next.done = make(chan struct{})
 	}
-	tt.init = next
-	tt.dirty = true
+	tt.cur.init = next
+	tt.cur.dirty = true
 	return func(txn WriteTxn) {
 		tt, err := t.writeState(txn)
 		if err != nil {
@@ -74,8 +74,8 @@ func (t *table[Obj]) RegisterInitializer(txn WriteTxn, name string) func(WriteTx
 		if i < 0 {
 			return
 		}
-		tt.init = &initState{pending: slices.Delete(slices.Clone(cur.pending), i, i+1), done: cur.done}
-		tt.dirty = true
+		tt.cur.init = &initState{pending: slices.Delete(slices.Clone(cur.pending), i, i+1), done: cur.done}
+		tt.cur.dirty = true
 	}
 }
 

@@ -85,10 +85,10 @@ func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJour
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if tj == nil {
-		if tt.attach != nil {
+		if tt.cur.journal.attach != nil {
 			db.dropJournalClaim()
 		}
-		tt.journal, tt.attach = nil, nil
+		tt.cur.journal.tj, tt.cur.journal.attach = nil, nil
 		return nil
 	}
 	if db.journal != nil && db.journal != j {
@@ -101,12 +101,12 @@ func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJour
 		// would race with them.
 		db.journal = j
 	}
-	if tt.attach == nil {
+	if tt.cur.journal.attach == nil {
 		db.journalClaims++ // the transaction's, until it ends
 	}
 	// The transaction's later writes are journaled now; later
 	// transactions only once this one commits (tableTxn.notify).
-	tt.journal, tt.attach = tj, tj
+	tt.cur.journal.tj, tt.cur.journal.attach = tj, tj
 	return nil
 }
 
@@ -140,6 +140,55 @@ func (db *DB) dropJournalClaim() {
 	}
 }
 
+// journalTxn is a transaction's part for the table's journal: what the
+// journal receives at commit (writeJournal), and a journal SetJournal
+// attached. Per transaction: tableTxn.begin replaces it, keeping only
+// the capacity of ops and opKeys.
+type journalTxn[Obj any] struct {
+	// tj, when the table is attached to a Journal, receives the
+	// transaction's changes at commit; ops records the writes it needs
+	// (decided when the transaction begins, not per write), opKeys holds
+	// their primary keys, and truncated records a DeleteAll.
+	tj        TableJournal[Obj]
+	ops       []journalOp
+	opKeys    []byte
+	truncated bool
+	// attach is the journal SetJournal attached in the transaction, which
+	// the table keeps if it commits.
+	attach TableJournal[Obj]
+}
+
+// keepKey returns a copy of pk that lives until the transaction ends.
+func (j *journalTxn[Obj]) keepKey(pk []byte) []byte {
+	start := len(j.opKeys)
+	j.opKeys = append(j.opKeys, pk...)
+	return j.opKeys[start:len(j.opKeys):len(j.opKeys)]
+}
+
+// truncate records a DeleteAll: the writes before it need not be written.
+func (j *journalTxn[Obj]) truncate() {
+	j.truncated = true
+	clear(j.ops)
+	j.ops, j.opKeys = j.ops[:0], j.opKeys[:0]
+}
+
+// notify attaches t to the journal SetJournal attached, if any: the
+// transaction committed.
+func (j *journalTxn[Obj]) notify(t *table[Obj]) {
+	if j.attach != nil {
+		t.attachCommitted(j.attach)
+		j.attach = nil
+	}
+}
+
+// abort drops the claim of a SetJournal in the transaction, if any.
+func (j *journalTxn[Obj]) abort(t *table[Obj]) {
+	if j.attach != nil {
+		t.attachAborted()
+		j.attach = nil
+	}
+}
+
 // journalOp is a write recorded for the journal: the primary key and the
 // revision it took.
 type journalOp struct {
@@ -152,13 +201,13 @@ type journalOp struct {
 // changed object once, in its final state. tt's index transactions must be
 // committed (CommitOnly) already; they are still readable.
 func (tt *tableTxn[Obj]) writeJournal(b JournalBatch) error {
-	tj := tt.journal
-	if tt.truncated {
+	tj := tt.cur.journal.tj
+	if tt.cur.journal.truncated {
 		if err := tj.DeleteAll(b); err != nil {
 			return err
 		}
 	}
-	for _, op := range tt.ops {
+	for _, op := range tt.cur.journal.ops {
 		o, found := tt.primary.Get(op.pk)
 		switch {
 		case op.deleted && !found:
@@ -172,7 +221,7 @@ func (tt *tableTxn[Obj]) writeJournal(b JournalBatch) error {
 			}
 		}
 	}
-	return tj.SetRevision(b, tt.revision)
+	return tj.SetRevision(b, tt.cur.revision)
 }
 
-func (tt *tableTxn[Obj]) journaled() bool { return tt.journal != nil && tt.written }
+func (tt *tableTxn[Obj]) journaled() bool { return tt.cur.journal.tj != nil && tt.cur.written }

@@ -82,7 +82,7 @@ type restoring[Obj any] struct {
 	// done is set once every object is in and checked: end then keeps them.
 	done bool
 	// logged: the table has change feeds, which get the objects in
-	// revision order (tt.restored) once all are in.
+	// revision order (tt.cur.restore.restored) once all are in.
 	logged bool
 	// Only the revisions are kept, to find one given twice: the trees
 	// hold the objects, and nothing else copies them, except for change
@@ -98,13 +98,13 @@ func beginRestore[Obj any](txn WriteTxn, tbl RWTable[Obj], revision Revision) (*
 	if err != nil {
 		return nil, err
 	}
-	tt.keepLock = true
+	tt.cur.restore.keepLock = true
 	if tt.primary.Len() != 0 {
 		return nil, fmt.Errorf("table %q: %w", t.meta.name, ErrTableNotEmpty)
 	}
 	return &restoring[Obj]{
-		tt: tt, ops: len(tt.ops), multiKey: tt.multiKey,
-		logged: tt.log.seg != nil,
+		tt: tt, ops: len(tt.cur.journal.ops), multiKey: tt.cur.multiKey,
+		logged: tt.log.cur.end.seg != nil,
 		maxRev: revision,
 	}, nil
 }
@@ -120,7 +120,7 @@ func (r *restoring[Obj]) add(obj Obj, rev Revision, stored []byte, check bool, k
 		return fmt.Errorf("table %q: revision %d twice: %w", r.tt.t.meta.name, rev, ErrRestoreInput)
 	}
 	if r.logged {
-		r.tt.restored = append(r.tt.restored, object[Obj]{obj: obj, rev: rev})
+		r.tt.cur.restore.restored = append(r.tt.cur.restore.restored, object[Obj]{obj: obj, rev: rev})
 	}
 	return nil
 }
@@ -133,13 +133,13 @@ func (r *restoring[Obj]) finish() error {
 		return fmt.Errorf("table %q: revision %d twice: %w", tt.t.meta.name, rev, ErrRestoreInput)
 	}
 	if r.logged {
-		slices.SortFunc(tt.restored, func(a, b object[Obj]) int { return cmp.Compare(a.rev, b.rev) })
-		for _, o := range tt.restored {
-			tt.appendLog(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.lastDelete, kind: entryRestore})
+		slices.SortFunc(tt.cur.restore.restored, func(a, b object[Obj]) int { return cmp.Compare(a.rev, b.rev) })
+		for _, o := range tt.cur.restore.restored {
+			tt.log.append(logEntry[Obj]{obj: o.obj, rev: o.rev, prev: tt.log.lastDelete, kind: entryRestore})
 		}
 	}
-	tt.revision = max(tt.revision, r.maxRev)
-	tt.dirty, tt.written = true, true
+	tt.cur.revision = max(tt.cur.revision, r.maxRev)
+	tt.cur.dirty, tt.cur.written = true, true
 	r.done = true
 	return nil
 }
@@ -151,10 +151,10 @@ func (r *restoring[Obj]) end() {
 	if !r.done && tt.primary.Len() > 0 {
 		tt.unrestore(r.ops, r.multiKey)
 	}
-	clear(tt.newKeys)
+	clear(tt.scratch.newKeys)
 	// Not kept for the next Restore: a table restores once.
-	clear(tt.restored)
-	tt.restored = nil
+	clear(tt.cur.restore.restored)
+	tt.cur.restore.restored = nil
 }
 
 // revisionSet holds the revisions of the objects restored so far, to find
@@ -255,8 +255,8 @@ func (tt *tableTxn[Obj]) unrestore(ops int, multiKey uint64) {
 	for i := range tt.secondary {
 		tt.secondary[i].DeletePrefix(nil)
 	}
-	clear(tt.ops[ops:])
-	tt.ops, tt.multiKey = tt.ops[:ops], multiKey
+	clear(tt.cur.journal.ops[ops:])
+	tt.cur.journal.ops, tt.cur.multiKey = tt.cur.journal.ops[:ops], multiKey
 }
 
 // restore adds one object at its own revision. If check is set, stored is
@@ -264,11 +264,11 @@ func (tt *tableTxn[Obj]) unrestore(ops int, multiKey uint64) {
 // RestoreStored).
 func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision, stored []byte, check bool, keyChanged func(stored, now []byte) error) error {
 	t := tt.t
-	pk, err := t.primaryKey(tt.pkBuf, obj)
+	pk, err := t.primaryKey(tt.scratch.pkBuf, obj)
 	if err != nil {
 		return err
 	}
-	tt.pkBuf = pk
+	tt.scratch.pkBuf = pk
 	if check && !bytes.Equal(pk, stored) {
 		if keyChanged == nil {
 			return fmt.Errorf("table %q: object stored under key %q has key %q: %w", t.meta.name, t.indexes[0].keyString(stored), t.indexes[0].keyString(pk), ErrRestoreInput)
@@ -287,9 +287,9 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision, stored []byte, check boo
 	// function that panics leaves the table as it was.
 	for i := range t.nsec {
 		ix := &t.indexes[i+1]
-		tt.newKeys[i] = ix.fromObject(obj)
+		tt.scratch.newKeys[i] = ix.fromObject(obj)
 		if ix.lpm {
-			if err := lpmCheckKeys(&tt.newKeys[i]); err != nil {
+			if err := lpmCheckKeys(&tt.scratch.newKeys[i]); err != nil {
 				return fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
 			}
 		}
@@ -300,15 +300,16 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision, stored []byte, check boo
 	if _, dup := tt.primary.Insert(pk, no); dup {
 		return fmt.Errorf("table %q: primary key %q twice: %w", t.meta.name, t.indexes[0].keyString(pk), ErrRestoreInput)
 	}
-	// tt.newKeys is cleared by Restore, once: every object sets all of it.
+	// tt.scratch.newKeys is cleared by Restore, once: every object sets
+	// all of it.
 	if t.byRevision {
 		tt.insertRevisionKey(no)
 	}
 	for i := range t.nsec {
 		ix := &t.indexes[i+1]
-		keys := &tt.newKeys[i]
+		keys := &tt.scratch.newKeys[i]
 		if keys.Len() > 1 {
-			tt.multiKey |= 1 << ix.pos
+			tt.cur.multiKey |= 1 << ix.pos
 		}
 		for j := range keys.Len() {
 			k := tt.treeKey(ix, keys.At(j), pk)
@@ -317,8 +318,8 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision, stored []byte, check boo
 			}
 		}
 	}
-	if tt.journal != nil {
-		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: rev})
+	if j := &tt.cur.journal; j.tj != nil {
+		j.ops = append(j.ops, journalOp{pk: j.keepKey(pk), rev: rev})
 	}
 	return nil
 }

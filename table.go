@@ -420,6 +420,7 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 		t.empty.secondary[i] = part.New[object[Obj]]()
 	}
 	t.writer.t = t
+	t.writer.log.feeds = &t.meta.feeds
 	return t, nil
 }
 

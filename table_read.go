@@ -53,8 +53,8 @@ func (t *table[Obj]) NumObjects(txn ReadTxn) int {
 
 func (t *table[Obj]) LastWriter(txn ReadTxn) string {
 	if h, ok := txn.(*txnHandle); ok && h.w != nil {
-		if tt := t.pendingIn(h.w); tt != nil && tt.written {
-			return tt.handle
+		if tt := t.pendingIn(h.w); tt != nil && tt.cur.written {
+			return tt.cur.handle
 		}
 	}
 	return t.read(txn).writer
@@ -63,7 +63,7 @@ func (t *table[Obj]) LastWriter(txn ReadTxn) string {
 func (t *table[Obj]) Revision(txn ReadTxn) Revision {
 	if h, ok := txn.(*txnHandle); ok && h.w != nil {
 		if tt := t.pendingIn(h.w); tt != nil {
-			return tt.revision
+			return tt.cur.revision
 		}
 	}
 	return t.read(txn).revision

@@ -14,8 +14,37 @@ import (
 // transaction per index, opened together on the first write. Each table
 // owns one and reuses it for every transaction that locks the table, so it
 // is touched only under the table lock.
+//
+// It is composed of named parts, so that the concern is named at every
+// use (tt.cur.revision, tt.log.cur.end, tt.cur.journal.ops, ...). What
+// belongs to one transaction is in cur (and the change-log writer's
+// log.cur), which begin resets in one assignment each: no field of it
+// survives into the next transaction (TestTableTxnBeginResets). The rest
+// lives across transactions on purpose, as its comment says.
 type tableTxn[Obj any] struct {
-	t        *table[Obj]
+	t *table[Obj]
+
+	// cur is the transaction's own state; begin resets it.
+	cur txnState[Obj]
+
+	// Kept across transactions: the index transactions, which begin
+	// Resets to the base's trees (each keeps its scratch and caches).
+	primary   part.Txn[object[Obj]]
+	secondary []part.Txn[object[Obj]]
+
+	// log is the change-log writer (changelog_writer.go). Its
+	// per-transaction state, log.cur, is reset by its begin; its head and
+	// lastDelete are kept across transactions.
+	log logWriter[Obj]
+
+	// scratch is space reused across writes and transactions.
+	scratch writeScratch[Obj]
+}
+
+// txnState is a table's state that belongs to one write transaction.
+// tableTxn.begin replaces it with one assignment, carrying over only the
+// capacity of its slices.
+type txnState[Obj any] struct {
 	base     *tableState[Obj] // the state the transaction started from
 	revision Revision         // the last revision handed out
 	multiKey uint64
@@ -26,33 +55,6 @@ type tableTxn[Obj any] struct {
 	// journal records (a change log started or dropped, an initializer
 	// registered or done, are not).
 	dirty, written bool
-	// observed: the table has change feeds, so its changes go to the
-	// change log, whose end is log (the zero logPos without one). Decided
-	// when the transaction begins (and set when a feed registers in it),
-	// not per write.
-	observed bool
-	log      logPos[Obj]
-	// logHead is the oldest segment of the log that is not yet reused
-	// (newSegment) or trimmed; set by startLog, so it is in the table's
-	// log whenever there is one. Kept across transactions.
-	logHead *logSegment[Obj]
-	// segments is the number of segments the transaction added to the log.
-	segments int
-	// reuseBelow is the committed end of the log (its seq) when the
-	// transaction began to write it: the writer reuses no segment at or
-	// after it (changelog_writer.go).
-	reuseBelow uint64
-	// lowestPin is the lowest of the feeds' pins (feedEntry.pin), as the
-	// transaction first read it (lowestFeedPin; set once lowestPinRead).
-	lowestPin     uint64
-	lowestPinRead bool
-	// lastDelete is the revision of the newest delete the table logged
-	// (or a higher one: an aborted transaction's). Kept across
-	// transactions; see logEntry.prev.
-	lastDelete Revision
-
-	primary   part.Txn[object[Obj]]
-	secondary []part.Txn[object[Obj]]
 
 	init *initState // the pending initializers if changed, else nil
 
@@ -60,27 +62,28 @@ type tableTxn[Obj any] struct {
 	// closed if it aborts.
 	newFeeds []*feedEntry
 
-	// journal, when the table is attached to a Journal, receives the
-	// transaction's changes at commit; ops records the writes it needs
-	// (decided when the transaction begins, not per write), and truncated
-	// a DeleteAll.
-	journal   TableJournal[Obj]
-	ops       []journalOp
-	truncated bool
-	// attach is the journal SetJournal attached in the transaction, which
-	// the table keeps if it commits.
-	attach TableJournal[Obj]
+	// journal is what the table's journal gets at commit (journal.go).
+	journal journalTxn[Obj]
 
+	// restore is what a Restore in the transaction keeps (restore.go).
+	restore restoreTxn[Obj]
+}
+
+// restoreTxn is a transaction's part for Restore (restore.go).
+type restoreTxn[Obj any] struct {
 	// restored collects what Restore adds, to find duplicate revisions
-	// and to log the objects in revision order; keepLock is set by a
-	// Restore, whose commit keeps the table locked until it is published
-	// (keepsLock).
+	// and to log the objects in revision order; restoring.end drops it.
 	restored []object[Obj]
+	// keepLock is set by a Restore, whose commit keeps the table locked
+	// until it is published (keepsLock).
 	keepLock bool
+}
 
-	// Scratch space, reused across writes. The KeySets live here rather
-	// than in locals, so that At's results, which may point into them,
-	// never make a local escape.
+// writeScratch is space a table's writes reuse, across writes and
+// transactions: nothing in it means anything once a write has returned.
+type writeScratch[Obj any] struct {
+	// The KeySets live here rather than in locals, so that At's results,
+	// which may point into them, never make a local escape.
 	newKeys []index.KeySet // per secondary index: the new object's keys
 	oldKeys []index.KeySet // per secondary index: the keys of the object replaced or deleted
 	// cut holds the objects a DeletePrefix on the primary index removes,
@@ -89,8 +92,6 @@ type tableTxn[Obj any] struct {
 	cutKeys []index.KeySet
 	keyBuf  []byte
 	pkBuf   []byte // the primary key of the object being written
-	// opKeys holds the primary keys of ops, which live until the commit.
-	opKeys []byte
 }
 
 // writeState returns the table's write state in txn, beginning it on the
@@ -123,31 +124,54 @@ func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
 // begin starts the table's part of a transaction from base: the published
 // state, or the table's tip (commitqueue.go).
 func (tt *tableTxn[Obj]) begin(base, published *tableState[Obj], handle string) {
-	tt.handle, tt.keepLock = handle, false
-	tt.base, tt.revision, tt.multiKey, tt.dirty, tt.written = base, base.revision, base.multiKey, false, false
-	tt.observed, tt.init = tt.t.meta.feeds.live() > 0, nil
-	tt.journal, tt.truncated, tt.attach = tt.t.journal, false, nil
-	clear(tt.ops)
-	tt.ops, tt.opKeys = tt.ops[:0], tt.opKeys[:0]
+	// One assignment resets the whole per-transaction state, then the
+	// transaction's starting values are set, and the slices whose
+	// capacity it reuses, emptied. (A literal with all of these would be
+	// built in a temporary and copied: BenchmarkDB_WriteTxn_1.)
+	clear(tt.cur.newFeeds)
+	clear(tt.cur.journal.ops)
+	feeds, ops, opKeys := tt.cur.newFeeds[:0], tt.cur.journal.ops[:0], tt.cur.journal.opKeys[:0]
+	tt.cur = txnState[Obj]{}
+	cur := &tt.cur
+	cur.base, cur.revision, cur.multiKey, cur.handle = base, base.revision, base.multiKey, handle
+	cur.newFeeds = feeds
+	cur.journal.tj, cur.journal.ops, cur.journal.opKeys = tt.t.journal, ops, opKeys
 	tt.primary.Reset(base.primary)
 	if tt.secondary == nil {
 		tt.secondary = make([]part.Txn[object[Obj]], len(base.secondary))
-		tt.newKeys = make([]index.KeySet, len(base.secondary))
-		tt.oldKeys = make([]index.KeySet, len(base.secondary))
+		tt.scratch.newKeys = make([]index.KeySet, len(base.secondary))
+		tt.scratch.oldKeys = make([]index.KeySet, len(base.secondary))
 	}
 	for i := range tt.secondary {
 		tt.secondary[i].Reset(base.secondary[i])
 	}
-	clear(tt.newFeeds)
-	tt.newFeeds = tt.newFeeds[:0]
-	tt.beginLog(base, published)
+	if observed := tt.t.meta.feeds.live() > 0; !observed && base.log.seg == nil {
+		tt.log.idle()
+	} else if tt.log.begin(base, published, observed) {
+		tt.cur.dirty = true
+	}
+}
+
+// startLog starts a new, empty change log for the table.
+func (tt *tableTxn[Obj]) startLog() {
+	tt.log.start()
+	tt.cur.dirty = true
+}
+
+// checkLog checks the change log's invariants (changelog_check.go) with
+// end as the committed end of the log. It runs only under the invariants
+// build tag.
+func (tt *tableTxn[Obj]) checkLog(end logPos[Obj]) {
+	if err := tt.log.check(end); err != nil {
+		panic(fmt.Sprintf("strata: table %q: change log: %v", tt.t.meta.name, err))
+	}
 }
 
 func (tt *tableTxn[Obj]) initState() *initState {
-	if tt.init != nil {
-		return tt.init
+	if tt.cur.init != nil {
+		return tt.cur.init
 	}
-	return tt.base.init
+	return tt.cur.base.init
 }
 
 func (tt *tableTxn[Obj]) indexTxn(pos int) *part.Txn[object[Obj]] {
@@ -162,13 +186,13 @@ func (tt *tableTxn[Obj]) indexTxn(pos int) *part.Txn[object[Obj]] {
 // commit).
 func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[object[Obj]]) *tableState[Obj] {
 	st := newTableState[Obj](len(tt.secondary))
-	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.revision, writer: tt.base.writer}
-	if tt.written {
-		st.writer = tt.handle
+	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.cur.revision, writer: tt.cur.base.writer}
+	if tt.cur.written {
+		st.writer = tt.cur.handle
 	}
 	st.primary = finish(&tt.primary)
-	st.log = tt.log
-	st.multiKey = tt.multiKey
+	st.log = tt.log.cur.end
+	st.multiKey = tt.cur.multiKey
 	st.init = tt.initState()
 	for i := range tt.secondary {
 		st.secondary[i] = finish(&tt.secondary[i])
@@ -216,11 +240,11 @@ func (tt *tableTxn[Obj]) snapshot() *tableState[Obj] {
 }
 
 func (tt *tableTxn[Obj]) commit() *stateHeader {
-	if !tt.dirty {
+	if !tt.cur.dirty {
 		return nil
 	}
-	if tt.segments > 0 {
-		tt.trimLog()
+	if tt.log.cur.segments > 0 {
+		tt.log.trim()
 	}
 	return &tt.state(commitTree[object[Obj]]).stateHeader
 }
@@ -230,26 +254,23 @@ func (tt *tableTxn[Obj]) notify() {
 	for i := range tt.secondary {
 		tt.secondary[i].Notify()
 	}
-	if tt.init != nil {
-		tt.init.committed()
+	if tt.cur.init != nil {
+		tt.cur.init.committed()
 	}
-	if len(tt.newFeeds) > 0 {
-		tt.t.meta.feeds.registrationDone(tt.newFeeds, false)
+	if len(tt.cur.newFeeds) > 0 {
+		tt.t.meta.feeds.registrationDone(tt.cur.newFeeds, false)
 	}
-	if tt.attach != nil {
-		tt.t.attachCommitted(tt.attach)
-		tt.attach = nil
-	}
-	tt.base, tt.init = nil, nil
+	tt.cur.journal.notify(tt.t)
+	tt.cur.base, tt.cur.init = nil, nil
 	if invariants {
-		tt.checkLog()
+		tt.checkLog(tt.log.cur.end)
 	}
 }
 
 // keepsLock implements tableWriter.
 func (tt *tableTxn[Obj]) keepsLock() bool {
-	return tt.init != nil || len(tt.newFeeds) > 0 || tt.attach != nil || tt.keepLock ||
-		!sameLog(tt.base.log, tt.log)
+	return tt.cur.init != nil || len(tt.cur.newFeeds) > 0 || tt.cur.journal.attach != nil || tt.cur.restore.keepLock ||
+		!sameLog(tt.cur.base.log, tt.log.cur.end)
 }
 
 // sameLog reports whether a and b are positions in the same log, or both
@@ -271,9 +292,9 @@ func (tt *tableTxn[Obj]) handOff(w *writeTxn) {
 		w.mark = min(w.mark, tt.secondary[i].Mark())
 		tt.secondary[i].MoveRetired(&w.retired)
 	}
-	tt.base = nil
+	tt.cur.base = nil
 	if invariants {
-		tt.checkLog()
+		tt.checkLog(tt.log.cur.end)
 	}
 }
 
@@ -281,37 +302,24 @@ func (tt *tableTxn[Obj]) abort() {
 	// Drop the written nodes now rather than at the next transaction, and
 	// close the channels readers took on them: what they watched was never
 	// committed.
-	base := tt.base
+	base := tt.cur.base
 	tt.primary.Discard(base.primary)
 	for i := range tt.secondary {
 		tt.secondary[i].Discard(base.secondary[i])
 	}
-	sameLog := base.log.seg != nil && tt.log.seg != nil && base.log.seg.chain == tt.log.seg.chain
-	if sameLog {
-		base.log.discard(tt.log)
-	} else {
-		// The transaction started or dropped a log: the writer's head
-		// is not in the committed one, if any. Its end's segment is the
-		// oldest the writer knows it may reach.
-		tt.logHead = base.log.seg
+	tt.log.abort(base.log)
+	if tt.cur.init != nil {
+		tt.cur.init.aborted(base.init)
 	}
-	if tt.init != nil {
-		tt.init.aborted(base.init)
-	}
-	if len(tt.newFeeds) > 0 {
+	if len(tt.cur.newFeeds) > 0 {
 		// Feeds registered in an aborted transaction are closed.
-		tt.t.meta.feeds.registrationDone(tt.newFeeds, true)
+		tt.t.meta.feeds.registrationDone(tt.cur.newFeeds, true)
 	}
-	if tt.attach != nil {
-		tt.t.attachAborted()
-		tt.attach = nil
-	}
+	tt.cur.journal.abort(tt.t)
 	if invariants {
-		tt.log = base.log
-		tt.checkLog()
+		tt.checkLog(base.log)
 	}
-	tt.log = logPos[Obj]{}
-	tt.base, tt.init = nil, nil
+	tt.cur.base, tt.cur.init = nil, nil
 }
 
 // treeKey returns the key under which an object with primary key pk is
@@ -324,8 +332,8 @@ func (tt *tableTxn[Obj]) treeKey(ix *indexDef[Obj], k, pk []byte) []byte {
 	if ix.unique {
 		return k
 	}
-	tt.keyBuf = append(index.AppendEscaped(tt.keyBuf[:0], k), pk...)
-	return tt.keyBuf
+	tt.scratch.keyBuf = append(index.AppendEscaped(tt.scratch.keyBuf[:0], k), pk...)
+	return tt.scratch.keyBuf
 }
 
 // writeMode selects the checks an upsert makes.
@@ -342,11 +350,11 @@ const (
 // the table as it was.
 func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge func(old, new Obj) Obj) (oldObj Obj, hadOld bool, err error) {
 	t := tt.t
-	pk, err := t.primaryKey(tt.pkBuf, obj)
+	pk, err := t.primaryKey(tt.scratch.pkBuf, obj)
 	if err != nil {
 		return oldObj, false, err
 	}
-	tt.pkBuf = pk
+	tt.scratch.pkBuf = pk
 	if len(pk) > maxKeyLen {
 		return oldObj, false, fmt.Errorf("table %q: primary key of %d bytes: %w", t.meta.name, len(pk), ErrKeyTooLong)
 	}
@@ -354,46 +362,47 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	// object before anything changes, and a failed check leaves the tree
 	// untouched (BenchmarkDB_WriteTxn_1).
 	var old object[Obj]
-	no := object[Obj]{rev: tt.revision + 1}
+	no := object[Obj]{rev: tt.cur.revision + 1}
 	_, _, stored := tt.primary.Update(pk, func(o object[Obj], found bool) (object[Obj], bool) {
 		old, hadOld = o, found
 		no.obj, err = tt.check(pk, obj, o, found, mode, casRev, merge)
 		return no, err == nil
 	})
 	if !stored {
-		clear(tt.newKeys)
-		clear(tt.oldKeys)
+		clear(tt.scratch.newKeys)
+		clear(tt.scratch.oldKeys)
 		if errors.Is(err, ErrRevisionNotEqual) {
 			return old.obj, true, err
 		}
 		return oldObj, false, err
 	}
-	tt.revision = no.rev
-	if tt.journal != nil {
-		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: no.rev})
+	tt.cur.revision = no.rev
+	if j := &tt.cur.journal; j.tj != nil {
+		j.ops = append(j.ops, journalOp{pk: j.keepKey(pk), rev: no.rev})
 	}
-	if s := tt.log.seg; s != nil {
-		// appendLog, inlined.
-		n := tt.log.seq - s.seq
+	if lw := &tt.log; lw.cur.end.seg != nil {
+		// lw.append, inlined.
+		s := lw.cur.end.seg
+		n := lw.cur.end.seq - s.seq
 		if n == changeLogSegment {
-			s, n = tt.nextSegment(), 0
+			s, n = lw.nextSegment(), 0
 		}
 		e := &s.entries[n]
-		e.obj, e.rev, e.prev, e.kind = no.obj, no.rev, tt.lastDelete, entryInsert
+		e.obj, e.rev, e.prev, e.kind = no.obj, no.rev, lw.lastDelete, entryInsert
 		if hadOld {
 			e.prev, e.kind = old.rev, entryUpdate
 		}
-		tt.log.seq++
+		lw.cur.end.seq++
 		s.sum.maxPrev = max(s.sum.maxPrev, e.prev)
 	}
 	for i := range t.nsec {
 		ix := &t.indexes[i+1]
-		keys := &tt.newKeys[i]
+		keys := &tt.scratch.newKeys[i]
 		if keys.Len() > 1 {
-			tt.multiKey |= 1 << ix.pos
+			tt.cur.multiKey |= 1 << ix.pos
 		}
 		if hadOld {
-			oldKeys := &tt.oldKeys[i]
+			oldKeys := &tt.scratch.oldKeys[i]
 			for j := range oldKeys.Len() {
 				if k := oldKeys.At(j); !keys.Contains(k) {
 					tt.secondary[i].Delete(tt.treeKey(ix, k, pk))
@@ -412,23 +421,16 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 		}
 		tt.insertRevisionKey(no)
 	}
-	tt.dirty, tt.written = true, true
+	tt.cur.dirty, tt.cur.written = true, true
 	return old.obj, hadOld, nil
-}
-
-// keepKey returns a copy of pk that lives until the transaction ends.
-func (tt *tableTxn[Obj]) keepKey(pk []byte) []byte {
-	start := len(tt.opKeys)
-	tt.opKeys = append(tt.opKeys, pk...)
-	return tt.opKeys[start:len(tt.opKeys):len(tt.opKeys)]
 }
 
 // check makes the checks of writing obj over the stored object old (if
 // hadOld) and returns the object to store: obj, or for Modify the merge.
 // It computes every key the write needs before the first change, so that
 // an index function that panics leaves the table as it was: the new
-// object's keys in the secondary indexes are left in tt.newKeys, the old
-// object's in tt.oldKeys.
+// object's keys in the secondary indexes are left in tt.scratch.newKeys,
+// the old object's in tt.scratch.oldKeys.
 func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool, mode writeMode, casRev Revision, merge func(old, new Obj) Obj) (Obj, error) {
 	t := tt.t
 	switch mode {
@@ -457,10 +459,10 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 	for i := range t.nsec {
 		ix := &t.indexes[i+1]
 		if hadOld {
-			tt.oldKeys[i] = ix.fromObject(old.obj)
+			tt.scratch.oldKeys[i] = ix.fromObject(old.obj)
 		}
-		tt.newKeys[i] = ix.fromObject(obj)
-		keys := &tt.newKeys[i]
+		tt.scratch.newKeys[i] = ix.fromObject(obj)
+		keys := &tt.scratch.newKeys[i]
 		for j := range keys.Len() {
 			if len(keys.At(j)) > maxKeyLen {
 				return obj, fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
@@ -489,11 +491,11 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 // leaves the table as it was.
 func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj, hadOld bool, err error) {
 	t := tt.t
-	pk, err := t.primaryKey(tt.pkBuf, obj)
+	pk, err := t.primaryKey(tt.scratch.pkBuf, obj)
 	if err != nil {
 		return oldObj, false, err
 	}
-	tt.pkBuf = pk
+	tt.scratch.pkBuf = pk
 	// One descent of the primary index, as in upsert (BenchmarkDB_Delete).
 	old, found, deleted := tt.primary.DeleteIf(pk, func(o object[Obj]) bool {
 		if cas && o.rev != casRev {
@@ -501,7 +503,7 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 			return false
 		}
 		for i := range t.nsec {
-			tt.oldKeys[i] = t.indexes[i+1].fromObject(o.obj)
+			tt.scratch.oldKeys[i] = t.indexes[i+1].fromObject(o.obj)
 		}
 		return true
 	})
@@ -513,14 +515,14 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 	case !deleted:
 		return old.obj, true, err
 	}
-	tt.revision++
-	if tt.log.seg != nil {
-		tt.appendLog(logEntry[Obj]{obj: old.obj, rev: tt.revision, prev: old.rev, kind: entryDelete})
-		tt.lastDelete = tt.revision
+	tt.cur.revision++
+	if tt.log.cur.end.seg != nil {
+		tt.log.append(logEntry[Obj]{obj: old.obj, rev: tt.cur.revision, prev: old.rev, kind: entryDelete})
+		tt.log.lastDelete = tt.cur.revision
 	}
 	for i := range t.nsec {
 		ix := &t.indexes[i+1]
-		keys := &tt.oldKeys[i]
+		keys := &tt.scratch.oldKeys[i]
 		for j := range keys.Len() {
 			tt.secondary[i].Delete(tt.treeKey(ix, keys.At(j), pk))
 		}
@@ -529,10 +531,10 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 	if t.byRevision {
 		tt.deleteRevisionKey(old.rev)
 	}
-	if tt.journal != nil {
-		tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(pk), rev: tt.revision, deleted: true})
+	if j := &tt.cur.journal; j.tj != nil {
+		j.ops = append(j.ops, journalOp{pk: j.keepKey(pk), rev: tt.cur.revision, deleted: true})
 	}
-	tt.dirty, tt.written = true, true
+	tt.cur.dirty, tt.cur.written = true, true
 	return old.obj, true, nil
 }
 
@@ -543,21 +545,19 @@ func (tt *tableTxn[Obj]) removeAll() {
 	// Each deleted object takes a revision of its own, in primary key
 	// order, as if deleted one by one. The change log keeps the tree
 	// rather than an entry per object.
-	if tt.log.seg != nil {
-		tt.appendTruncate(tt.primary.Snapshot(), tt.revision+1)
-		tt.lastDelete = tt.revision + Revision(tt.primary.Len())
+	if tt.log.cur.end.seg != nil {
+		tt.log.appendTruncate(tt.primary.Snapshot(), tt.cur.revision+1)
+		tt.log.lastDelete = tt.cur.revision + Revision(tt.primary.Len())
 	}
-	tt.revision += Revision(tt.primary.Len())
-	if tt.journal != nil {
-		tt.truncated = true
-		clear(tt.ops)
-		tt.ops, tt.opKeys = tt.ops[:0], tt.opKeys[:0]
+	tt.cur.revision += Revision(tt.primary.Len())
+	if tt.cur.journal.tj != nil {
+		tt.cur.journal.truncate()
 	}
 	tt.primary.DeletePrefix(nil)
 	for i := range tt.secondary {
 		tt.secondary[i].DeletePrefix(nil)
 	}
-	tt.dirty, tt.written = true, true
+	tt.cur.dirty, tt.cur.written = true, true
 }
 
 func (t *table[Obj]) Insert(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool, err error) {
@@ -577,8 +577,8 @@ func (t *table[Obj]) InsertWatch(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool
 	if err != nil {
 		return oldObj, hadOld, nil, err
 	}
-	pk, _ := t.primaryKey(tt.pkBuf, obj)
-	tt.pkBuf = pk
+	pk, _ := t.primaryKey(tt.scratch.pkBuf, obj)
+	tt.scratch.pkBuf = pk
 	_, watch, _ = tt.primary.GetWatch(pk)
 	return oldObj, hadOld, watch, nil
 }
@@ -661,7 +661,7 @@ func (tt *tableTxn[Obj]) removeEach(objs iter.Seq2[Obj, Revision]) (int, error) 
 	var list []Obj
 	for o := range objs {
 		list = append(list, o)
-		tt.pkBuf, _ = t.primaryKey(tt.pkBuf, o)
+		tt.scratch.pkBuf, _ = t.primaryKey(tt.scratch.pkBuf, o)
 		for i := range t.nsec {
 			t.indexes[i+1].fromObject(o)
 		}
@@ -693,26 +693,26 @@ type cutObject[Obj any] struct {
 func (tt *tableTxn[Obj]) cutPrimaryPrefix(prefix []byte) int {
 	t := tt.t
 	defer func() {
-		clear(tt.cut)
-		clear(tt.cutKeys)
-		tt.cut, tt.cutKeys = tt.cut[:0], tt.cutKeys[:0]
+		clear(tt.scratch.cut)
+		clear(tt.scratch.cutKeys)
+		tt.scratch.cut, tt.scratch.cutKeys = tt.scratch.cut[:0], tt.scratch.cutKeys[:0]
 	}()
 	for pk, o := range tt.primary.Prefix(prefix) {
-		tt.cut = append(tt.cut, cutObject[Obj]{pk, o})
+		tt.scratch.cut = append(tt.scratch.cut, cutObject[Obj]{pk, o})
 		for i := range t.nsec {
-			tt.cutKeys = append(tt.cutKeys, t.indexes[i+1].fromObject(o.obj))
+			tt.scratch.cutKeys = append(tt.scratch.cutKeys, t.indexes[i+1].fromObject(o.obj))
 		}
 	}
-	if len(tt.cut) == 0 {
+	if len(tt.scratch.cut) == 0 {
 		return 0
 	}
 	tt.primary.DeletePrefix(prefix)
-	keys := tt.cutKeys
-	for _, c := range tt.cut {
-		tt.revision++
-		if tt.log.seg != nil {
-			tt.appendLog(logEntry[Obj]{obj: c.old.obj, rev: tt.revision, prev: c.old.rev, kind: entryDelete})
-			tt.lastDelete = tt.revision
+	keys := tt.scratch.cutKeys
+	for _, c := range tt.scratch.cut {
+		tt.cur.revision++
+		if tt.log.cur.end.seg != nil {
+			tt.log.append(logEntry[Obj]{obj: c.old.obj, rev: tt.cur.revision, prev: c.old.rev, kind: entryDelete})
+			tt.log.lastDelete = tt.cur.revision
 		}
 		for i := range t.nsec {
 			ix := &t.indexes[i+1]
@@ -724,12 +724,12 @@ func (tt *tableTxn[Obj]) cutPrimaryPrefix(prefix []byte) int {
 		if t.byRevision {
 			tt.deleteRevisionKey(c.old.rev)
 		}
-		if tt.journal != nil {
-			tt.ops = append(tt.ops, journalOp{pk: tt.keepKey(c.pk), rev: tt.revision, deleted: true})
+		if j := &tt.cur.journal; j.tj != nil {
+			j.ops = append(j.ops, journalOp{pk: j.keepKey(c.pk), rev: tt.cur.revision, deleted: true})
 		}
 	}
-	tt.dirty, tt.written = true, true
-	return len(tt.cut)
+	tt.cur.dirty, tt.cur.written = true, true
+	return len(tt.scratch.cut)
 }
 
 // insertRevisionKey adds o to the revision index (RevisionIndex), which is
