@@ -1,16 +1,18 @@
 package strata
 
+// Write transactions: the ReadTxn and WriteTxn interfaces, a transaction's
+// state (writeTxn) and how it locks its tables, commits, aborts and
+// releases them. The rest of the family: txn_handle.go (the WriteTxn a
+// caller holds, pooling, forgotten transactions), txn_root.go (the
+// published roots and table states), txn_journal.go (the commit's journal
+// record), commitqueue.go (commits published once durable: early lock
+// release), lock.go (the table locks).
+
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"reflect"
-	"runtime"
 	"slices"
-	"strings"
-	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/strata-db/strata/part"
 )
@@ -60,112 +62,6 @@ type WriteTxn interface {
 	Abort()
 }
 
-// dbRoot is a published snapshot: the state of every table, by table
-// position. It is never changed after publication.
-//
-// The n table states follow one another from first on, in the root's own
-// allocation (newRoot), so a root is one allocation of 16 bytes plus a word
-// per table: a commit allocates a new root, and this keeps it small.
-type dbRoot struct {
-	db    *DB
-	n     int
-	first [1]*stateHeader
-}
-
-// tables returns the root's table states, by table position.
-func (r *dbRoot) tables() []*stateHeader { return unsafe.Slice(&r.first[0], r.n) }
-
-// rootWith is a root with room for len(rest)+1 table states.
-type rootWith[A any] struct {
-	dbRoot
-	//lint:ignore U1000 the room for the table states past first, which tables reaches through unsafe.Slice
-	rest A
-}
-
-func allocRoot[A any]() *dbRoot { return &new(rootWith[A]).dbRoot }
-
-// newRoot returns a new root holding a copy of tables.
-func newRoot(db *DB, tables []*stateHeader) *dbRoot {
-	var r *dbRoot
-	// The sizes fill the allocator's size classes.
-	switch n := len(tables); {
-	case n <= 1:
-		r = new(dbRoot)
-	case n <= 2:
-		r = allocRoot[[1]*stateHeader]()
-	case n <= 4:
-		r = allocRoot[[3]*stateHeader]()
-	case n <= 6:
-		r = allocRoot[[5]*stateHeader]()
-	case n <= 10:
-		r = allocRoot[[9]*stateHeader]()
-	case n <= 14:
-		r = allocRoot[[13]*stateHeader]()
-	case n <= 18:
-		r = allocRoot[[17]*stateHeader]()
-	case n <= 30:
-		r = allocRoot[[29]*stateHeader]()
-	case n <= 62:
-		r = allocRoot[[61]*stateHeader]()
-	case n <= 126:
-		r = allocRoot[[125]*stateHeader]()
-	default:
-		// A struct type made for n: the garbage collector sees every
-		// table state through the type's pointer map, as above.
-		rest := reflect.ArrayOf(n-1, reflect.TypeFor[*stateHeader]())
-		t := reflect.StructOf([]reflect.StructField{
-			{Name: "Root", Type: reflect.TypeFor[dbRoot]()},
-			{Name: "Rest", Type: rest},
-		})
-		r = (*dbRoot)(reflect.New(t).UnsafePointer())
-	}
-	r.db, r.n = db, len(tables)
-	copy(r.tables(), tables)
-	return r
-}
-
-func (r *dbRoot) committed() *dbRoot { return r }
-func (r *dbRoot) pending() *writeTxn { return nil }
-
-// stateHeader is the first field of every tableState[Obj], so the root can
-// hold the states of tables of different object types in one array.
-type stateHeader struct {
-	meta     *tableMeta
-	revision Revision
-	// writer is the name of the handle whose transaction last changed
-	// the table's objects or revision ("" before any).
-	writer string
-}
-
-// state returns the header of m's state in this snapshot, or nil if m was
-// registered after the snapshot was taken.
-func (r *dbRoot) state(m *tableMeta) *stateHeader {
-	if m.db == r.db && m.pos < r.n {
-		// r.tables()[m.pos]. (Indexing the states as one large array
-		// let state inline, but checkptr, which -race turns on, rightly
-		// refuses a pointer to an array larger than the root.)
-		return unsafe.Slice(&r.first[0], r.n)[m.pos]
-	}
-	return r.stateAfter(m)
-}
-
-// stateAfter is state for a table registered after the snapshot was taken,
-// or of another database.
-//
-//go:noinline
-func (r *dbRoot) stateAfter(m *tableMeta) *stateHeader {
-	if m.db != r.db {
-		panicOtherDB(m) // both are the first handles of their databases
-	}
-	return nil
-}
-
-// panicOtherDB panics for a table used with a transaction of another
-// database: a programming error (doc.go).
-func panicOtherDB(m *tableMeta) {
-	panic(fmt.Sprintf("strata: table %q used with a transaction of another DB", m.name))
-}
-
 // tableWriter is the write state of one table inside a write transaction.
 // Every table has one, reused by each transaction that locks the table, so
 // it is only touched while the table's lock is held.
@@ -190,80 +86,6 @@ type tableWriter interface {
 	// published, and ends the writer's part of the transaction, so that
 	// the table can be unlocked before (early lock release).
 	handOff(w *writeTxn)
-}
-
-// txnHandle implements WriteTxn. Each transaction gets a handle of its own,
-// which outlives the transaction (a handle used after Commit must say
-// ErrTransactionClosed); the state it points to is pooled and reused once
-// the transaction ended (BenchmarkDB_WriteTxn_1). Handles are allocated in
-// blocks, which carry the cleanup that aborts forgotten transactions.
-type txnHandle struct {
-	// w is the transaction's state while it is open, nil once it ended.
-	w *writeTxn
-	// root, once the transaction ended, is the snapshot reads through the
-	// handle see: the one Commit published, or the one it started from.
-	root *dbRoot
-	// open is the handle's slot in its block's openTxns, which holds w
-	// while the transaction is open.
-	open **writeTxn
-}
-
-// monotonicEpoch is the origin of monotonic.
-var monotonicEpoch = time.Now()
-
-// monotonic returns the time since monotonicEpoch. It reads the monotonic
-// clock alone, where time.Now also reads the wall clock: the metrics' two
-// readings per write transaction cost about 60 ns with time.Now and
-// time.Since, and 45 ns with this.
-func monotonic() time.Duration { return time.Since(monotonicEpoch) }
-
-var writeTxnPool = sync.Pool{New: func() any { return new(writeTxn) }}
-
-// handlesPerBlock is how many handles share an allocation and a cleanup.
-// A cleanup costs more than the rest of an empty transaction
-// (BenchmarkDB_WriteTxn_CommitOnly_1Table); sharing it makes it cheap. The
-// price: a forgotten transaction is aborted once every handle of its block
-// is unreachable, and a handle that is kept keeps the snapshots its block's
-// other handles read after their transactions ended. Sixteen keeps both
-// small.
-const handlesPerBlock = 16
-
-// handleBlock is an allocation of handles, handed out in order. Partly
-// used blocks wait in handleBlocks; one that the pool drops (the garbage
-// collector empties sync.Pools) is cleaned up once its handles are
-// unreachable, like a full one.
-//
-// The cleanup (runtime.AddCleanup) sees only the block's openTxns, not the
-// block. A finalizer would see the block, and so keep it, and every
-// snapshot its handles read, for one more collection: the garbage
-// collector would mark a write-heavy program's old trees once more after
-// they died (BenchmarkDB_Changes_Baseline marked 26-30 MB a cycle, against
-// under 1 MB with the cleanup).
-type handleBlock struct {
-	used    int // handles handed out; only the goroutine holding the block touches it
-	handles [handlesPerBlock]txnHandle
-	open    *openTxns
-}
-
-// openTxns holds the transactions of a block's handles that are open.
-type openTxns [handlesPerBlock]*writeTxn
-
-var handleBlocks sync.Pool
-
-// newHandle returns a fresh handle for the transaction w.
-func newHandle(w *writeTxn) *txnHandle {
-	b, _ := handleBlocks.Get().(*handleBlock)
-	if b == nil {
-		b = &handleBlock{open: new(openTxns)}
-		runtime.AddCleanup(b, abortForgotten, b.open)
-	}
-	h := &b.handles[b.used]
-	h.w, h.open = w, &b.open[b.used]
-	*h.open = w
-	if b.used++; b.used < handlesPerBlock {
-		handleBlocks.Put(b)
-	}
-	return h
 }
 
 // writeTxn is the state of an open write transaction.
@@ -321,15 +143,6 @@ type lockedTable struct {
 	objects    int
 	logDeletes uint64
 }
-
-func (h *txnHandle) committed() *dbRoot {
-	if h.w != nil {
-		return h.w.root
-	}
-	return h.root
-}
-
-func (h *txnHandle) pending() *writeTxn { return h.w }
 
 // find returns the locked-table entry of m, or nil.
 func (w *writeTxn) find(m *tableMeta) *lockedTable {
@@ -421,83 +234,6 @@ func (w *writeTxn) writer(m *tableMeta) (*lockedTable, error) {
 	return lt, nil
 }
 
-func (h *txnHandle) Commit() (ReadTxn, error) {
-	w := h.w
-	if w == nil {
-		return nil, ErrTransactionClosed
-	}
-	// Deferred, so that the transaction ends, unlocking its tables, and
-	// the handle closes, however commit ends: with a panic too (a bug in
-	// a writer, or the journal's panic, raised again below).
-	defer h.endCommit(w)
-	root, err := w.commit()
-	if err != nil {
-		if p, ok := err.(*journalPanic); ok {
-			panic(p.value)
-		}
-		return nil, err
-	}
-	return root, nil
-}
-
-func (h *txnHandle) Abort() {
-	if w := h.w; w != nil {
-		h.close(w)
-		w.abort()
-		recycle(w)
-	}
-}
-
-// endCommit ends the transaction w that Commit ran: as committed once it
-// published (w.committed), else aborted. The handle is closed first, so
-// that if ending the transaction panics (a bug), no Abort of the handle,
-// nor its block's cleanup, ends it again and unlocks its tables twice.
-func (h *txnHandle) endCommit(w *writeTxn) {
-	h.close(w)
-	switch {
-	case w.released:
-		// Unlocked before the commit was published.
-		if w.db.opts.metricsOn {
-			w.report(w.committed)
-		}
-	case w.committed:
-		w.release(true)
-	default:
-		w.abort()
-	}
-	recycle(w)
-}
-
-// close closes the handle of w, a transaction that is ending: reads through
-// the handle see w.root from now on, Commit and Abort do nothing, and the
-// cleanup of the handle's block no longer sees w.
-func (h *txnHandle) close(w *writeTxn) { h.root, h.w, *h.open = w.root, nil, nil }
-
-// recycle returns the state of a transaction that ended to the pool.
-func recycle(w *writeTxn) {
-	*w = writeTxn{retired: w.retired}
-	writeTxnPool.Put(w)
-}
-
-// abortForgotten runs when the garbage collector found every handle of a
-// block unreachable: a transaction still open in it was neither committed
-// nor aborted, and is reported and aborted, which unlocks its tables.
-func abortForgotten(open *openTxns) {
-	for _, w := range open {
-		if w == nil {
-			continue
-		}
-		names := make([]string, len(w.locked))
-		for i, lt := range w.locked {
-			names[i] = lt.meta.name
-		}
-		slog.Error("strata: write transaction was neither committed nor aborted; aborting it",
-			"tables", strings.Join(names, ","))
-		w.abort()
-		recycle(w)
-	}
-}
-
 // commit publishes the transaction's writes, returning the new snapshot,
 // and sets w.committed once it did; its caller (txnHandle.endCommit) then
 // ends the transaction, as committed or aborted. Afterwards w.root is the
@@ -569,69 +305,6 @@ func (db *DB) publishLocked(locked []lockedTable) *dbRoot {
 	db.root.Store(root)
 	db.commits++
 	return root
-}
-
-// firstJournaled returns the position in w.locked of the first table whose
-// changes the journal records, or -1 if there is none.
-func (w *writeTxn) firstJournaled() int {
-	for i := range w.locked {
-		if lt := &w.locked[i]; lt.state != nil && lt.w.journaled() {
-			return i
-		}
-	}
-	return -1
-}
-
-// journalPanic is the error writeRecord returns for a panic in the
-// journal: commit cleans up as for any error, and Commit panics again with
-// value.
-type journalPanic struct{ value any }
-
-func (p *journalPanic) Error() string { return fmt.Sprintf("journal panicked: %v", p.value) }
-
-// writeRecord writes the changes of the journaled tables, the first of
-// which is w.locked[first], into a new record of the database's journal,
-// and returns it unwritten. It runs before the root is published and
-// outside db.mu, so commits of other tables can share the journal's
-// writes (group commit). The journal is code of the persistence layer
-// and of its user (codecs): a panic in it is recovered into a
-// *journalPanic, so that the transaction is aborted and its tables
-// unlocked before the panic goes on (TestJournalPanic).
-func (w *writeTxn) writeRecord(first int) (b JournalBatch, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if b != nil {
-				b.Discard()
-			}
-			b, err = nil, &journalPanic{value: r}
-		}
-	}()
-	b = w.db.journal.Begin()
-	for i := first; i < len(w.locked); i++ {
-		lt := &w.locked[i]
-		if lt.state == nil || !lt.w.journaled() {
-			continue
-		}
-		if err := lt.w.writeJournal(b); err != nil {
-			b.Discard()
-			return nil, fmt.Errorf("table %q: journal: %w", lt.meta.name, err)
-		}
-	}
-	return b, nil
-}
-
-// commitRecord writes the record b (JournalBatch.Commit), recovering a
-// panic of the journal as writeRecord does.
-func commitRecord(b JournalBatch) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &journalPanic{value: r}
-		}
-	}()
-	if err := b.Commit(); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	return nil
 }
 
 // report sends the transaction's figures to the tables' metrics and to its

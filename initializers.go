@@ -1,5 +1,8 @@
 package strata
 
+// Table initializers: RegisterInitializer, Initialized, and the set of a
+// table's pending initializers in a snapshot (initState).
+
 import (
 	"fmt"
 	"slices"
