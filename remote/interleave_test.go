@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/httpapi"
+	"github.com/strata-db/strata/internal/holdtest"
 	"go.uber.org/goleak"
 )
 
@@ -190,7 +191,7 @@ func (r *mirrorRun) release() bool {
 		return false
 	}
 	r.trace = append(r.trace, r.heldAt.String())
-	mirrorExplored.add(r.heldAt.String())
+	mirrorExplored.Add(r.heldAt.String())
 	close(r.held)
 	r.held = nil
 	return true
@@ -371,39 +372,24 @@ func TestMirrorInterleavings(t *testing.T) {
 	if *mirrorSeed >= 0 {
 		seeds = []int64{*mirrorSeed}
 	}
-	mirrorExplored.mu.Lock()
-	clear(mirrorExplored.n)
-	mirrorExplored.mu.Unlock()
+	mirrorExplored.Reset()
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runMirror(t, seed) })
 	}
 	goleak.VerifyNone(t)
-	mirrorExplored.mu.Lock()
-	defer mirrorExplored.mu.Unlock()
-	t.Logf("%d seeds explored: %v", len(seeds), mirrorExplored.n)
+	t.Logf("%d seeds explored: %s", len(seeds), mirrorExplored)
 	if len(seeds) < 50 {
 		return
 	}
 	for p := holdConnect; p <= holdMirrorListing; p++ {
-		if mirrorExplored.n[p.String()] == 0 {
+		if mirrorExplored.Count(p.String()) == 0 {
 			t.Errorf("%d seeds never reached %v", len(seeds), p)
 		}
 	}
 }
 
 // mirrorExplored counts the releases at each hold point over the seeds.
-var mirrorExplored = &counts{n: map[string]int{}}
-
-type counts struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *counts) add(what string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n[what]++
-}
+var mirrorExplored = &holdtest.Coverage{}
 
 func runMirror(t *testing.T, seed int64) {
 	synctest.Test(t, func(t *testing.T) {
