@@ -42,21 +42,6 @@ func anyTestDB(t testing.TB) (*DB, RWTable[*testObject], AnyTable) {
 	return db, tbl, at
 }
 
-func mustInsertAll(t testing.TB, db *DB, tbl RWTable[*testObject], objs ...*testObject) ReadTxn {
-	t.Helper()
-	wtxn := db.WriteTxn(tbl)
-	for _, o := range objs {
-		if _, _, err := tbl.Insert(wtxn, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rtxn, err := wtxn.Commit()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rtxn
-}
-
 func TestAnyTableMeta(t *testing.T) {
 	db, tbl, at := anyTestDB(t)
 	if _, err := db.AnyTable("nope"); !errors.Is(err, ErrTableNotFound) {

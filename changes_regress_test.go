@@ -19,42 +19,6 @@ import (
 	"github.com/strata-db/strata/index"
 )
 
-// must fails the test if err is not nil.
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// mustCommit commits txn and returns the new snapshot, failing the test if
-// the commit fails.
-func mustCommit(t testing.TB, txn WriteTxn) ReadTxn {
-	t.Helper()
-	rtxn, err := txn.Commit()
-	if err != nil {
-		t.Fatalf("Commit: %v", err)
-	}
-	return rtxn
-}
-
-// mustInsert inserts objects, failing the test on an error.
-func mustInsert(t testing.TB, tbl RWTable[*testObject], txn WriteTxn, objs ...*testObject) {
-	t.Helper()
-	for _, o := range objs {
-		if _, _, err := tbl.Insert(txn, o); err != nil {
-			t.Fatalf("Insert(%d): %v", o.ID, err)
-		}
-	}
-}
-
-// catch runs f and returns what it panicked with, or nil.
-func catch(f func()) (p any) {
-	defer func() { p = recover() }()
-	f()
-	return nil
-}
-
 // lockFree reports whether tbl can be locked for writing within a second,
 // and unlocks it again.
 func lockFree(db *DB, tbl TableMeta) bool {
