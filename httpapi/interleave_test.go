@@ -394,13 +394,7 @@ func (il *interleaving) check(sub *ilSub) (slow bool) {
 // and that nothing leaks. -interleavings=N runs more seeds;
 // -interleavings.seed=S one.
 func TestHubInterleavings(t *testing.T) {
-	seeds := make([]int64, *interleavingSeeds)
-	for i := range seeds {
-		seeds[i] = int64(i)
-	}
-	if *interleavingSeed >= 0 {
-		seeds = []int64{*interleavingSeed}
-	}
+	seeds := holdtest.Seeds(*interleavingSeeds, *interleavingSeed)
 	explored.Reset()
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runInterleaving(t, seed) })

@@ -365,13 +365,7 @@ func (r *mirrorRun) run() {
 // revision, that Run returns nil when its context ends, and that nothing
 // leaks. -interleavings=N runs more seeds; -interleavings.seed=S one.
 func TestMirrorInterleavings(t *testing.T) {
-	seeds := make([]int64, *mirrorSeeds)
-	for i := range seeds {
-		seeds[i] = int64(i)
-	}
-	if *mirrorSeed >= 0 {
-		seeds = []int64{*mirrorSeed}
-	}
+	seeds := holdtest.Seeds(*mirrorSeeds, *mirrorSeed)
 	mirrorExplored.Reset()
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runMirror(t, seed) })

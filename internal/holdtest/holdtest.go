@@ -153,6 +153,19 @@ func (s *Scheduler[P]) History() string {
 	return strings.Join(s.trace, "\n")
 }
 
+// Seeds returns the seeds a test runs: 0 to n-1, or only one if it is 0
+// or more (a seed replayed from a failure's report).
+func Seeds(n int, one int64) []int64 {
+	if one >= 0 {
+		return []int64{one}
+	}
+	seeds := make([]int64, n)
+	for i := range seeds {
+		seeds[i] = int64(i)
+	}
+	return seeds
+}
+
 // Coverage counts, over the seeds of a test, how often each hold point was
 // released (and whatever else the test adds: the outcomes it saw), so
 // that the test can fail if its seeds never explored one.

@@ -71,3 +71,12 @@ func TestReleaseOrder(t *testing.T) {
 		}
 	})
 }
+
+func TestSeeds(t *testing.T) {
+	if got := Seeds(3, -1); !slices.Equal(got, []int64{0, 1, 2}) {
+		t.Errorf("Seeds(3, -1) = %v", got)
+	}
+	if got := Seeds(3, 17); !slices.Equal(got, []int64{17}) {
+		t.Errorf("Seeds(3, 17) = %v", got)
+	}
+}
