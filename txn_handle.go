@@ -1,5 +1,10 @@
 package strata
 
+// Write transaction handles: the WriteTxn a caller holds (txnHandle),
+// which outlives the pooled state of the transaction (writeTxn), the
+// blocks that allocate handles and abort the transactions their callers
+// forgot, and Commit and Abort as the handle runs them.
+
 import (
 	"log/slog"
 	"runtime"
@@ -7,11 +12,6 @@ import (
 	"sync"
 	"time"
 )
-
-// Write transaction handles: the WriteTxn a caller holds (txnHandle),
-// which outlives the pooled state of the transaction (writeTxn), the
-// blocks that allocate handles and abort the transactions their callers
-// forgot, and Commit and Abort as the handle runs them.
 
 // txnHandle implements WriteTxn. Each transaction gets a handle of its own,
 // which outlives the transaction (a handle used after Commit must say

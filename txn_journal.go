@@ -1,10 +1,10 @@
 package strata
 
-import "fmt"
-
 // A write transaction's journal record: the tables a commit must journal,
 // writing their changes into one batch, and committing it, with a panic of
 // the journal turned into the commit's error.
+
+import "fmt"
 
 // firstJournaled returns the position in w.locked of the first table whose
 // changes the journal records, or -1 if there is none.

@@ -1,14 +1,14 @@
 package strata
 
+// The published roots: a dbRoot is a snapshot of every table's state,
+// which DB.ReadTxn loads with one atomic read and a commit replaces with
+// one atomic store; a table's state in it begins with a stateHeader.
+
 import (
 	"fmt"
 	"reflect"
 	"unsafe"
 )
-
-// The published roots: a dbRoot is a snapshot of every table's state,
-// which DB.ReadTxn loads with one atomic read and a commit replaces with
-// one atomic store; a table's state in it begins with a stateHeader.
 
 // dbRoot is a published snapshot: the state of every table, by table
 // position. It is never changed after publication.
