@@ -19,7 +19,7 @@ type FeedStats struct {
 // counted). A table without feeds has zero FeedStats.
 func (t AnyTable) FeedStats(txn ReadTxn) FeedStats {
 	m := t.Meta.tableMeta()
-	h := txn.committed().state(m)
+	h := txn.committed().tableState(m)
 	if h == nil {
 		return FeedStats{}
 	}

@@ -3,7 +3,7 @@ package strata
 // The change log: what a table's change feeds read. docs/changelog.md
 // explains the design with a diagram; this file keeps the log's data
 // structures and how they are read. The writer's side is in
-// changelog_writer.go, the feeds' side in feeds.go and changes.go.
+// changelog_append.go, the feeds' side in feeds.go and changes.go.
 //
 // Invariants (checked under the invariants build tag, changelog_check.go):
 //
@@ -18,7 +18,7 @@ package strata
 //     given, so they never race with the writer.
 //  3. Committed entries never change until their segment is reused, and a
 //     segment is reused only when no reader may read it (invariant 4 of
-//     changelog_writer.go).
+//     changelog_append.go).
 //  4. Entries are in revision order, each change above the revision of
 //     the state before it, but for entryRestore: Restore logs objects at
 //     the revisions they had, which may be lower. A segment that holds an
@@ -76,7 +76,7 @@ func (e *logEntry[Obj]) change() Change[Obj] {
 // end, which no reader looks at, and links a new segment when one is full.
 // A published state records the end of the log it saw (tableState.log), a
 // feed where it stopped. The writer keeps the oldest segment it may reuse
-// (logWriter.head); nothing else points back.
+// (logAppender.head); nothing else points back.
 type logSegment[Obj any] struct {
 	entries [changeLogSegment]logEntry[Obj]
 	next    *logSegment[Obj]
@@ -176,7 +176,7 @@ type logChain struct{ _ byte }
 // seq is kept in the position, not read through seg, because segments are
 // reused: a published state may keep a position in a segment that was
 // reused since, and only the positions feeds pin may be read through
-// (changelog_writer.go).
+// (changelog_append.go).
 type logPos[Obj any] struct {
 	seg *logSegment[Obj]
 	seq uint64

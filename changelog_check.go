@@ -6,13 +6,13 @@ import (
 )
 
 // check checks the invariants of the table's change log
-// (changelog.go, changelog_writer.go, feeds.go, changes.go) at the end of
+// (changelog.go, changelog_append.go, feeds.go, changes.go) at the end of
 // a transaction, with end the committed end of the log: the segments the
 // writer can reach, and what every open feed may still read, by its pin
 // and by the positions it published (changeIterator.publishHeld).
 // tableTxn.checkLog panics on the error it returns. It runs only under the
 // invariants build tag: it walks the whole log the writer can reach.
-func (w *logWriter[Obj]) check(end logPos[Obj]) error {
+func (w *logAppender[Obj]) check(end logPos[Obj]) error {
 	holds := w.feeds.holds()
 	if end.seg == nil {
 		if len(holds) > 0 {

@@ -53,7 +53,7 @@ func expectCheckPanic(t *testing.T, db *DB, tbl RWTable[*testObject], raise uint
 	t.Helper()
 	txn := db.WriteTxn(tbl)
 	mustInsert(t, tbl, txn, &testObject{ID: 5000}) // begins the table's write state
-	tt := &tbl.(*table[*testObject]).writer
+	tt := &tbl.(*table[*testObject]).txn
 	tt.log.cur.lowestPin, tt.log.cur.lowestPinRead = tt.log.feeds.lowestPin()+raise, true
 	for id := range uint64(n) {
 		mustInsert(t, tbl, txn, &testObject{ID: 5001 + id})
@@ -111,7 +111,7 @@ func TestCheckLogOnAbortThatStartedOrDroppedALog(t *testing.T) {
 		seg := impl.stateIn(rtxn.committed()).log.seg
 		txn = db.WriteTxn(tbl)
 		mustInsert(t, tbl, txn, &testObject{ID: 2})
-		if impl.writer.log.cur.end.seg != nil {
+		if impl.txn.log.cur.end.seg != nil {
 			t.Fatal("the transaction kept the change log of a table without feeds")
 		}
 		seg.sum.maxPrev += 100

@@ -126,7 +126,7 @@ type ChangeIterator[Obj any] interface {
 }
 
 func (t *table[Obj]) Changes(txn WriteTxn, opts ...FeedOption) (ChangeIterator[Obj], error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return nil, err
 	}

@@ -295,7 +295,7 @@ func TestRevSet(t *testing.T) {
 // keeps, oldest first (no transaction may be open on tbl).
 func logSegments(tbl RWTable[*testObject]) []*logSegment[*testObject] {
 	var out []*logSegment[*testObject]
-	for s := tbl.(*table[*testObject]).writer.log.head; s != nil; s = s.next {
+	for s := tbl.(*table[*testObject]).txn.log.head; s != nil; s = s.next {
 		out = append(out, s)
 	}
 	return out

@@ -41,7 +41,7 @@ package strata
 //     changed every table it locked, and it changed only objects (no
 //     feed, initializer, journal binding, change log start or drop,
 //     Restore): all it owes after its publish is to close the watch
-//     channels of the nodes it replaced (writeTxn.retired). The
+//     channels of the nodes it replaced (txnCore.retired). The
 //     others keep their locks until they are published. An in-memory
 //     commit that is not dependent takes the path it took without a
 //     journal, unchanged.
@@ -64,7 +64,7 @@ type commitQueue struct {
 	mu sync.Mutex
 	// fifo[head:] holds the commits in the order they were enqueued; the
 	// first is the next to publish.
-	fifo []*writeTxn
+	fifo []*txnCore
 	head int
 	// err, once a queued commit failed, fails every commit after it in
 	// the queue (invariant 4); cleared when the queue drains.
@@ -78,9 +78,9 @@ type commitQueue struct {
 // The tips are read before the root: a publish stores its root before it
 // clears the tips it published (publishQueued), so a tip read as nil
 // means the root read after it holds that state.
-func (w *writeTxn) takeTips() {
-	for i := range w.locked {
-		lt := &w.locked[i]
+func (w *txnCore) takeTips() {
+	for i := range w.lockedTables {
+		lt := &w.lockedTables[i]
 		tip := lt.meta.tip.Load()
 		if tip == nil {
 			continue
@@ -100,7 +100,7 @@ func (w *writeTxn) takeTips() {
 // locked: every commit of the table that was queued is settled, so its
 // published state is final, and the change log is cut back to it
 // (invariant 6).
-func (db *DB) dropFailedTip(m *tableMeta, tip *stateHeader) {
+func (db *DB) dropFailedTip(m *tableMeta, tip *tableStateHeader) {
 	m.table.dropFailedTip(tip)
 	db.queue.mu.Lock()
 	m.tip.Store(nil)
@@ -111,7 +111,7 @@ func (db *DB) dropFailedTip(m *tableMeta, tip *stateHeader) {
 // commitQueued commits through the queue: a transaction whose record the
 // journal queues, or a dependent one (b is its record, or nil). The
 // table states are built; b holds the journaled tables' changes.
-func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
+func (w *txnCore) commitQueued(b JournalBatch) (*dbRoot, error) {
 	db := w.db
 	qb, queues := b.(QueuedBatch)
 	queues = queues && qb.Queues()
@@ -145,8 +145,8 @@ func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
 		if err == nil {
 			w.retired.Notify()
 		}
-		for i := range w.locked {
-			lt := &w.locked[i]
+		for i := range w.lockedTables {
+			lt := &w.lockedTables[i]
 			if lt.meta.feeds.dropLogAtUnlock.Load() && lt.meta.feeds.dropLogAtUnlock.CompareAndSwap(true, false) {
 				// The last feed closed while the table was locked.
 				lt.meta.table.dropUnobservedLog()
@@ -159,9 +159,9 @@ func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
 	}
 	w.committed, w.root = true, root
 	if !early {
-		for i := range w.locked {
-			if lt := &w.locked[i]; lt.w != nil {
-				lt.w.notify()
+		for i := range w.lockedTables {
+			if lt := &w.lockedTables[i]; lt.txn != nil {
+				lt.txn.notify()
 			}
 		}
 	}
@@ -170,10 +170,10 @@ func (w *writeTxn) commitQueued(b JournalBatch) (*dbRoot, error) {
 
 // releasable reports whether the commit may unlock its tables before it
 // is published (invariant 5).
-func (w *writeTxn) releasable() bool {
-	for i := range w.locked {
-		lt := &w.locked[i]
-		if lt.state == nil || lt.w.keepsLock() {
+func (w *txnCore) releasable() bool {
+	for i := range w.lockedTables {
+		lt := &w.lockedTables[i]
+		if lt.state == nil || lt.txn.keepsLock() {
 			return false
 		}
 	}
@@ -182,15 +182,15 @@ func (w *writeTxn) releasable() bool {
 
 // releaseEarly hands over what the writers owe after the publish, sets
 // each table's tip (done by enqueue) and unlocks the tables.
-func (w *writeTxn) releaseEarly() {
+func (w *txnCore) releaseEarly() {
 	w.released, w.mark = true, part.NoMark
 	if w.db.opts.metricsOn {
 		w.releasedAt = monotonic()
 	}
-	for i := len(w.locked) - 1; i >= 0; i-- {
-		lt := &w.locked[i]
-		lt.w.handOff(w)
-		lt.w = nil
+	for i := len(w.lockedTables) - 1; i >= 0; i-- {
+		lt := &w.lockedTables[i]
+		lt.txn.handOff(w)
+		lt.txn = nil
 		if w.db.opts.metricsOn {
 			// Read while locked: the change log's segments are reused
 			// by later writers.
@@ -205,7 +205,7 @@ func (w *writeTxn) releaseEarly() {
 // QueuedBatch.Enqueue, else by Commit), and appends it to the queue; with
 // early, it sets the tips of its tables to its states. On an error the
 // record is discarded and nothing is enqueued.
-func (q *commitQueue) enqueue(w *writeTxn, b JournalBatch, queues, early bool) error {
+func (q *commitQueue) enqueue(w *txnCore, b JournalBatch, queues, early bool) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	err := q.err
@@ -239,8 +239,8 @@ func (q *commitQueue) enqueue(w *writeTxn, b JournalBatch, queues, early bool) e
 	}
 	q.fifo = append(q.fifo, w)
 	if early {
-		for i := range w.locked {
-			lt := &w.locked[i]
+		for i := range w.lockedTables {
+			lt := &w.lockedTables[i]
 			lt.meta.tip.Store(lt.state)
 		}
 	}
@@ -249,12 +249,12 @@ func (q *commitQueue) enqueue(w *writeTxn, b JournalBatch, queues, early bool) e
 
 // failedTip returns the error of a failed tip the transaction began from,
 // or nil. queue.mu is held.
-func (w *writeTxn) failedTip() error {
+func (w *txnCore) failedTip() error {
 	if !w.dependent {
 		return nil
 	}
-	for i := range w.locked {
-		lt := &w.locked[i]
+	for i := range w.lockedTables {
+		lt := &w.lockedTables[i]
 		if lt.tip == nil {
 			continue
 		}
@@ -301,7 +301,7 @@ func waitRecord(b QueuedBatch) (err error) {
 // finish records that w's record is durable (err nil) or failed, settles
 // the commits at the head of the queue that are ready, in order, and
 // returns once w is settled: the root that published it, or its error.
-func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
+func (q *commitQueue) finish(w *txnCore, err error) (*dbRoot, error) {
 	self := false
 	q.mu.Lock()
 	w.waited, w.result = true, err
@@ -338,7 +338,7 @@ func (q *commitQueue) finish(w *writeTxn, err error) (*dbRoot, error) {
 
 // settle publishes the commit h, at the head of the queue and durable, or
 // fails it. queue.mu is held.
-func (q *commitQueue) settle(h *writeTxn) {
+func (q *commitQueue) settle(h *txnCore) {
 	h.settled = true
 	switch {
 	case h.result != nil:
@@ -357,29 +357,29 @@ func (q *commitQueue) settle(h *writeTxn) {
 
 // publishQueued publishes the states of h, a commit settled by the queue,
 // and clears the tips it set. queue.mu is held.
-func (h *writeTxn) publishQueued() *dbRoot {
+func (h *txnCore) publishQueued() *dbRoot {
 	db := h.db
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	changed := false
-	for i := range h.locked {
-		changed = changed || h.locked[i].state != nil
+	for i := range h.lockedTables {
+		changed = changed || h.lockedTables[i].state != nil
 	}
 	if !changed {
 		return db.root.Load()
 	}
 	if invariants {
 		published := db.root.Load().tables()
-		for i := range h.locked {
-			if lt := &h.locked[i]; lt.state != nil {
+		for i := range h.lockedTables {
+			if lt := &h.lockedTables[i]; lt.state != nil {
 				checkPublish(lt, published[lt.meta.pos], h.released)
 			}
 		}
 	}
-	root := db.publishLocked(h.locked)
+	root := db.publishLocked(h.lockedTables)
 	// The tips are cleared after the root is stored (see takeTips).
-	for i := range h.locked {
-		if lt := &h.locked[i]; lt.state != nil {
+	for i := range h.lockedTables {
+		if lt := &h.lockedTables[i]; lt.state != nil {
 			lt.meta.tip.CompareAndSwap(lt.state, nil)
 		}
 	}
@@ -391,14 +391,14 @@ func (h *writeTxn) publishQueued() *dbRoot {
 // of the published trees stay open), and a tip it set is marked failed
 // for the next writer (invariant 4). One that kept its locks aborts as
 // any failed commit. queue.mu is held.
-func (h *writeTxn) failQueued() {
+func (h *txnCore) failQueued() {
 	if !h.released {
 		return
 	}
 	err := h.result
 	h.retired.DiscardSince(h.mark)
-	for i := range h.locked {
-		lt := &h.locked[i]
+	for i := range h.lockedTables {
+		lt := &h.lockedTables[i]
 		lt.meta.table.discardPending(lt.state, h.mark)
 		if lt.meta.tip.Load() == lt.state {
 			lt.meta.tipFailed.Store(&err)
@@ -410,7 +410,7 @@ func (h *writeTxn) failQueued() {
 // commit publishes a table state after the one published (invariant 3):
 // its revision is not lower, and the table has a tip if the commit
 // released its lock early.
-func checkPublish(lt *lockedTable, published *stateHeader, released bool) {
+func checkPublish(lt *lockedTable, published *tableStateHeader, released bool) {
 	if published != nil && lt.state.revision < published.revision {
 		panic(fmt.Sprintf("strata: table %q: queued commit publishes revision %d over %d", lt.meta.name, lt.state.revision, published.revision))
 	}
@@ -420,7 +420,7 @@ func checkPublish(lt *lockedTable, published *stateHeader, released bool) {
 }
 
 // discardPending implements TableMeta.
-func (t *table[Obj]) discardPending(h *stateHeader, m part.Mark) {
+func (t *table[Obj]) discardPending(h *tableStateHeader, m part.Mark) {
 	st := (*tableState[Obj])(unsafeStatePointer(h))
 	part.DiscardSince(st.primary, m)
 	for _, tree := range st.secondary {
@@ -431,13 +431,13 @@ func (t *table[Obj]) discardPending(h *stateHeader, m part.Mark) {
 // dropFailedTip implements TableMeta: the entries the failed commits
 // appended to the change log after its published end are cut, as an
 // abort cuts its own (invariant 6).
-func (t *table[Obj]) dropFailedTip(h *stateHeader) {
+func (t *table[Obj]) dropFailedTip(h *tableStateHeader) {
 	tip := (*tableState[Obj])(unsafeStatePointer(h))
 	published := t.stateIn(t.meta.db.root.Load())
 	if published.log.seg != nil && sameLog(published.log, tip.log) {
 		published.log.discard(tip.log)
 	}
 	if invariants {
-		t.writer.checkLog(published.log)
+		t.txn.checkLog(published.log)
 	}
 }

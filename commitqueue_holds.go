@@ -2,7 +2,7 @@ package strata
 
 // Hold points of the commit queue (early lock release, commitqueue.go).
 // Every hand-off between the goroutines that commit through the queue
-// passes through one: a call of dbState.hold, which a test sets to hold
+// passes through one: a call of dbShared.hold, which a test sets to hold
 // the goroutine that reached the point and let it go on in an order of
 // its choosing. The model test (commitqueue_model_test.go) drives them in
 // many seeded orders under testing/synctest and checks the invariants of
@@ -64,7 +64,7 @@ func (p cqPoint) String() string {
 
 // at passes the hold point p with the transaction w: it calls the test's
 // hook, if one is set.
-func (db *DB) at(p cqPoint, w *writeTxn) {
+func (db *DB) at(p cqPoint, w *txnCore) {
 	if h := db.hold; h != nil {
 		h(p, w)
 	}

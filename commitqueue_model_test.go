@@ -304,8 +304,8 @@ type cqRig struct {
 	commits    []*cqCommit
 	active     int
 	nextValue  int
-	byTxn      map[*writeTxn]int
-	stateOwner map[*stateHeader]int
+	byTxn      map[*txnCore]int
+	stateOwner map[*tableStateHeader]int
 	valueOwner map[int]int
 	violations []string
 
@@ -338,7 +338,7 @@ func newCQRig(t *testing.T, cfg cqConfig, seed int64) *cqRig {
 	g := &cqRig{
 		t: t, cfg: cfg, rng: rand.New(rand.NewPCG(uint64(seed), 0xc0ffee)),
 		s: s, j: j, db: db, tables: map[string]RWTable[*testObject]{},
-		byTxn: map[*writeTxn]int{}, stateOwner: map[*stateHeader]int{}, valueOwner: map[int]int{},
+		byTxn: map[*txnCore]int{}, stateOwner: map[*tableStateHeader]int{}, valueOwner: map[int]int{},
 		epochOf: map[int]int{}, lastRev: map[string]Revision{}, visible: map[int]bool{},
 	}
 	g.names = []string{"a"}
@@ -365,11 +365,11 @@ func newCQRig(t *testing.T, cfg cqConfig, seed int64) *cqRig {
 		c := g.commits[g.valueOwner[values[0]]]
 		return c.refuse, c.refusePanic
 	}
-	db.hold = func(p cqPoint, w *writeTxn) {
+	db.hold = func(p cqPoint, w *txnCore) {
 		if p == cqBegin || p == cqDropTip {
 			// The writer's transaction is not known yet (and the pool
 			// may hand it the state of an earlier one).
-			s.Hold("new writer "+p.String(), 100+w.locked[0].meta.pos)
+			s.Hold("new writer "+p.String(), 100+w.lockedTables[0].meta.pos)
 			return
 		}
 		g.mu.Lock()
@@ -465,15 +465,15 @@ func (g *cqRig) writer(c *cqCommit) {
 		g.violate("writer %d: WriteTxnContext: %v", c.id, err)
 		return
 	}
-	w := txn.(*txnHandle).w
+	w := txn.(*txnRef).w
 	g.mu.Lock()
 	g.byTxn[w] = c.id
-	for i := range w.locked {
-		if tip := w.locked[i].tip; tip != nil {
+	for i := range w.lockedTables {
+		if tip := w.lockedTables[i].tip; tip != nil {
 			owner, ok := g.stateOwner[tip]
 			if !ok {
 				g.mu.Unlock()
-				g.violate("writer %d began from a tip of table %q that no queued commit set", c.id, w.locked[i].meta.name)
+				g.violate("writer %d began from a tip of table %q that no queued commit set", c.id, w.lockedTables[i].meta.name)
 				g.mu.Lock()
 				continue
 			}
@@ -625,8 +625,8 @@ func (g *cqRig) observe() {
 			g.order = append(g.order, id)
 			g.s.Note("queue: writer %d enters (run %d)", id, g.epoch)
 		}
-		for i := range w.locked {
-			if st := w.locked[i].state; st != nil {
+		for i := range w.lockedTables {
+			if st := w.lockedTables[i].state; st != nil {
 				g.stateOwner[st] = id
 			}
 		}
@@ -900,8 +900,8 @@ func runCQModel(t *testing.T, cfg cqConfig, seed int64) (string, string) {
 
 // TestCommitQueueModelLeavesPoolClean: the transactions a model run
 // recycles hold no channel of its synctest bubble. A done channel that
-// reached writeTxnPool made a later commit outside the bubble that drew
-// that writeTxn die ("fatal error: receive on synctest channel from
+// reached txnCorePool made a later commit outside the bubble that drew
+// that txnCore die ("fatal error: receive on synctest channel from
 // outside bubble"): the full test run failed, or not, by the pool's
 // order. This test dies the same way if one is left there.
 func TestCommitQueueModelLeavesPoolClean(t *testing.T) {
@@ -911,11 +911,11 @@ func TestCommitQueueModelLeavesPoolClean(t *testing.T) {
 			t.Fatalf("%s\nhistory:\n%s", report, history)
 		}
 	})
-	// Outside the bubble, every pooled writeTxn's done channel must be
+	// Outside the bubble, every pooled txnCore's done channel must be
 	// usable.
-	var drawn []*writeTxn
+	var drawn []*txnCore
 	for range 1000 {
-		w := writeTxnPool.Get().(*writeTxn)
+		w := txnCorePool.Get().(*txnCore)
 		drawn = append(drawn, w)
 		if w.done != nil {
 			select {
@@ -925,6 +925,6 @@ func TestCommitQueueModelLeavesPoolClean(t *testing.T) {
 		}
 	}
 	for _, w := range drawn {
-		writeTxnPool.Put(w)
+		txnCorePool.Put(w)
 	}
 }

@@ -483,9 +483,9 @@ func TestQueuedCommitsLeaveNoChannelInPool(t *testing.T) {
 			}
 		}
 	})
-	var drawn []*writeTxn
+	var drawn []*txnCore
 	for range 1000 {
-		w := writeTxnPool.Get().(*writeTxn)
+		w := txnCorePool.Get().(*txnCore)
 		drawn = append(drawn, w)
 		if w.done != nil {
 			t.Errorf("a pooled transaction keeps a done channel")
@@ -493,6 +493,6 @@ func TestQueuedCommitsLeaveNoChannelInPool(t *testing.T) {
 		}
 	}
 	for _, w := range drawn {
-		writeTxnPool.Put(w)
+		txnCorePool.Put(w)
 	}
 }

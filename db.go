@@ -30,11 +30,11 @@ type DB struct {
 	// handleMetrics receives the handle's write transactions' figures;
 	// nil without metrics.
 	handleMetrics metrics.Handle
-	*dbState
+	*dbShared
 }
 
-// dbState is the database every handle shares.
-type dbState struct {
+// dbShared is the database every handle shares.
+type dbShared struct {
 	// first is the handle New returned: the table's database (TableMeta.DB)
 	// and the one snapshots name.
 	first *DB
@@ -65,7 +65,7 @@ type dbState struct {
 	// hold, set by tests only (before the database is used), is called
 	// at each hold point of the commit queue (commitqueue_holds.go), with
 	// the transaction that reached it.
-	hold func(cqPoint, *writeTxn)
+	hold func(cqPoint, *txnCore)
 
 	opts dbOptions
 }
@@ -92,7 +92,7 @@ func WithMetrics(m metrics.Metrics) Option {
 // New returns an empty database, through its first handle (named
 // DefaultHandle).
 func New(opts ...Option) *DB {
-	st := &dbState{}
+	st := &dbShared{}
 	for _, opt := range opts {
 		opt(&st.opts)
 	}
@@ -110,8 +110,8 @@ func New(opts ...Option) *DB {
 // own.
 func (db *DB) NewHandle(name string) *DB { return db.handleNamed(name) }
 
-func (st *dbState) handleNamed(name string) *DB {
-	h := &DB{handle: name, dbState: st}
+func (st *dbShared) handleNamed(name string) *DB {
+	h := &DB{handle: name, dbShared: st}
 	if st.opts.metricsOn {
 		h.handleMetrics = st.opts.metrics.Handle(name)
 	}
@@ -123,7 +123,7 @@ func (db *DB) HandleName() string { return db.handle }
 
 // SameDatabase reports whether db and other are handles on the same
 // database.
-func (db *DB) SameDatabase(other *DB) bool { return other != nil && db.dbState == other.dbState }
+func (db *DB) SameDatabase(other *DB) bool { return other != nil && db.dbShared == other.dbShared }
 
 // NamePattern is the pattern table and index names must match: a letter,
 // then up to 63 letters, digits, '_', '-' or '.'.
@@ -150,15 +150,15 @@ func (db *DB) ReadTxn() ReadTxn { return db.root.Load() }
 //
 // WriteTxn panics if a table belongs to another DB.
 func (db *DB) WriteTxn(table TableMeta, tables ...TableMeta) WriteTxn {
-	//lint:ignore SA1012 writeTxn's nil ctx means "no context": a plain lock, without lockContext's wake channel and select
-	txn, _ := db.writeTxn(nil, table, tables)
+	//lint:ignore SA1012 beginWrite's nil ctx means "no context": a plain lock, without lockContext's wake channel and select
+	txn, _ := db.beginWrite(nil, table, tables)
 	return txn
 }
 
 // WriteTxnContext is WriteTxn that gives up waiting for the table locks when
 // ctx is done, and then returns ctx's error, holding no lock.
 func (db *DB) WriteTxnContext(ctx context.Context, table TableMeta, tables ...TableMeta) (WriteTxn, error) {
-	txn, err := db.writeTxn(ctx, table, tables)
+	txn, err := db.beginWrite(ctx, table, tables)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (db *DB) WriteTxnContext(ctx context.Context, table TableMeta, tables ...Ta
 }
 
 // registerTable adds a table: its empty state is published in a new root.
-func (db *DB) registerTable(m *tableMeta, empty *stateHeader) error {
+func (db *DB) registerTable(m *tableMeta, empty *tableStateHeader) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for _, other := range db.tables {

@@ -202,7 +202,7 @@ func TestEndedWriteTxnsKeepNoGarbage(t *testing.T) {
 	obj, rtxn, txn = nil, nil, nil
 	// Fill the blocks that hold handles which saw obj, so that none of
 	// them waits in the pool of partly used blocks.
-	for range 2 * handlesPerBlock {
+	for range 2 * refsPerBlock {
 		db.WriteTxn(tbl).Abort()
 	}
 	runtime.GC()

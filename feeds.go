@@ -40,7 +40,7 @@ type feedRegistry struct {
 	registrationEnd chan struct{}
 	// dropLogAtUnlock: the last feed was released while the table was
 	// locked, so the transaction holding the lock drops the change log
-	// when it unlocks the table (writeTxn.release).
+	// when it unlocks the table (txnCore.release).
 	dropLogAtUnlock atomic.Bool
 }
 
@@ -196,20 +196,20 @@ func (t *table[Obj]) reportFeeds(rev Revision) {
 
 // dropUnobservedLog drops the change log if the table has no feeds left:
 // at once, in a transaction of its own, if the table is not locked, and
-// otherwise when the transaction holding the lock ends (writeTxn.release).
+// otherwise when the transaction holding the lock ends (txnCore.release).
 func (t *table[Obj]) dropUnobservedLog() {
 	if t.meta.db == nil || t.meta.feeds.live() > 0 {
 		return
 	}
 	// The flag is set before trying the lock: a holder that unlocks after
-	// the failed try then sees it (writeTxn.release).
+	// the failed try then sees it (txnCore.release).
 	t.meta.feeds.dropLogAtUnlock.Store(true)
 	if !t.meta.lock.tryLock() {
 		return
 	}
 	t.meta.feeds.dropLogAtUnlock.Store(false)
 	w := t.meta.db.lockedWriteTxn(&t.meta)
-	if _, err := t.writeState(w); err != nil {
+	if _, err := t.txnFor(w); err != nil {
 		w.Abort()
 		return
 	}

@@ -1,14 +1,14 @@
 package strata
 
 // Table initializers: RegisterInitializer, Initialized, and the set of a
-// table's pending initializers in a snapshot (initState).
+// table's pending initializers in a snapshot (initializers).
 
 import (
 	"fmt"
 	"slices"
 )
 
-// initState is a table's set of pending initializers in one snapshot. It is
+// initializers is a table's set of pending initializers in one snapshot. It is
 // never changed once published; a change builds a new one.
 //
 // Invariant: in a published state, done is closed exactly when pending is
@@ -18,7 +18,7 @@ import (
 // initializer is registered, and closes its channel when it commits with
 // none pending, or aborts after making it (readers through the
 // transaction may hold it).
-type initState struct {
+type initializers struct {
 	pending []initializer
 	done    chan struct{}
 }
@@ -29,7 +29,7 @@ type initializer struct {
 }
 
 // initialized is the state of a table that no initializer ever waited for.
-var initialized = &initState{done: closedChan}
+var initialized = &initializers{done: closedChan}
 
 var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
@@ -54,30 +54,30 @@ func (t *table[Obj]) PendingInitializers(txn ReadTxn) []string {
 }
 
 func (t *table[Obj]) RegisterInitializer(txn WriteTxn, name string) func(WriteTxn) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		panic(fmt.Sprintf("strata: RegisterInitializer(%q): %v", name, err))
 	}
-	cur := tt.initState()
+	cur := tt.initializers()
 	t.lastInitID++
 	id := t.lastInitID
-	next := &initState{pending: append(slices.Clip(cur.pending), initializer{name, id}), done: cur.done}
+	next := &initializers{pending: append(slices.Clip(cur.pending), initializer{name, id}), done: cur.done}
 	if isClosed(cur.done) {
 		next.done = make(chan struct{})
 	}
 	tt.cur.init = next
 	tt.cur.dirty = true
 	return func(txn WriteTxn) {
-		tt, err := t.writeState(txn)
+		tt, err := t.txnFor(txn)
 		if err != nil {
 			panic(fmt.Sprintf("strata: initializer %q done: %v", name, err))
 		}
-		cur := tt.initState()
+		cur := tt.initializers()
 		i := slices.IndexFunc(cur.pending, func(p initializer) bool { return p.id == id })
 		if i < 0 {
 			return
 		}
-		tt.cur.init = &initState{pending: slices.Delete(slices.Clone(cur.pending), i, i+1), done: cur.done}
+		tt.cur.init = &initializers{pending: slices.Delete(slices.Clone(cur.pending), i, i+1), done: cur.done}
 		tt.cur.dirty = true
 	}
 }
@@ -95,7 +95,7 @@ func isClosed(ch <-chan struct{}) bool {
 // committed closes the channel of a committed state whose initializers are
 // all done. Only the writer of the table closes these channels, under the
 // table lock.
-func (s *initState) committed() {
+func (s *initializers) committed() {
 	if len(s.pending) == 0 && !isClosed(s.done) {
 		close(s.done)
 	}
@@ -105,7 +105,7 @@ func (s *initState) committed() {
 // if the transaction made it: no committed state has it, and readers
 // through the transaction may wait on it. base is the state the
 // transaction began from; its channel stays.
-func (s *initState) aborted(base *initState) {
+func (s *initializers) aborted(base *initializers) {
 	if s.done != base.done && !isClosed(s.done) {
 		close(s.done)
 	}

@@ -77,7 +77,7 @@ type TableJournal[Obj any] interface {
 // Restore, then SetJournal(tj) to attach the table from the commit on.
 func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJournal[Obj]) error {
 	t := tbl.(*table[Obj])
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return err
 	}

@@ -284,7 +284,7 @@ func TestMetrics_Nop(t *testing.T) {
 				t.Errorf("table metrics handle = %v", got)
 			}
 			txn := db.WriteTxn(tbl)
-			if read := txn.(*txnHandle).w.acquired != 0; read == tc.nop {
+			if read := txn.(*txnRef).w.acquired != 0; read == tc.nop {
 				t.Errorf("clock read: %v, with Nop metrics: %v", read, tc.nop)
 			}
 			if _, _, err := tbl.Insert(txn, &testObject{ID: 1}); err != nil {

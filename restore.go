@@ -94,7 +94,7 @@ type restoring[Obj any] struct {
 // beginRestore checks that tbl is empty in txn and starts restoring it.
 func beginRestore[Obj any](txn WriteTxn, tbl RWTable[Obj], revision Revision) (*restoring[Obj], error) {
 	t := tbl.(*table[Obj])
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return nil, err
 	}

@@ -60,16 +60,16 @@ type TableMeta interface {
 	tableMeta() *tableMeta
 	// stateStats returns the figures of a state of the table, for metrics:
 	// its objects, and the deletes logged before it for change feeds.
-	stateStats(*stateHeader) (objects int, logDeletes uint64)
+	stateStats(*tableStateHeader) (objects int, logDeletes uint64)
 	// dropUnobservedLog drops the change log if the table has no feeds and
 	// is not locked.
 	dropUnobservedLog()
 	// discardPending closes the watch channels of the nodes of a state
 	// that will never be published, created at or after m.
-	discardPending(h *stateHeader, m part.Mark)
+	discardPending(h *tableStateHeader, m part.Mark)
 	// dropFailedTip cuts the change log back from a failed tip to the
 	// published state. The table is locked.
-	dropFailedTip(tip *stateHeader)
+	dropFailedTip(tip *tableStateHeader)
 	// untyped returns the table's side of AnyTable.
 	untyped() untypedTable
 }
@@ -230,7 +230,7 @@ type tableMeta struct {
 	// published, nil if none; tipFailed, if set, is why tip will never be
 	// published (commitqueue.go, invariants 2 and 4). Written under the
 	// commit queue's mu; read by the holder of lock.
-	tip       atomic.Pointer[stateHeader]
+	tip       atomic.Pointer[tableStateHeader]
 	tipFailed atomic.Pointer[error]
 }
 
@@ -263,7 +263,7 @@ type object[Obj any] struct {
 // tableState is a table's contents in one snapshot. Never changed once
 // published.
 type tableState[Obj any] struct {
-	stateHeader
+	tableStateHeader
 	primary   part.Tree[object[Obj]]
 	secondary []part.Tree[object[Obj]]
 	// multiKey has bit i set once an object with several keys in index i
@@ -274,7 +274,7 @@ type tableState[Obj any] struct {
 	// opens the first feed starts it, and the first transaction after the
 	// last feed closed drops it. The zero logPos without feeds.
 	log  logPos[Obj]
-	init *initState
+	init *initializers
 }
 
 func (s *tableState[Obj]) tree(pos int) part.Tree[object[Obj]] {
@@ -298,9 +298,9 @@ type table[Obj any] struct {
 	// revision index (RevisionIndex) too, as its last secondary tree.
 	nsec       int
 	byRevision bool
-	// writer is the table's write state, reused by every transaction that
-	// locks the table. Guarded by meta.lock.
-	writer tableTxn[Obj]
+	// txn is the table's part of a write transaction, reused by every
+	// transaction that locks the table. Guarded by meta.lock.
+	txn tableTxn[Obj]
 	// lastInitID numbers initializers. Guarded by meta.lock.
 	lastInitID uint64
 	// journal, if set, receives the table's changes (SetJournal). Guarded
@@ -324,7 +324,7 @@ func NewTable[Obj any](db *DB, name TableName, primary Indexer[Obj], secondary .
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", name, err)
 	}
-	if err := db.registerTable(&t.meta, &t.empty.stateHeader); err != nil {
+	if err := db.registerTable(&t.meta, &t.empty.tableStateHeader); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -411,20 +411,20 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 		})
 	}
 	t.empty = &tableState[Obj]{
-		stateHeader: stateHeader{meta: &t.meta},
-		primary:     part.New[object[Obj]](),
-		secondary:   make([]part.Tree[object[Obj]], len(secondary)),
-		init:        initialized,
+		tableStateHeader: tableStateHeader{meta: &t.meta},
+		primary:          part.New[object[Obj]](),
+		secondary:        make([]part.Tree[object[Obj]], len(secondary)),
+		init:             initialized,
 	}
 	for i := range secondary {
 		t.empty.secondary[i] = part.New[object[Obj]]()
 	}
-	t.writer.t = t
-	t.writer.log.feeds = &t.meta.feeds
+	t.txn.t = t
+	t.txn.log.feeds = &t.meta.feeds
 	return t, nil
 }
 
-func (t *table[Obj]) stateStats(h *stateHeader) (objects int, logDeletes uint64) {
+func (t *table[Obj]) stateStats(h *tableStateHeader) (objects int, logDeletes uint64) {
 	st := (*tableState[Obj])(unsafeStatePointer(h))
 	return st.primary.Len(), st.log.deletes()
 }
@@ -471,7 +471,7 @@ func (t *table[Obj]) indexByName(name string) *indexDef[Obj] {
 
 // stateIn returns the table's state in the snapshot r.
 func (t *table[Obj]) stateIn(r *dbRoot) *tableState[Obj] {
-	h := r.state(&t.meta)
+	h := r.tableState(&t.meta)
 	if h == nil {
 		return t.empty
 	}

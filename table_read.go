@@ -16,11 +16,11 @@ func (t *table[Obj]) read(txn ReadTxn) *tableState[Obj] {
 	switch x := txn.(type) {
 	case *dbRoot:
 		return t.stateIn(x)
-	case *txnHandle:
+	case *txnRef:
 		if w := x.w; w != nil {
 			if lt := w.find(&t.meta); lt != nil {
-				if lt.w != nil {
-					return t.writer.snapshot()
+				if lt.txn != nil {
+					return t.txn.snapshot()
 				}
 				if lt.tip != nil {
 					// The pending state the transaction builds on.
@@ -33,17 +33,17 @@ func (t *table[Obj]) read(txn ReadTxn) *tableState[Obj] {
 	panic("strata: unknown ReadTxn implementation")
 }
 
-// pendingIn returns the table's write state if w is open and wrote to the
+// pendingIn returns the table's tableTxn if w is open and wrote to the
 // table.
-func (t *table[Obj]) pendingIn(w *writeTxn) *tableTxn[Obj] {
-	if lt := w.find(&t.meta); lt != nil && lt.w != nil {
-		return &t.writer
+func (t *table[Obj]) pendingIn(w *txnCore) *tableTxn[Obj] {
+	if lt := w.find(&t.meta); lt != nil && lt.txn != nil {
+		return &t.txn
 	}
 	return nil
 }
 
 func (t *table[Obj]) NumObjects(txn ReadTxn) int {
-	if h, ok := txn.(*txnHandle); ok && h.w != nil {
+	if h, ok := txn.(*txnRef); ok && h.w != nil {
 		if tt := t.pendingIn(h.w); tt != nil {
 			return tt.primary.Len()
 		}
@@ -52,16 +52,16 @@ func (t *table[Obj]) NumObjects(txn ReadTxn) int {
 }
 
 func (t *table[Obj]) LastWriter(txn ReadTxn) string {
-	if h, ok := txn.(*txnHandle); ok && h.w != nil {
+	if h, ok := txn.(*txnRef); ok && h.w != nil {
 		if tt := t.pendingIn(h.w); tt != nil && tt.cur.written {
 			return tt.cur.handle
 		}
 	}
-	return t.read(txn).writer
+	return t.read(txn).lastHandle
 }
 
 func (t *table[Obj]) Revision(txn ReadTxn) Revision {
-	if h, ok := txn.(*txnHandle); ok && h.w != nil {
+	if h, ok := txn.(*txnRef); ok && h.w != nil {
 		if tt := t.pendingIn(h.w); tt != nil {
 			return tt.cur.revision
 		}
@@ -94,7 +94,7 @@ func (t *table[Obj]) Get(txn ReadTxn, q Query[Obj]) (obj Obj, rev Revision, foun
 	}
 	if r, ok := txn.(*dbRoot); ok && ix.unique && !ix.lpm {
 		st := t.empty
-		if h := r.state(&t.meta); h != nil {
+		if h := r.tableState(&t.meta); h != nil {
 			st = (*tableState[Obj])(unsafeStatePointer(h))
 		}
 		o, found := st.tree(ix.pos).Get(q.key.bytes())
@@ -115,7 +115,7 @@ func (t *table[Obj]) get(txn ReadTxn, ix *indexDef[Obj], q Query[Obj]) (obj Obj,
 	if r, ok := txn.(*dbRoot); ok {
 		tree = t.stateIn(r).tree(ix.pos) // a read transaction: the common case
 	} else {
-		if h, ok := txn.(*txnHandle); ok && h.w != nil && ix.unique {
+		if h, ok := txn.(*txnRef); ok && h.w != nil && ix.unique {
 			if tt := t.pendingIn(h.w); tt != nil {
 				o, found := tt.indexTxn(ix.pos).Get(key)
 				return o.obj, o.rev, found

@@ -10,7 +10,7 @@ import (
 	"github.com/strata-db/strata/part"
 )
 
-// tableTxn is a table's write state inside a write transaction: one index
+// tableTxn is a table's part of a write transaction: one index
 // transaction per index, opened together on the first write. Each table
 // owns one and reuses it for every transaction that locks the table, so it
 // is touched only under the table lock.
@@ -32,10 +32,10 @@ type tableTxn[Obj any] struct {
 	primary   part.Txn[object[Obj]]
 	secondary []part.Txn[object[Obj]]
 
-	// log is the change-log writer (changelog_writer.go). Its
+	// log is the change-log writer (changelog_append.go). Its
 	// per-transaction state, log.cur, is reset by its begin; its head and
 	// lastDelete are kept across transactions.
-	log logWriter[Obj]
+	log logAppender[Obj]
 
 	// scratch is space reused across writes and transactions.
 	scratch writeScratch[Obj]
@@ -56,7 +56,7 @@ type txnState[Obj any] struct {
 	// registered or done, are not).
 	dirty, written bool
 
-	init *initState // the pending initializers if changed, else nil
+	init *initializers // the pending initializers if changed, else nil
 
 	// newFeeds lists the feeds registered in the transaction; they are
 	// closed if it aborts.
@@ -94,31 +94,31 @@ type writeScratch[Obj any] struct {
 	pkBuf   []byte // the primary key of the object being written
 }
 
-// writeState returns the table's write state in txn, beginning it on the
+// txnFor returns the table's tableTxn in txn, beginning it on the
 // transaction's first write to the table.
-func (t *table[Obj]) writeState(txn WriteTxn) (*tableTxn[Obj], error) {
-	h, _ := txn.(*txnHandle)
+func (t *table[Obj]) txnFor(txn WriteTxn) (*tableTxn[Obj], error) {
+	h, _ := txn.(*txnRef)
 	if h == nil || h.w == nil {
 		return nil, ErrTransactionClosed
 	}
 	w := h.w
-	if t.meta.db.dbState != w.db.dbState {
+	if t.meta.db.dbShared != w.db.dbShared {
 		panicOtherDB(&t.meta)
 	}
-	lt, err := w.writer(&t.meta)
+	lt, err := w.locked(&t.meta)
 	if err != nil {
 		return nil, err
 	}
-	if lt.w == nil {
+	if lt.txn == nil {
 		published := t.stateIn(w.root)
 		base := published
 		if lt.tip != nil {
 			base = (*tableState[Obj])(unsafeStatePointer(lt.tip))
 		}
-		t.writer.begin(base, published, w.db.handle)
-		lt.w = &t.writer
+		t.txn.begin(base, published, w.db.handle)
+		lt.txn = &t.txn
 	}
-	return &t.writer, nil
+	return &t.txn, nil
 }
 
 // begin starts the table's part of a transaction from base: the published
@@ -167,7 +167,7 @@ func (tt *tableTxn[Obj]) checkLog(end logPos[Obj]) {
 	}
 }
 
-func (tt *tableTxn[Obj]) initState() *initState {
+func (tt *tableTxn[Obj]) initializers() *initializers {
 	if tt.cur.init != nil {
 		return tt.cur.init
 	}
@@ -181,19 +181,19 @@ func (tt *tableTxn[Obj]) indexTxn(pos int) *part.Txn[object[Obj]] {
 	return &tt.secondary[pos-1]
 }
 
-// state builds a tableState from the index transactions; finish turns each
+// buildState builds a tableState from the index transactions; finish turns each
 // into a tree (Snapshot for reads inside the transaction, CommitOnly to
 // commit).
-func (tt *tableTxn[Obj]) state(finish func(*part.Txn[object[Obj]]) part.Tree[object[Obj]]) *tableState[Obj] {
+func (tt *tableTxn[Obj]) buildState(finish func(*part.Txn[object[Obj]]) part.Tree[object[Obj]]) *tableState[Obj] {
 	st := newTableState[Obj](len(tt.secondary))
-	st.stateHeader = stateHeader{meta: &tt.t.meta, revision: tt.cur.revision, writer: tt.cur.base.writer}
+	st.tableStateHeader = tableStateHeader{meta: &tt.t.meta, revision: tt.cur.revision, lastHandle: tt.cur.base.lastHandle}
 	if tt.cur.written {
-		st.writer = tt.cur.handle
+		st.lastHandle = tt.cur.handle
 	}
 	st.primary = finish(&tt.primary)
 	st.log = tt.log.cur.end
 	st.multiKey = tt.cur.multiKey
-	st.init = tt.initState()
+	st.init = tt.initializers()
 	for i := range tt.secondary {
 		st.secondary[i] = finish(&tt.secondary[i])
 	}
@@ -236,17 +236,17 @@ func commitTree[T any](txn *part.Txn[T]) part.Tree[T]   { return txn.CommitOnly(
 
 // snapshot returns the pending state, for reads through the transaction.
 func (tt *tableTxn[Obj]) snapshot() *tableState[Obj] {
-	return tt.state(snapshotTree[object[Obj]])
+	return tt.buildState(snapshotTree[object[Obj]])
 }
 
-func (tt *tableTxn[Obj]) commit() *stateHeader {
+func (tt *tableTxn[Obj]) commit() *tableStateHeader {
 	if !tt.cur.dirty {
 		return nil
 	}
 	if tt.log.cur.segments > 0 {
 		tt.log.trim()
 	}
-	return &tt.state(commitTree[object[Obj]]).stateHeader
+	return &tt.buildState(commitTree[object[Obj]]).tableStateHeader
 }
 
 func (tt *tableTxn[Obj]) notify() {
@@ -267,7 +267,7 @@ func (tt *tableTxn[Obj]) notify() {
 	}
 }
 
-// keepsLock implements tableWriter.
+// keepsLock implements tableCommitter.
 func (tt *tableTxn[Obj]) keepsLock() bool {
 	return tt.cur.init != nil || len(tt.cur.newFeeds) > 0 || tt.cur.journal.attach != nil || tt.cur.restore.keepLock ||
 		!sameLog(tt.cur.base.log, tt.log.cur.end)
@@ -282,10 +282,10 @@ func sameLog[Obj any](a, b logPos[Obj]) bool {
 	return a.seg.chain == b.seg.chain
 }
 
-// handOff implements tableWriter: what notify does, but the retired
+// handOff implements tableCommitter: what notify does, but the retired
 // nodes' channels, which w keeps to close once the commit is published
 // (the commit changed only objects: keepsLock).
-func (tt *tableTxn[Obj]) handOff(w *writeTxn) {
+func (tt *tableTxn[Obj]) handOff(w *txnCore) {
 	w.mark = min(w.mark, tt.primary.Mark())
 	tt.primary.MoveRetired(&w.retired)
 	for i := range tt.secondary {
@@ -561,7 +561,7 @@ func (tt *tableTxn[Obj]) removeAll() {
 }
 
 func (t *table[Obj]) Insert(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool, err error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return oldObj, false, err
 	}
@@ -569,7 +569,7 @@ func (t *table[Obj]) Insert(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool, err
 }
 
 func (t *table[Obj]) InsertWatch(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool, watch <-chan struct{}, err error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return oldObj, false, nil, err
 	}
@@ -584,7 +584,7 @@ func (t *table[Obj]) InsertWatch(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool
 }
 
 func (t *table[Obj]) Modify(txn WriteTxn, obj Obj, merge func(old, new Obj) Obj) (oldObj Obj, hadOld bool, err error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return oldObj, false, err
 	}
@@ -592,7 +592,7 @@ func (t *table[Obj]) Modify(txn WriteTxn, obj Obj, merge func(old, new Obj) Obj)
 }
 
 func (t *table[Obj]) CompareAndSwap(txn WriteTxn, rev Revision, obj Obj) (oldObj Obj, hadOld bool, err error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return oldObj, false, err
 	}
@@ -600,7 +600,7 @@ func (t *table[Obj]) CompareAndSwap(txn WriteTxn, rev Revision, obj Obj) (oldObj
 }
 
 func (t *table[Obj]) Delete(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool, err error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return oldObj, false, err
 	}
@@ -608,7 +608,7 @@ func (t *table[Obj]) Delete(txn WriteTxn, obj Obj) (oldObj Obj, hadOld bool, err
 }
 
 func (t *table[Obj]) CompareAndDelete(txn WriteTxn, rev Revision, obj Obj) (oldObj Obj, hadOld bool, err error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return oldObj, false, err
 	}
@@ -616,7 +616,7 @@ func (t *table[Obj]) CompareAndDelete(txn WriteTxn, rev Revision, obj Obj) (oldO
 }
 
 func (t *table[Obj]) DeleteAll(txn WriteTxn) error {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return err
 	}
@@ -625,7 +625,7 @@ func (t *table[Obj]) DeleteAll(txn WriteTxn) error {
 }
 
 func (t *table[Obj]) DeletePrefix(txn WriteTxn, q Query[Obj]) (int, error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return 0, err
 	}
@@ -636,7 +636,7 @@ func (t *table[Obj]) DeletePrefix(txn WriteTxn, q Query[Obj]) (int, error) {
 }
 
 func (t *table[Obj]) DeleteRange(txn WriteTxn, from, to Query[Obj]) (int, error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return 0, err
 	}
@@ -644,7 +644,7 @@ func (t *table[Obj]) DeleteRange(txn WriteTxn, from, to Query[Obj]) (int, error)
 }
 
 func (t *table[Obj]) DeleteMatches(txn WriteTxn, q Query[Obj]) (int, error) {
-	tt, err := t.writeState(txn)
+	tt, err := t.txnFor(txn)
 	if err != nil {
 		return 0, err
 	}

@@ -15,7 +15,7 @@ type staleJournal struct{ TableJournal[*testObject] }
 
 // TestTableTxnBeginResets checks that a write transaction observes no
 // per-transaction state of the previous one on the table: every field of
-// tableTxn.cur and of its change-log writer's cur (logWriter.cur), found
+// tableTxn.cur and of its change-log writer's cur (logAppender.cur), found
 // by reflection so that a field added later is covered too, is set to a
 // sentinel after a transaction ends, and the next transaction must begin
 // with each as a transaction begins after a clean one (slices: the same
@@ -29,7 +29,7 @@ func TestTableTxnBeginResets(t *testing.T) {
 			db := New()
 			tbl := newTestTable(t, db, "t", tagsIndex)
 			impl := tbl.(*table[*testObject])
-			tt := &impl.writer
+			tt := &impl.txn
 			if tc.feed == "a feed" {
 				// The table has a log: the log writer's begin takes its
 				// longer way.
@@ -44,7 +44,7 @@ func TestTableTxnBeginResets(t *testing.T) {
 			// per-transaction parts to check, and aborts it.
 			begin := func(check func(txnState[*testObject], logTxn[*testObject])) {
 				txn := db.WriteTxn(tbl)
-				if _, err := impl.writeState(txn); err != nil {
+				if _, err := impl.txnFor(txn); err != nil {
 					t.Fatal(err)
 				}
 				check(tt.cur, tt.log.cur)

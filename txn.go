@@ -1,8 +1,8 @@
 package strata
 
 // Write transactions: the ReadTxn and WriteTxn interfaces, a transaction's
-// state (writeTxn) and how it locks its tables, commits, aborts and
-// releases them. The rest of the family: txn_handle.go (the WriteTxn a
+// state (txnCore) and how it locks its tables, commits, aborts and
+// releases them. The rest of the family: txn_ref.go (the WriteTxn a
 // caller holds, pooling, forgotten transactions), txn_root.go (the
 // published roots and table states), txn_journal.go (the commit's journal
 // record), commitqueue.go (commits published once durable: early lock
@@ -29,7 +29,7 @@ type ReadTxn interface {
 	committed() *dbRoot
 	// pending returns the write transaction whose uncommitted writes reads
 	// must see, or nil.
-	pending() *writeTxn
+	pending() *txnCore
 }
 
 // WriteTxn is a write transaction: created by DB.WriteTxn over a set of
@@ -62,13 +62,14 @@ type WriteTxn interface {
 	Abort()
 }
 
-// tableWriter is the write state of one table inside a write transaction.
+// tableCommitter is what a write transaction calls on a table's part of it
+// (a tableTxn) to commit, notify, abort or hand off.
 // Every table has one, reused by each transaction that locks the table, so
 // it is only touched while the table's lock is held.
-type tableWriter interface {
+type tableCommitter interface {
 	// commit finishes the table's index transactions and returns its new
 	// state, or nil if nothing was written.
-	commit() *stateHeader
+	commit() *tableStateHeader
 	// notify closes the watch channels the committed writes replaced.
 	notify()
 	// abort throws the table's writes away.
@@ -85,19 +86,20 @@ type tableWriter interface {
 	// handOff moves into w what notify would do once the commit is
 	// published, and ends the writer's part of the transaction, so that
 	// the table can be unlocked before (early lock release).
-	handOff(w *writeTxn)
+	handOff(w *txnCore)
 }
 
-// writeTxn is the state of an open write transaction.
-type writeTxn struct {
+// txnCore is the core of an open write transaction, pooled and reused;
+// the caller holds a txnRef to it (txn_ref.go).
+type txnCore struct {
 	db *DB
 	// root is the snapshot taken when the locks were held, which reads of
 	// unlocked tables go to.
 	root *dbRoot
-	// locked lists the locked tables in lock order (table position), each
+	// lockedTables lists the locked tables in lock order (table position), each
 	// once.
-	locked    []lockedTable
-	lockedBuf [2]lockedTable
+	lockedTables []lockedTable
+	lockedBuf    [2]lockedTable
 	// acquired is when the last lock was taken, releasedAt when an early
 	// lock release unlocked them (monotonic); set only if the database
 	// has metrics.
@@ -134,41 +136,41 @@ type writeTxn struct {
 
 type lockedTable struct {
 	meta  *tableMeta
-	w     tableWriter  // nil until the first write to the table
-	state *stateHeader // the table's new state, set by Commit
+	txn   tableCommitter    // nil until the first write to the table
+	state *tableStateHeader // the table's new state, set by Commit
 	// tip is the table's pending state the transaction began from
 	// (tableMeta.tip), nil to begin from root's.
-	tip *stateHeader
+	tip *tableStateHeader
 	// With metrics: the new state's object count and logged deletes.
 	objects    int
 	logDeletes uint64
 }
 
 // find returns the locked-table entry of m, or nil.
-func (w *writeTxn) find(m *tableMeta) *lockedTable {
-	for i := range w.locked {
-		if w.locked[i].meta == m {
-			return &w.locked[i]
+func (w *txnCore) find(m *tableMeta) *lockedTable {
+	for i := range w.lockedTables {
+		if w.lockedTables[i].meta == m {
+			return &w.lockedTables[i]
 		}
 	}
 	return nil
 }
 
-func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (*txnHandle, error) {
-	w := writeTxnPool.Get().(*writeTxn)
+func (db *DB) beginWrite(ctx context.Context, first TableMeta, rest []TableMeta) (*txnRef, error) {
+	w := txnCorePool.Get().(*txnCore)
 	w.db = db
-	w.locked = w.lockedBuf[:0]
+	w.lockedTables = w.lockedBuf[:0]
 	w.add(first.tableMeta())
 	for _, t := range rest {
 		w.add(t.tableMeta())
 	}
-	for i := range w.locked {
-		l := &w.locked[i].meta.lock
+	for i := range w.lockedTables {
+		l := &w.lockedTables[i].meta.lock
 		var start time.Duration
 		if db.opts.metricsOn {
 			if l.tryLock() {
 				// Not contended: no wait, and no clock read for it.
-				w.locked[i].meta.metrics.LockWait(0)
+				w.lockedTables[i].meta.metrics.LockWait(0)
 				continue
 			}
 			start = monotonic()
@@ -177,56 +179,56 @@ func (db *DB) writeTxn(ctx context.Context, first TableMeta, rest []TableMeta) (
 			l.lock()
 		} else if err := l.lockContext(ctx); err != nil {
 			for j := i - 1; j >= 0; j-- {
-				w.locked[j].meta.lock.unlock()
+				w.lockedTables[j].meta.lock.unlock()
 			}
-			*w = writeTxn{}
-			writeTxnPool.Put(w)
+			*w = txnCore{}
+			txnCorePool.Put(w)
 			return nil, err
 		}
 		if db.opts.metricsOn {
-			w.locked[i].meta.metrics.LockWait(monotonic() - start)
+			w.lockedTables[i].meta.metrics.LockWait(monotonic() - start)
 		}
 	}
 	if db.opts.metricsOn {
 		w.acquired = monotonic()
 	}
 	w.takeTips()
-	return newHandle(w), nil
+	return newTxnRef(w), nil
 }
 
 // lockedWriteTxn returns a write transaction over the table m, whose lock
 // the caller already holds.
-func (db *DB) lockedWriteTxn(m *tableMeta) *txnHandle {
-	w := writeTxnPool.Get().(*writeTxn)
+func (db *DB) lockedWriteTxn(m *tableMeta) *txnRef {
+	w := txnCorePool.Get().(*txnCore)
 	w.db = db
-	w.locked = append(w.lockedBuf[:0], lockedTable{meta: m})
+	w.lockedTables = append(w.lockedBuf[:0], lockedTable{meta: m})
 	w.takeTips()
 	if db.opts.metricsOn {
 		w.acquired = monotonic()
 		m.metrics.LockWait(0)
 	}
-	return newHandle(w)
+	return newTxnRef(w)
 }
 
 // add inserts m into the lock list, keeping it sorted by table position and
 // free of duplicates.
-func (w *writeTxn) add(m *tableMeta) {
-	if m.db.dbState != w.db.dbState {
+func (w *txnCore) add(m *tableMeta) {
+	if m.db.dbShared != w.db.dbShared {
 		panic(fmt.Sprintf("strata: WriteTxn: table %q belongs to another DB", m.name))
 	}
-	if len(w.locked) == 0 {
-		w.locked = append(w.locked, lockedTable{meta: m})
+	if len(w.lockedTables) == 0 {
+		w.lockedTables = append(w.lockedTables, lockedTable{meta: m})
 		return
 	}
-	i, found := slices.BinarySearchFunc(w.locked, m.pos, func(lt lockedTable, pos int) int { return lt.meta.pos - pos })
+	i, found := slices.BinarySearchFunc(w.lockedTables, m.pos, func(lt lockedTable, pos int) int { return lt.meta.pos - pos })
 	if !found {
-		w.locked = slices.Insert(w.locked, i, lockedTable{meta: m})
+		w.lockedTables = slices.Insert(w.lockedTables, i, lockedTable{meta: m})
 	}
 }
 
-// writer returns the write state of table m in the transaction, beginning
+// locked returns the lockedTable of m in the transaction, beginning
 // it on first use.
-func (w *writeTxn) writer(m *tableMeta) (*lockedTable, error) {
+func (w *txnCore) locked(m *tableMeta) (*lockedTable, error) {
 	lt := w.find(m)
 	if lt == nil {
 		return nil, fmt.Errorf("table %q: %w", m.name, ErrTableNotLockedForWriting)
@@ -235,15 +237,15 @@ func (w *writeTxn) writer(m *tableMeta) (*lockedTable, error) {
 }
 
 // commit publishes the transaction's writes, returning the new snapshot,
-// and sets w.committed once it did; its caller (txnHandle.endCommit) then
+// and sets w.committed once it did; its caller (txnRef.endCommit) then
 // ends the transaction, as committed or aborted. Afterwards w.root is the
 // snapshot reads through the handle see.
-func (w *writeTxn) commit() (*dbRoot, error) {
+func (w *txnCore) commit() (*dbRoot, error) {
 	changed := false
-	for i := range w.locked {
-		lt := &w.locked[i]
-		if lt.w != nil {
-			lt.state = lt.w.commit()
+	for i := range w.lockedTables {
+		lt := &w.lockedTables[i]
+		if lt.txn != nil {
+			lt.state = lt.txn.commit()
 			changed = changed || lt.state != nil
 		}
 	}
@@ -252,9 +254,9 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 		// (registered feeds, attached journals).
 		w.committed = true
 		w.root = w.db.root.Load()
-		for i := range w.locked {
-			if lt := &w.locked[i]; lt.w != nil {
-				lt.w.notify()
+		for i := range w.lockedTables {
+			if lt := &w.lockedTables[i]; lt.txn != nil {
+				lt.txn.notify()
 			}
 		}
 		return w.root, nil
@@ -279,13 +281,13 @@ func (w *writeTxn) commit() (*dbRoot, error) {
 		}
 	}
 	db.mu.Lock()
-	root := db.publishLocked(w.locked)
+	root := db.publishLocked(w.lockedTables)
 	db.mu.Unlock()
 	w.committed, w.root = true, root
 
-	for i := range w.locked {
-		if lt := &w.locked[i]; lt.w != nil {
-			lt.w.notify()
+	for i := range w.lockedTables {
+		if lt := &w.lockedTables[i]; lt.txn != nil {
+			lt.txn.notify()
 		}
 	}
 	return root, nil
@@ -310,14 +312,14 @@ func (db *DB) publishLocked(locked []lockedTable) *dbRoot {
 // report sends the transaction's figures to the tables' metrics and to its
 // handle's: how long each table was held, and the state of those the
 // transaction changed. It runs after the tables are unlocked.
-func (w *writeTxn) report(committed bool) {
+func (w *txnCore) report(committed bool) {
 	held := monotonic() - w.acquired
 	if w.released {
 		held = w.releasedAt - w.acquired
 	}
 	w.db.handleMetrics.WriteTxn(held, committed)
-	for i := range w.locked {
-		lt := &w.locked[i]
+	for i := range w.lockedTables {
+		lt := &w.lockedTables[i]
 		m := lt.meta.metrics
 		m.WriteTxn(held, committed)
 		if st := lt.state; st != nil && committed {
@@ -332,11 +334,11 @@ func (w *writeTxn) report(committed bool) {
 // abort throws the transaction's writes away and ends it. The tables are
 // unlocked even if a writer's abort panics (a bug): a table left locked
 // would block every later writer for ever.
-func (w *writeTxn) abort() {
+func (w *txnCore) abort() {
 	defer w.release(false)
-	for i := range w.locked {
-		if lt := &w.locked[i]; lt.w != nil {
-			lt.w.abort()
+	for i := range w.lockedTables {
+		if lt := &w.lockedTables[i]; lt.txn != nil {
+			lt.txn.abort()
 		}
 	}
 }
@@ -344,10 +346,10 @@ func (w *writeTxn) abort() {
 // release ends the transaction, committed or not: it unlocks the tables in
 // reverse order and forgets the writers, which belong to the tables, then
 // reports to the metrics.
-func (w *writeTxn) release(committed bool) {
-	for i := len(w.locked) - 1; i >= 0; i-- {
-		lt := &w.locked[i]
-		lt.w = nil
+func (w *txnCore) release(committed bool) {
+	for i := len(w.lockedTables) - 1; i >= 0; i-- {
+		lt := &w.lockedTables[i]
+		lt.txn = nil
 		if !w.db.opts.metricsOn {
 			lt.state = nil // else report needs it, and clears it
 		} else if lt.state != nil {

@@ -8,9 +8,9 @@ import "fmt"
 
 // firstJournaled returns the position in w.locked of the first table whose
 // changes the journal records, or -1 if there is none.
-func (w *writeTxn) firstJournaled() int {
-	for i := range w.locked {
-		if lt := &w.locked[i]; lt.state != nil && lt.w.journaled() {
+func (w *txnCore) firstJournaled() int {
+	for i := range w.lockedTables {
+		if lt := &w.lockedTables[i]; lt.state != nil && lt.txn.journaled() {
 			return i
 		}
 	}
@@ -32,7 +32,7 @@ func (p *journalPanic) Error() string { return fmt.Sprintf("journal panicked: %v
 // and of its user (codecs): a panic in it is recovered into a
 // *journalPanic, so that the transaction is aborted and its tables
 // unlocked before the panic goes on (TestJournalPanic).
-func (w *writeTxn) writeRecord(first int) (b JournalBatch, err error) {
+func (w *txnCore) writeRecord(first int) (b JournalBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if b != nil {
@@ -42,12 +42,12 @@ func (w *writeTxn) writeRecord(first int) (b JournalBatch, err error) {
 		}
 	}()
 	b = w.db.journal.Begin()
-	for i := first; i < len(w.locked); i++ {
-		lt := &w.locked[i]
-		if lt.state == nil || !lt.w.journaled() {
+	for i := first; i < len(w.lockedTables); i++ {
+		lt := &w.lockedTables[i]
+		if lt.state == nil || !lt.txn.journaled() {
 			continue
 		}
-		if err := lt.w.writeJournal(b); err != nil {
+		if err := lt.txn.writeJournal(b); err != nil {
 			b.Discard()
 			return nil, fmt.Errorf("table %q: journal: %w", lt.meta.name, err)
 		}

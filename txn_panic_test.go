@@ -9,29 +9,29 @@ import (
 // panickingWriter is a table's writer that panics in one of its steps (a
 // bug to come), and else does what the table's writer does.
 type panickingWriter struct {
-	tableWriter
+	tableCommitter
 	in string // "commit", "notify" or "abort"
 }
 
-func (p panickingWriter) commit() *stateHeader {
+func (p panickingWriter) commit() *tableStateHeader {
 	if p.in == "commit" {
 		panic("writer's commit failed")
 	}
-	return p.tableWriter.commit()
+	return p.tableCommitter.commit()
 }
 
 func (p panickingWriter) notify() {
 	if p.in == "notify" {
 		panic("writer's notify failed")
 	}
-	p.tableWriter.notify()
+	p.tableCommitter.notify()
 }
 
 func (p panickingWriter) abort() {
 	if p.in == "abort" {
 		panic("writer's abort failed")
 	}
-	p.tableWriter.abort()
+	p.tableCommitter.abort()
 }
 
 // TestTxnPanicUnlocks: a panic in a table's writer, while a transaction
@@ -68,9 +68,9 @@ func TestTxnPanicUnlocks(t *testing.T) {
 			txn = db.WriteTxn(tbl, other)
 			mustInsert(t, tbl, txn, &testObject{ID: 2})
 			mustInsert(t, other, txn, &testObject{ID: 2})
-			w := txn.(*txnHandle).w
+			w := txn.(*txnRef).w
 			lt := w.find(&tbl.(*table[*testObject]).meta)
-			lt.w = panickingWriter{lt.w, c.in}
+			lt.txn = panickingWriter{lt.txn, c.in}
 			p := catch(func() {
 				if c.end == "Abort" {
 					txn.Abort()

@@ -2,7 +2,7 @@ package strata
 
 // The published roots: a dbRoot is a snapshot of every table's state,
 // which DB.ReadTxn loads with one atomic read and a commit replaces with
-// one atomic store; a table's state in it begins with a stateHeader.
+// one atomic store; a table's state in it begins with a tableStateHeader.
 
 import (
 	"fmt"
@@ -19,11 +19,11 @@ import (
 type dbRoot struct {
 	db    *DB
 	n     int
-	first [1]*stateHeader
+	first [1]*tableStateHeader
 }
 
 // tables returns the root's table states, by table position.
-func (r *dbRoot) tables() []*stateHeader { return unsafe.Slice(&r.first[0], r.n) }
+func (r *dbRoot) tables() []*tableStateHeader { return unsafe.Slice(&r.first[0], r.n) }
 
 // rootWith is a root with room for len(rest)+1 table states.
 type rootWith[A any] struct {
@@ -35,34 +35,34 @@ type rootWith[A any] struct {
 func allocRoot[A any]() *dbRoot { return &new(rootWith[A]).dbRoot }
 
 // newRoot returns a new root holding a copy of tables.
-func newRoot(db *DB, tables []*stateHeader) *dbRoot {
+func newRoot(db *DB, tables []*tableStateHeader) *dbRoot {
 	var r *dbRoot
 	// The sizes fill the allocator's size classes.
 	switch n := len(tables); {
 	case n <= 1:
 		r = new(dbRoot)
 	case n <= 2:
-		r = allocRoot[[1]*stateHeader]()
+		r = allocRoot[[1]*tableStateHeader]()
 	case n <= 4:
-		r = allocRoot[[3]*stateHeader]()
+		r = allocRoot[[3]*tableStateHeader]()
 	case n <= 6:
-		r = allocRoot[[5]*stateHeader]()
+		r = allocRoot[[5]*tableStateHeader]()
 	case n <= 10:
-		r = allocRoot[[9]*stateHeader]()
+		r = allocRoot[[9]*tableStateHeader]()
 	case n <= 14:
-		r = allocRoot[[13]*stateHeader]()
+		r = allocRoot[[13]*tableStateHeader]()
 	case n <= 18:
-		r = allocRoot[[17]*stateHeader]()
+		r = allocRoot[[17]*tableStateHeader]()
 	case n <= 30:
-		r = allocRoot[[29]*stateHeader]()
+		r = allocRoot[[29]*tableStateHeader]()
 	case n <= 62:
-		r = allocRoot[[61]*stateHeader]()
+		r = allocRoot[[61]*tableStateHeader]()
 	case n <= 126:
-		r = allocRoot[[125]*stateHeader]()
+		r = allocRoot[[125]*tableStateHeader]()
 	default:
 		// A struct type made for n: the garbage collector sees every
 		// table state through the type's pointer map, as above.
-		rest := reflect.ArrayOf(n-1, reflect.TypeFor[*stateHeader]())
+		rest := reflect.ArrayOf(n-1, reflect.TypeFor[*tableStateHeader]())
 		t := reflect.StructOf([]reflect.StructField{
 			{Name: "Root", Type: reflect.TypeFor[dbRoot]()},
 			{Name: "Rest", Type: rest},
@@ -76,21 +76,21 @@ func newRoot(db *DB, tables []*stateHeader) *dbRoot {
 
 func (r *dbRoot) committed() *dbRoot { return r }
 
-func (r *dbRoot) pending() *writeTxn { return nil }
+func (r *dbRoot) pending() *txnCore { return nil }
 
-// stateHeader is the first field of every tableState[Obj], so the root can
+// tableStateHeader is the first field of every tableState[Obj], so the root can
 // hold the states of tables of different object types in one array.
-type stateHeader struct {
+type tableStateHeader struct {
 	meta     *tableMeta
 	revision Revision
-	// writer is the name of the handle whose transaction last changed
+	// lastHandle is the name of the handle whose transaction last changed
 	// the table's objects or revision ("" before any).
-	writer string
+	lastHandle string
 }
 
-// state returns the header of m's state in this snapshot, or nil if m was
+// tableState returns the header of m's tableState in this snapshot, or nil if m was
 // registered after the snapshot was taken.
-func (r *dbRoot) state(m *tableMeta) *stateHeader {
+func (r *dbRoot) tableState(m *tableMeta) *tableStateHeader {
 	if m.db == r.db && m.pos < r.n {
 		// r.tables()[m.pos]. (Indexing the states as one large array
 		// let state inline, but checkptr, which -race turns on, rightly
@@ -104,7 +104,7 @@ func (r *dbRoot) state(m *tableMeta) *stateHeader {
 // or of another database.
 //
 //go:noinline
-func (r *dbRoot) stateAfter(m *tableMeta) *stateHeader {
+func (r *dbRoot) stateAfter(m *tableMeta) *tableStateHeader {
 	if m.db != r.db {
 		panicOtherDB(m) // both are the first handles of their databases
 	}

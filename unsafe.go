@@ -10,7 +10,7 @@ import (
 // tableState it is the first field of. The header's meta field identifies
 // the table, and a table's object type never changes, so the caller knows
 // the type.
-func unsafeStatePointer(h *stateHeader) unsafe.Pointer { return unsafe.Pointer(h) }
+func unsafeStatePointer(h *tableStateHeader) unsafe.Pointer { return unsafe.Pointer(h) }
 
 // samePointer reports whether a and b, which must be of a pointer type, are
 // the same pointer.

@@ -101,8 +101,8 @@ func TableSchema[Obj any](codec Codec[Obj], opts ...TableOption) Schema {
 	return fromSchema(sc)
 }
 
-// StoredObject is an object of a table as the store holds it.
-type StoredObject struct {
+// StoredRecord is an object of a table as the store holds it.
+type StoredRecord struct {
 	// Key is the object's primary key (without the table's prefix).
 	Key []byte
 	// Version is the version of the codec that wrote Value.
@@ -295,11 +295,11 @@ func (r *Reader) Table(name string) (StoredTable, error) {
 // whose header is malformed yields an error wrapping ErrCorrupt, with the
 // object's key; if the loop goes on, so does the scan. An error reading
 // the store (damaged media: ErrCorrupt) ends it.
-func (r *Reader) Objects(name string, lower, upper []byte) iter.Seq2[StoredObject, error] {
-	return func(yield func(StoredObject, error) bool) {
+func (r *Reader) Objects(name string, lower, upper []byte) iter.Seq2[StoredRecord, error] {
+	return func(yield func(StoredRecord, error) bool) {
 		t, err := r.Table(name)
 		if err != nil {
-			yield(StoredObject{}, err)
+			yield(StoredRecord{}, err)
 			return
 		}
 		keys := makeTableKeys(t.ID)
@@ -313,11 +313,11 @@ func (r *Reader) Objects(name string, lower, upper []byte) iter.Seq2[StoredObjec
 		if err := r.scan(&opts, func(key, v []byte) bool {
 			version, rev, data, err := parseValue(v)
 			if err != nil {
-				return yield(StoredObject{Key: key}, fmt.Errorf("persist: table %q: key %x: %w", name, key, err))
+				return yield(StoredRecord{Key: key}, fmt.Errorf("persist: table %q: key %x: %w", name, key, err))
 			}
-			return yield(StoredObject{Key: key, Version: version, Revision: rev, Value: data}, nil)
+			return yield(StoredRecord{Key: key, Version: version, Revision: rev, Value: data}, nil)
 		}, len(keys.prefix)); err != nil {
-			yield(StoredObject{}, fmt.Errorf("persist: table %q: %w", name, err))
+			yield(StoredRecord{}, fmt.Errorf("persist: table %q: %w", name, err))
 		}
 	}
 }

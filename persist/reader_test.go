@@ -86,17 +86,17 @@ func TestReader(t *testing.T) {
 		if st.Revision != c.tbl.Revision(rtxn) {
 			t.Errorf("%s: revision %d, want %d", st.Name, st.Revision, c.tbl.Revision(rtxn))
 		}
-		var got, want []StoredObject
+		var got, want []StoredRecord
 		for o, err := range r.Objects(st.Name, nil, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, StoredObject{slices.Clone(o.Key), o.Version, o.Revision, slices.Clone(o.Value)})
+			got = append(got, StoredRecord{slices.Clone(o.Key), o.Version, o.Revision, slices.Clone(o.Value)})
 		}
 		for o, rev := range c.tbl.All(rtxn) {
 			v, _ := c.codec.Append(nil, o)
 			key, _ := itemByID.QueryFromObject(o)
-			want = append(want, StoredObject{key.Key(), 1, rev, v})
+			want = append(want, StoredRecord{key.Key(), 1, rev, v})
 		}
 		if !slices.EqualFunc(got, want, storedEqual) {
 			t.Errorf("%s: %d objects read, %d written, or they differ", st.Name, len(got), len(want))
@@ -143,7 +143,7 @@ func TestReader(t *testing.T) {
 	}
 }
 
-func storedEqual(a, b StoredObject) bool {
+func storedEqual(a, b StoredRecord) bool {
 	return bytes.Equal(a.Key, b.Key) && a.Version == b.Version && a.Revision == b.Revision && bytes.Equal(a.Value, b.Value)
 }
 

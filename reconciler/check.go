@@ -2,11 +2,11 @@ package reconciler
 
 import "fmt"
 
-// check verifies the invariants of state.go (the phases and the
+// check verifies the invariants of work.go (the phases and the
 // structures that agree with them) and of the ordering groups, and panics
 // on the first that does not hold. It walks every item: under the
 // invariants build tag only (loop.run calls it each round).
-func (s *state[Obj]) check() {
+func (s *work[Obj]) check() {
 	var queued [numLanes]int
 	parked, inflight, terminal, busy := 0, 0, 0, map[*group[Obj]]int{}
 	for _, page := range s.items.items.pages {

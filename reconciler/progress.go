@@ -31,7 +31,7 @@ import (
 
 // notePending records that it has a change at rev that is not yet
 // attempted, made at changedAt (0 if unknown) and read at now.
-func (s *state[Obj]) notePending(it *item[Obj], rev strata.Revision, changedAt, now int64) {
+func (s *work[Obj]) notePending(it *item[Obj], rev strata.Revision, changedAt, now int64) {
 	if it.pendingRev != 0 {
 		return // an older change of it holds the progress back already
 	}
@@ -50,7 +50,7 @@ func (s *state[Obj]) notePending(it *item[Obj], rev strata.Revision, changedAt, 
 
 // oldestPending returns the live front of the ring, dropping stale
 // entries, or nil.
-func (s *state[Obj]) oldestPending() *ringEntry {
+func (s *work[Obj]) oldestPending() *ringEntry {
 	for s.ring.len() > 0 {
 		e := s.ring.front()
 		if it := s.at(e.r); it.gen == e.gen && (e.rev == it.pendingRev || e.rev == it.flightRev) {
@@ -62,7 +62,7 @@ func (s *state[Obj]) oldestPending() *ringEntry {
 }
 
 // progressRevision returns R (see above).
-func (s *state[Obj]) progressRevision() strata.Revision {
+func (s *work[Obj]) progressRevision() strata.Revision {
 	if e := s.oldestPending(); e != nil && e.rev-1 < s.feedRev {
 		return e.rev - 1
 	}
@@ -70,7 +70,7 @@ func (s *state[Obj]) progressRevision() strata.Revision {
 }
 
 // retryLowWatermark returns the lowest revision of a failing object, or 0.
-func (s *state[Obj]) retryLowWatermark() strata.Revision {
+func (s *work[Obj]) retryLowWatermark() strata.Revision {
 	if s.failing.len() == 0 {
 		return 0
 	}

@@ -58,7 +58,7 @@ type Reconciler[Obj any] struct {
 
 	// mu guards s, and the loop's copies of what Stats reports.
 	mu sync.Mutex
-	s  state[Obj]
+	s  work[Obj]
 	// figures the loop keeps for Stats and Inspect, under mu.
 	commitErr error // of the last status write, nil once one works
 	// running tells, for each worker, when its current operation

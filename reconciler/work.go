@@ -7,7 +7,7 @@ import (
 	"github.com/strata-db/strata"
 )
 
-// state is the reconciler's work: the items, the lanes they wait in, the
+// work is the reconciler's work: the items, the lanes they wait in, the
 // delayed and failing items, the ordering-key groups and the progress
 // ring. The loop goroutine changes it, holding Reconciler.mu; Inspect and
 // Stats read it under the same lock.
@@ -26,7 +26,7 @@ import (
 // and, whatever its phase, in failing while its last attempt failed.
 // Queue and ring entries are not removed when an item leaves a queue;
 // they carry the item's gen (and qseq) and are skipped once stale.
-type state[Obj any] struct {
+type work[Obj any] struct {
 	items keyMap[Obj]
 
 	lanes   [numLanes]deque[laneEntry]
@@ -86,7 +86,7 @@ type group[Obj any] struct {
 }
 
 // init readies s where it is to stay (the heaps point into it).
-func (s *state[Obj]) init() {
+func (s *work[Obj]) init() {
 	s.items = newKeyMap[Obj]()
 	s.delayed = itemHeap[Obj]{
 		items: &s.items.items,
@@ -102,11 +102,11 @@ func (s *state[Obj]) init() {
 }
 
 // at returns the item r refers to.
-func (s *state[Obj]) at(r ref) *item[Obj] { return s.items.items.at(r) }
+func (s *work[Obj]) at(r ref) *item[Obj] { return s.items.items.at(r) }
 
 // enqueue puts it at the end of lane. It must have left its previous
 // phase (leave).
-func (s *state[Obj]) enqueue(it *item[Obj], lane Lane, now int64) {
+func (s *work[Obj]) enqueue(it *item[Obj], lane Lane, now int64) {
 	it.phase, it.lane, it.queuedAt = PhaseQueued, lane, now
 	it.qseq++
 	s.lanes[lane].push(laneEntry{it.self, it.gen, it.qseq})
@@ -115,7 +115,7 @@ func (s *state[Obj]) enqueue(it *item[Obj], lane Lane, now int64) {
 
 // leave takes it out of the bookkeeping of its phase (not of failing),
 // leaving it in PhaseIdle. Items in flight cannot leave.
-func (s *state[Obj]) leave(it *item[Obj]) {
+func (s *work[Obj]) leave(it *item[Obj]) {
 	switch it.phase {
 	case PhaseQueued:
 		s.laneLen[it.lane]--
@@ -133,25 +133,25 @@ func (s *state[Obj]) leave(it *item[Obj]) {
 
 // delay makes it wait until dueAt in phase p (PhaseBackoff or
 // PhaseRequeued).
-func (s *state[Obj]) delay(it *item[Obj], p Phase, dueAt int64) {
+func (s *work[Obj]) delay(it *item[Obj], p Phase, dueAt int64) {
 	it.phase, it.dueAt = p, dueAt
 	s.delayed.fix(it)
 }
 
 // setFailing records that the attempt of it at rev failed with err.
-func (s *state[Obj]) setFailing(it *item[Obj], err error, rev strata.Revision) {
+func (s *work[Obj]) setFailing(it *item[Obj], err error, rev strata.Revision) {
 	it.lastErr, it.errRev = err, rev
 	s.failing.fix(it)
 }
 
 // clearFailing forgets the failures of it: it succeeded, or changed.
-func (s *state[Obj]) clearFailing(it *item[Obj]) {
+func (s *work[Obj]) clearFailing(it *item[Obj]) {
 	it.attempts, it.lastErr, it.errRev, it.retryKind = 0, nil, 0, StatusKindUnset
 	s.failing.remove(it)
 }
 
 // release forgets it: it has nothing left to do.
-func (s *state[Obj]) release(it *item[Obj]) {
+func (s *work[Obj]) release(it *item[Obj]) {
 	if it.phase != PhaseInFlight {
 		s.leave(it)
 	}
@@ -163,7 +163,7 @@ func (s *state[Obj]) release(it *item[Obj]) {
 // join makes it a member of the group of key, placed by rev, the
 // revision of the change that gave it its work (moving it if it was a
 // member already).
-func (s *state[Obj]) join(it *item[Obj], key string, rev strata.Revision) {
+func (s *work[Obj]) join(it *item[Obj], key string, rev strata.Revision) {
 	if it.group != nil {
 		s.quit(it)
 	}
@@ -181,7 +181,7 @@ func (s *state[Obj]) join(it *item[Obj], key string, rev strata.Revision) {
 
 // quit takes it out of its group, if it is in one, dropping the group
 // once it has no members and nothing in flight.
-func (s *state[Obj]) quit(it *item[Obj]) {
+func (s *work[Obj]) quit(it *item[Obj]) {
 	g := it.group
 	if g == nil {
 		return
@@ -208,7 +208,7 @@ func (s *state[Obj]) quit(it *item[Obj]) {
 }
 
 // wakeGroup makes g ready if it is free and its head waits parked.
-func (s *state[Obj]) wakeGroup(g *group[Obj]) {
+func (s *work[Obj]) wakeGroup(g *group[Obj]) {
 	if g.busy || g.queued || len(g.members) == 0 || s.at(g.members[0]).phase != PhaseParked {
 		return
 	}
@@ -218,19 +218,19 @@ func (s *state[Obj]) wakeGroup(g *group[Obj]) {
 
 // mayStart reports whether it may start: it has no group, or it is its
 // group's head and the group is free.
-func (s *state[Obj]) mayStart(it *item[Obj]) bool {
+func (s *work[Obj]) mayStart(it *item[Obj]) bool {
 	g := it.group
 	return g == nil || (!g.busy && g.members[0] == it.self)
 }
 
 // park makes it wait for its turn in its group.
-func (s *state[Obj]) park(it *item[Obj], now int64) {
+func (s *work[Obj]) park(it *item[Obj], now int64) {
 	it.phase, it.queuedAt = PhaseParked, now
 	s.parked++
 }
 
 // groupDone frees g after an operation of its ended.
-func (s *state[Obj]) groupDone(g *group[Obj]) {
+func (s *work[Obj]) groupDone(g *group[Obj]) {
 	g.busy = false
 	if len(g.members) == 0 {
 		delete(s.groups, g.key)
@@ -240,7 +240,7 @@ func (s *state[Obj]) groupDone(g *group[Obj]) {
 }
 
 // head returns the live entry at the front of lane, dropping stale ones.
-func (s *state[Obj]) head(lane Lane) *item[Obj] {
+func (s *work[Obj]) head(lane Lane) *item[Obj] {
 	q := &s.lanes[lane]
 	for q.len() > 0 {
 		e := q.front()
@@ -253,7 +253,7 @@ func (s *state[Obj]) head(lane Lane) *item[Obj] {
 }
 
 // ready returns the number of items waiting to be dispatched.
-func (s *state[Obj]) ready() int {
+func (s *work[Obj]) ready() int {
 	n := s.readyGroups.len()
 	for _, l := range s.laneLen {
 		n += l
@@ -266,7 +266,7 @@ func (s *state[Obj]) ready() int {
 // lane's weight grows by its own for every aging its oldest item has
 // waited, so that a lane whose work waits gets a larger share until it
 // catches up, and none starves however busy the others are.
-func (s *state[Obj]) pick(now, aging int64, weights *[numLanes]int) *item[Obj] {
+func (s *work[Obj]) pick(now, aging int64, weights *[numLanes]int) *item[Obj] {
 	best, total := -1, 0
 	for l := range numLanes {
 		if s.laneLen[l] == 0 {
@@ -289,7 +289,7 @@ func (s *state[Obj]) pick(now, aging int64, weights *[numLanes]int) *item[Obj] {
 	return s.take(Lane(best))
 }
 
-func (s *state[Obj]) take(lane Lane) *item[Obj] {
+func (s *work[Obj]) take(lane Lane) *item[Obj] {
 	it := s.head(lane)
 	s.lanes[lane].pop()
 	s.laneLen[lane]--

@@ -7,12 +7,12 @@ package strata
 //
 // Invariants (checked under the invariants build tag, changelog_check.go):
 //
-//  1. logWriter.cur.end is the end of the log the transaction writes, the
+//  1. logAppender.cur.end is the end of the log the transaction writes, the
 //     zero logPos without one. cur.reuseBelow is the committed end of that
 //     log when the transaction began to write it (0 for a log it started):
 //     everything before reuseBelow is committed, everything after is the
 //     transaction's own.
-//  2. logWriter.head is the oldest segment the writer may still reuse or
+//  2. logAppender.head is the oldest segment the writer may still reuse or
 //     trim. It is in the same log as cur.end, at or before the segment of
 //     reuseBelow, and the segments from it follow one another to the end
 //     of the log. Segments before it are unreachable for the writer.
@@ -33,10 +33,10 @@ package strata
 
 import "github.com/strata-db/strata/part"
 
-// logWriter is the change-log writer of a table's write state
-// (tableTxn.log). cur is per transaction, and begin resets it in one
+// logAppender appends a table's changes to its change log; it is the
+// log part of the table's tableTxn (tableTxn.log). cur is per transaction, and begin resets it in one
 // assignment; head and lastDelete are kept across transactions.
-type logWriter[Obj any] struct {
+type logAppender[Obj any] struct {
 	// feeds is the table's feed registry, set when the table is made.
 	feeds *feedRegistry
 
@@ -75,14 +75,14 @@ type logTxn[Obj any] struct {
 }
 
 // start starts a new, empty change log for the table.
-func (w *logWriter[Obj]) start() {
+func (w *logAppender[Obj]) start() {
 	w.cur.end = logPos[Obj]{seg: &logSegment[Obj]{chain: new(logChain)}}
 	w.head = w.cur.end.seg
 	w.cur.reuseBelow = 0
 }
 
 // drop drops the table's change log: it has no feeds.
-func (w *logWriter[Obj]) drop() {
+func (w *logAppender[Obj]) drop() {
 	w.cur.end, w.head = logPos[Obj]{}, nil
 	w.cur.reuseBelow = 0
 }
@@ -97,7 +97,7 @@ func (w *logWriter[Obj]) drop() {
 // A table with no log and no feeds, the common case, has nothing to set
 // up: its transaction only resets cur (idle), which tableTxn.begin calls
 // instead, as the compiler does not inline begin.
-func (w *logWriter[Obj]) begin(base, published *tableState[Obj], observed bool) (changed bool) {
+func (w *logAppender[Obj]) begin(base, published *tableState[Obj], observed bool) (changed bool) {
 	w.cur = logTxn[Obj]{observed: observed, end: base.log, reuseBelow: base.log.seq}
 	if base != published {
 		w.cur.reuseBelow = 0
@@ -125,7 +125,7 @@ func (w *logWriter[Obj]) begin(base, published *tableState[Obj], observed bool) 
 }
 
 // idle is begin for a table with no log and no feeds.
-func (w *logWriter[Obj]) idle() {
+func (w *logAppender[Obj]) idle() {
 	w.cur = logTxn[Obj]{}
 }
 
@@ -133,7 +133,7 @@ func (w *logWriter[Obj]) idle() {
 // ends at base: it cuts what the transaction appended to that log, or,
 // if the transaction started or dropped a log, moves the head into the
 // committed one.
-func (w *logWriter[Obj]) abort(base logPos[Obj]) {
+func (w *logAppender[Obj]) abort(base logPos[Obj]) {
 	end := w.cur.end
 	if base.seg != nil && end.seg != nil && base.seg.chain == end.seg.chain {
 		base.discard(end)
@@ -150,7 +150,7 @@ func (w *logWriter[Obj]) abort(base logPos[Obj]) {
 //
 // The compiler does not inline it, so upsert, the hot path, does the same
 // by hand.
-func (w *logWriter[Obj]) append(e logEntry[Obj]) {
+func (w *logAppender[Obj]) append(e logEntry[Obj]) {
 	s := w.cur.end.seg
 	n := w.cur.end.seq - s.seq
 	if n == changeLogSegment {
@@ -169,7 +169,7 @@ func (w *logWriter[Obj]) append(e logEntry[Obj]) {
 
 // nextSegment links an empty segment after the log's last, which is full,
 // and returns it.
-func (w *logWriter[Obj]) nextSegment() *logSegment[Obj] {
+func (w *logAppender[Obj]) nextSegment() *logSegment[Obj] {
 	last := w.cur.end.seg
 	s := w.newSegment()
 	s.seq, s.deletes = w.cur.end.seq, last.deletes+last.sum.deletes
@@ -180,7 +180,7 @@ func (w *logWriter[Obj]) nextSegment() *logSegment[Obj] {
 
 // appendTruncate adds an entryTruncate for the objects of tree, deleted at
 // revisions rev, rev+1, ...
-func (w *logWriter[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revision) {
+func (w *logAppender[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revision) {
 	w.append(logEntry[Obj]{rev: rev, prev: rev - 1, kind: entryTruncate})
 	s := w.cur.end.seg
 	s.truncs.Store(&logTrunc[Obj]{i: w.cur.end.n() - 1, tree: tree, next: s.truncs.Load()})
@@ -192,7 +192,7 @@ func (w *logWriter[Obj]) appendTruncate(tree part.Tree[object[Obj]], rev Revisio
 // that feeds follow closely to a few segments that stay in the processor's
 // caches, instead of a stream of new ones for the garbage collector
 // (BenchmarkDB_Changes); trim bounds how many wait.
-func (w *logWriter[Obj]) newSegment() *logSegment[Obj] {
+func (w *logAppender[Obj]) newSegment() *logSegment[Obj] {
 	w.cur.segments++
 	h := w.head
 	if !w.reusable(h) {
@@ -212,7 +212,7 @@ func (w *logWriter[Obj]) newSegment() *logSegment[Obj] {
 // end of the log (reuseBelow) and before every feed's pin (invariant 4).
 // A segment that ends before reuseBelow is not the log's last, so it has
 // a next.
-func (w *logWriter[Obj]) reusable(s *logSegment[Obj]) bool {
+func (w *logAppender[Obj]) reusable(s *logSegment[Obj]) bool {
 	end := s.seq + changeLogSegment
 	return end < w.cur.reuseBelow && end < w.lowestFeedPin()
 }
@@ -220,7 +220,7 @@ func (w *logWriter[Obj]) reusable(s *logSegment[Obj]) bool {
 // lowestFeedPin returns the lowest pin of the table's feeds, as the
 // transaction first read it (logTxn.lowestPin): a safe value for the
 // whole transaction (invariant 4).
-func (w *logWriter[Obj]) lowestFeedPin() uint64 {
+func (w *logAppender[Obj]) lowestFeedPin() uint64 {
 	if !w.cur.lowestPinRead {
 		w.cur.lowestPin, w.cur.lowestPinRead = w.feeds.lowestPin(), true
 	}
@@ -230,7 +230,7 @@ func (w *logWriter[Obj]) lowestFeedPin() uint64 {
 // trim leaves to the garbage collector the reusable segments but as
 // many as the transaction took (and two), which the next one will likely
 // reuse: a backlog that feeds read, or let go of, is not kept.
-func (w *logWriter[Obj]) trim() {
+func (w *logAppender[Obj]) trim() {
 	unread := 0
 	for s := w.head; w.reusable(s); s = s.next {
 		unread++
