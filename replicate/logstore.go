@@ -28,9 +28,9 @@ type Options struct {
 	// crash).
 	VerifyOnOpen bool
 
-	// Pebble, if set, adjusts the options Pebble opens the DB with. The
-	// file system, the logger and the write-ahead log are the store's and
-	// are set after it.
+	// Pebble, if set, adjusts the options Pebble opens the DB with (cache
+	// and memtable sizes, say). The file system, the format, the logger and
+	// the write-ahead log are the store's and are set after it.
 	Pebble func(*pebble.Options)
 }
 
@@ -82,13 +82,16 @@ var (
 // documentation. A second Open of the same directory by another process
 // fails with Pebble's lock error until the first is closed.
 func Open(dir string, opts Options) (*LogStore, error) {
-	po := &pebble.Options{FormatMajorVersion: pebble.FormatTableFormatV6}
+	po := &pebble.Options{}
 	if opts.Pebble != nil {
 		opts.Pebble(po)
 	}
-	if opts.FS != nil {
-		po.FS = opts.FS
+	// What the store relies on, whatever opts.Pebble did.
+	po.FS = opts.FS
+	if po.FS == nil {
+		po.FS = vfs.Default
 	}
+	po.FormatMajorVersion = pebble.FormatTableFormatV6
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
