@@ -3,9 +3,9 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare persist cli hive e2e commitcheck lint models-long
+.PHONY: test vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck lint models-long
 
-test: vet fmt-check unit race bench-smoke compare persist cli hive e2e commitcheck
+test: vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck
 
 vet:
 	$(GO) vet ./...
@@ -49,6 +49,16 @@ persist:
 	cd persist && $(GO) test -count=1 -race -short ./...
 	cd persist && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x . \
 		-persist.recovery=10000 -snapshot.objects=10000
+
+# The replication module (hashicorp/raft v1.7.2): vet, its tests (the raft
+# log store's contract, corruption, SIGKILL crash cycles, power loss, a
+# three-node raft cluster), the race detector with fewer cycles, and a
+# smoke run of its benchmarks. About a minute on two cores.
+replicate:
+	cd replicate && $(GO) vet ./...
+	cd replicate && $(GO) test -count=1 ./...
+	cd replicate && $(GO) test -count=1 -race -short ./...
+	cd replicate && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x .
 
 # The strata command (its own module: cobra): vet, its tests (which build
 # the binary and an application embedding it, and run them on stores and
@@ -98,7 +108,7 @@ commitcheck:
 # original, text the port must match (the port itself is checked).
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(CURDIR)/bin/staticcheck
-LINT_MODULES := . persist bench/compare stratahive cmd/strata e2e cmd/commitcheck
+LINT_MODULES := . persist replicate bench/compare stratahive cmd/strata e2e cmd/commitcheck
 lint:
 	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(STATICCHECK) -tags invariants . ./part/...

@@ -1,0 +1,87 @@
+// Package replicate is the beginning of Strata's replication: one Strata
+// state shared by several servers through hashicorp/raft (v1.7.2). This
+// first part is raft's storage: LogStore, raft's log store and stable store
+// on one Pebble DB (github.com/cockroachdb/pebble/v2).
+//
+// It is a module of its own, so that programs that do not replicate never
+// build, download or link raft.
+//
+// # Use
+//
+//	store, err := replicate.Open(dir, replicate.Options{})
+//	r, err := raft.NewRaft(conf, fsm, store, store, snapshots, transport)
+//	...
+//	err = r.Shutdown().Error()
+//	err = store.Close()
+//
+// raft's LogCache may sit in front of the store as its log store; it
+// passes IsMonotonic through.
+//
+// # Format
+//
+// One Pebble DB per store, with three kinds of keys: "f", the format of the
+// store (1; a newer one is refused with ErrUnknownFormat); "l" and the
+// index as 8 big-endian bytes, one per log entry, so that keys sort as
+// indexes do; "s" and raft's key, one per stable value (the current term,
+// the vote).
+//
+// A log entry's value is a versioned record of the whole raft.Log: a
+// version byte, the index (which must be the key's), the term, the type,
+// AppendedAt as seconds and nanoseconds, Data and Extensions with their
+// lengths (nil and empty kept apart), and a CRC-32C of all of it. A stable
+// value is a version byte, the value and its CRC-32C. A record that fails
+// its checksum, does not decode whole, or holds another index than its
+// key is a *CorruptLogError (*CorruptStableError) naming the entry (the
+// key): never an entry that might be wrong. Both match ErrCorrupt.
+//
+// # Durability
+//
+// Every write commits one Pebble batch with pebble.Sync: when StoreLogs,
+// DeleteRange, Set or SetUint64 returns nil, the write is in Pebble's
+// write-ahead log and fsynced, and survives a crash of the process or of
+// the machine. One StoreLogs call is one batch: a crash leaves all of its
+// entries or none, never a part; the same holds for a DeleteRange, and for
+// a StoreLogs that replaces a suffix (the deletion and the new entries are
+// one batch).
+//
+// The log is always one contiguous run of indexes, FirstIndex..LastIndex
+// (0 and 0 when empty). StoreLogs keeps the entries below its first index
+// only when they reach it, and replaces whatever was stored from its first
+// index on; DeleteRange deletes the log's head or its tail and refuses to
+// cut a hole (ErrNotContiguous). raft appends at the end, deletes a
+// conflicting tail before it writes the leader's entries, and deletes the
+// head after a snapshot, so it never meets either refusal. Because the log
+// cannot have a gap, the store is a raft.MonotonicLogStore: after
+// restoring or installing a snapshot, raft deletes the whole old log (one
+// range deletion) rather than keep it below a gap.
+//
+// FirstIndex and LastIndex are kept in memory, found by seeking on Open
+// and maintained by every write; reads of entries go to Pebble.
+//
+// # Crashes
+//
+// Pebble replays its write-ahead log on Open and drops a batch whose
+// write the crash tore: a batch that was not synced, so no write that
+// returned is lost. Since every batch leaves the log contiguous, the log
+// after a crash is contiguous too, and Open only checks that its first and
+// last entries decode (Options.VerifyOnOpen reads every entry and checks
+// that none is missing). A store that fails the checks is refused with a
+// *CorruptLogError; it is never repaired by cutting the log at its last
+// whole entry. What is stored was acknowledged to raft, and a node that
+// forgot an entry it acknowledged could let a committed entry be lost: a
+// damaged node must be wiped and rejoin the cluster, which raft then
+// brings up to date with a snapshot.
+//
+// The tests kill a process writing to a store with SIGKILL, and take crash
+// clones of Pebble's crashable in-memory file system, at random moments:
+// the log they find is always the one every acknowledged write left, or
+// the one the write in flight would have left.
+//
+// # Stable store and raft
+//
+// Get and GetUint64 of a key never set return ErrKeyNotFound, whose text
+// is exactly "not found": raft v1.7.2 compares the error's text with
+// "not found" to tell a missing current term or vote from a failure
+// (api.go:470, api.go:511, raft.go:1687, raft.go:1692), as its own
+// InmemStore's Get returns.
+package replicate

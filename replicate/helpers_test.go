@@ -1,0 +1,62 @@
+package replicate
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/raft"
+)
+
+// quiet is the tests' logger: Pebble's errors only.
+var quiet = slog.New(slog.NewTextHandler(discard{}, &slog.HandlerOptions{Level: slog.LevelError}))
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// openStore opens the store in dir (in fs, if not nil) with the full
+// check on open, and fails the test if it cannot.
+func openStore(t testing.TB, fs vfs.FS, dir string) *LogStore {
+	t.Helper()
+	s, err := Open(dir, Options{FS: fs, Logger: quiet, VerifyOnOpen: true})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func closeStore(t testing.TB, s *LogStore) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// must fails the test if err is not nil: every write a test makes is
+// checked, so that none can pass because a write silently failed.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bounds returns the store's first and last indexes.
+func bounds(t testing.TB, s *LogStore) (first, last uint64) {
+	t.Helper()
+	first, err := s.FirstIndex()
+	must(t, err)
+	last, err = s.LastIndex()
+	must(t, err)
+	return first, last
+}
+
+// entries returns the entries lo..hi made by entryFor with the given term.
+func entries(lo, hi, term uint64) []*raft.Log {
+	var ls []*raft.Log
+	for i := lo; i <= hi; i++ {
+		ls = append(ls, entryFor(i, term))
+	}
+	return ls
+}

@@ -1,0 +1,222 @@
+package replicate
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	crashCycles = flag.Int("replicate.crash.cycles", 0, "kill cycles of each crash test (default 30, 8 with -short)")
+	crashSeed   = flag.Uint64("replicate.crash.seed", 0, "seed of the crash and power-loss tests (default: the time)")
+)
+
+func crashCycleCount() int {
+	switch {
+	case *crashCycles > 0:
+		return *crashCycles
+	case testing.Short():
+		return 8
+	}
+	return 30
+}
+
+// testSeed returns the seed a test runs with, and logs it so that a
+// failure can be replayed with -replicate.crash.seed.
+func testSeed(t *testing.T) uint64 {
+	seed := *crashSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (-replicate.crash.seed=%d replays it)", seed, seed)
+	return seed
+}
+
+// runChild is the crash tests' child: it opens the store in dir, reads
+// its log, and runs the workload's operations after it, forever,
+// printing each operation ("op ...") before it starts and "ack" after it
+// returns. The parent kills it.
+func runChild(mode, dir, seedText string) {
+	fail := func(err error) {
+		fmt.Printf("error %v\n", err)
+		os.Exit(1)
+	}
+	seed, err := strconv.ParseUint(seedText, 10, 64)
+	if err != nil {
+		fail(err)
+	}
+	s, err := Open(dir, Options{Logger: quiet, VerifyOnOpen: true})
+	if err != nil {
+		fail(err)
+	}
+	m, err := readModel(s)
+	if err != nil {
+		fail(err)
+	}
+	term := uint64(1)
+	if len(m.terms) > 0 {
+		term = m.terms[len(m.terms)-1] + 1
+	}
+	os.Stdout.WriteString("ready " + m.String() + "\n")
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for {
+		op := nextOp(rng, m, &term, mode == "truncate")
+		// One write per line: a pipe takes it whole.
+		os.Stdout.WriteString(op.String() + "\n")
+		if err := op.run(s); err != nil {
+			fail(err)
+		}
+		m.apply(op)
+		os.Stdout.WriteString("ack\n")
+	}
+}
+
+// TestCrashAppend kills a process appending to the log with SIGKILL at
+// random moments; after each kill the reopened log must hold every
+// acknowledged entry, whole, with no hole, and of the batch in flight
+// all entries or none.
+func TestCrashAppend(t *testing.T) { testCrash(t, "append") }
+
+// TestCrashTruncate is TestCrashAppend with truncations among the
+// appends: head deletions (compaction), tail deletions (conflicts),
+// overwritten suffixes, a new log after a gap, deletion of all. After
+// each kill the log must be the one the acknowledged operations left, or
+// the one the operation in flight would have left; never a mix.
+func TestCrashTruncate(t *testing.T) { testCrash(t, "truncate") }
+
+func testCrash(t *testing.T, mode string) {
+	if testing.Short() && raceEnabled {
+		t.Log("fewer cycles under the race detector")
+	}
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(testSeed(t), 1))
+	var (
+		model      logModel // the log after the last cycle, as recovered
+		acks       int      // operations acknowledged, checked after their kill
+		inFlight   int      // cycles whose operation in flight survived whole
+		noAck      int      // cycles killed before their first ack
+		violations int
+		start      = time.Now()
+		cycles     = crashCycleCount()
+	)
+	for cycle := range cycles {
+		lines, err := crashCycle(dir, mode, rng)
+		if err != nil {
+			t.Fatalf("cycle %d: %v", cycle, err)
+		}
+		acked := model.clone()
+		var pending *logOp
+		for _, line := range lines {
+			if op, ok := parseOp(line); ok {
+				pending = &op
+			} else if line == "ack" && pending != nil {
+				acked.apply(*pending)
+				pending = nil
+				acks++
+			} else if strings.HasPrefix(line, "ready ") && line != "ready "+model.String() {
+				t.Fatalf("cycle %d: child read %q, parent recovered %v", cycle, line, model)
+			}
+		}
+		if acked.equal(model) && pending == nil {
+			noAck++
+		}
+		st := openStore(t, nil, dir)
+		got, err := readModel(st)
+		closeStore(t, st)
+		switch {
+		case err != nil:
+			violations++
+			t.Errorf("cycle %d: %v", cycle, err)
+		case got.equal(acked):
+		case pending != nil && got.equal(applied(acked, *pending)):
+			inFlight++
+		default:
+			violations++
+			t.Errorf("cycle %d: recovered log %v, acknowledged %v, in flight %v", cycle, got, acked, pending)
+		}
+		model = got
+	}
+	t.Logf("%d kill cycles in %v (%d with nothing acknowledged): %d acknowledged operations checked after their kill, "+
+		"%d in-flight ones survived whole; final log %v; %d violations",
+		cycles, time.Since(start).Round(time.Millisecond), noAck, acks, inFlight, model, violations)
+}
+
+func applied(m logModel, op logOp) logModel {
+	m = m.clone()
+	m.apply(op)
+	return m
+}
+
+// crashCycle runs the child on dir, kills it with SIGKILL at a random
+// moment, and returns the lines it printed.
+func crashCycle(dir, mode string, rng *rand.Rand) ([]string, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir,
+		childSeedEnv+"="+strconv.FormatUint(rng.Uint64(), 10))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+
+	// One kill in ten comes at a random moment from the start, which may
+	// fall in Open; the others a random time after the first ack.
+	var got []string
+	var kill <-chan time.Time
+	if rng.IntN(10) == 0 {
+		kill = time.After(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
+	}
+	timeout := time.After(60 * time.Second)
+	var childErr error
+loop:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				childErr = fmt.Errorf("child exited: %s", stderr.String())
+				break loop
+			}
+			if strings.HasPrefix(line, "error") {
+				childErr = errors.New(line)
+				break loop
+			}
+			got = append(got, line)
+			if line == "ack" && kill == nil {
+				kill = time.After(time.Duration(rng.Int64N(int64(30 * time.Millisecond))))
+			}
+		case <-kill:
+			break loop
+		case <-timeout:
+			childErr = errors.New("child made no progress in 60s")
+			break loop
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	// Lines printed before the kill are still in the pipe.
+	for line := range lines {
+		got = append(got, line)
+	}
+	cmd.Wait()
+	return got, childErr
+}
