@@ -91,7 +91,7 @@ e2e:
 # tests included, which must stay clean. (stratahive/example/statedb is
 # the statedb original of the hive port: it has no strata WriteTxn.)
 COMMITCHECK := $(CURDIR)/bin/commitcheck
-COMMITCHECK_MODULES := . persist bench/compare stratahive cmd/strata e2e cmd/commitcheck
+COMMITCHECK_MODULES := . persist bench/compare stratahive cmd/strata e2e cmd/commitcheck replicate
 commitcheck:
 	cd cmd/commitcheck && $(GO) test -count=1 ./...
 	cd cmd/commitcheck && $(GO) build -o $(COMMITCHECK) .
