@@ -120,7 +120,9 @@ func TestObjects(t *testing.T) {
 	// A table whose primary index takes raw keys only.
 	wtxn := f.db.WriteTxn(f.points)
 	for _, p := range []*Point{{1, 2}, {-1, 5}, {3, 0}} {
-		f.points.Insert(wtxn, p)
+		if _, _, err := f.points.Insert(wtxn, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mustCommit(t, wtxn)
 	var p Page

@@ -187,7 +187,9 @@ func TestAddresses(t *testing.T) {
 	db := strata.New()
 	hosts := strata.MustNewTable(db, "hosts", hostByName)
 	wtxn := db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "a1"})
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1"}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, wtxn)
 	h := httpapi.New(db, httpapi.Options{Logger: quiet})
 	defer h.Close()
