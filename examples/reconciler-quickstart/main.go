@@ -59,7 +59,9 @@ func main() {
 	go func() { done <- r.Run(ctx, nil) }()
 
 	wtxn := db.WriteTxn(greetings)
-	greetings.Insert(wtxn, &Greeting{Name: "world", Status: reconciler.StatusPending()})
+	if _, _, err := greetings.Insert(wtxn, &Greeting{Name: "world", Status: reconciler.StatusPending()}); err != nil {
+		log.Fatal(err)
+	}
 	rev := greetings.Revision(wtxn)
 	if _, err := wtxn.Commit(); err != nil {
 		log.Fatal(err)
