@@ -130,7 +130,9 @@ func TestObjects(t *testing.T) {
 	var xs []int32
 	for _, o := range p.Objects {
 		var pt Point
-		json.Unmarshal(o.Object, &pt)
+		if err := json.Unmarshal(o.Object, &pt); err != nil {
+			t.Fatal(err)
+		}
 		xs = append(xs, pt.X)
 	}
 	if !slices.Equal(xs, []int32{1, 3}) {

@@ -216,7 +216,9 @@ func BenchmarkBlockingReadWakeup(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			io.Copy(io.Discard, resp.Body)
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				b.Error(err)
+			}
 			resp.Body.Close()
 			got, gotRev = time.Now(), resp.Header.Get("Strata-Revision")
 		}()

@@ -68,7 +68,9 @@ func BenchmarkReconcile(b *testing.B) {
 			b.Fatalf("WaitUntilReconciled: %d %d %v", got, wm, err)
 		}
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
 		for o := range tbl.All(db.ReadTxn()) {
 			if o.Status.Kind != reconciler.StatusKindDone {
 				b.Fatalf("object %d: %s", o.ID, o.Status)

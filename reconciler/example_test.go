@@ -130,9 +130,13 @@ func Example() {
 		panic(err)
 	}
 
-	r.WaitUntilReconciled(ctx, rev)
+	if _, _, err := r.WaitUntilReconciled(ctx, rev); err != nil {
+		panic(err)
+	}
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		panic(err)
+	}
 
 	world.mu.Lock()
 	for _, prefix := range slices.Sorted(maps.Keys(world.routes)) {

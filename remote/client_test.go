@@ -155,7 +155,9 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	gone, _ := New("http://" + addr)
 	if _, err := gone.Summary(ctx); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("a closed port: %v", err)
@@ -207,8 +209,8 @@ func TestAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	usrv := &http.Server{Handler: h}
-	go srv.Serve(l)
-	go usrv.Serve(ul)
+	go func() { _ = srv.Serve(l) }()   // ErrServerClosed, once the test closes it
+	go func() { _ = usrv.Serve(ul) }() // ErrServerClosed, once the test closes it
 	defer srv.Close()
 	defer usrv.Close()
 
@@ -333,7 +335,7 @@ func TestCloseIdleConnections(t *testing.T) {
 				closed.Add(1)
 			}
 		}}
-		go s.Serve(l)
+		go func() { _ = s.Serve(l) }() // ErrServerClosed, once the cleanup closes it
 		t.Cleanup(func() { s.Close() })
 		return l
 	}

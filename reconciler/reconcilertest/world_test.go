@@ -248,7 +248,9 @@ func TestPruneBudget(t *testing.T) {
 			t.Errorf("a forced prune left %d", n)
 		}
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 		if ops := w.Ops(); !slices.Equal(ops, []string{"prune(n=0) fail", "prune(n=0)"}) {
 			t.Errorf("ops %q", ops)
 		}
