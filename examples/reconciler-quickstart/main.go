@@ -67,9 +67,14 @@ func main() {
 		log.Fatal(err)
 	}
 
-	r.WaitUntilReconciled(ctx, rev) // prints "hello, world"
+	// The reconciler prints "hello, world".
+	if _, _, err := r.WaitUntilReconciled(ctx, rev); err != nil {
+		log.Fatal(err)
+	}
 	g, _, _ := greetings.Get(db.ReadTxn(), byName.Query("world"))
 	fmt.Println(g.Name, g.Status.Kind) // world Done
 	stop()
-	<-done
+	if err := <-done; err != nil {
+		log.Fatal(err)
+	}
 }
