@@ -58,7 +58,7 @@ func expectCheckPanic(t *testing.T, db *DB, tbl RWTable[*testObject], raise uint
 	for id := range uint64(n) {
 		mustInsert(t, tbl, txn, &testObject{ID: 5001 + id})
 	}
-	p := catch(func() { txn.Commit() })
+	p := catch(func() { _, err := txn.Commit(); must(t, err) }) // a panic, not an error
 	msg := fmt.Sprint(p)
 	t.Logf("the check's panic: %s", msg)
 	for _, w := range what {

@@ -18,7 +18,9 @@ func ExampleChangeIterator() {
 	if err != nil {
 		panic(err)
 	}
-	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"})
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"}); err != nil {
+		panic(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
 	}
@@ -42,10 +44,18 @@ func ExampleChangeIterator() {
 	show()
 
 	wtxn = db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "us"}) // replaces a1
-	hosts.Insert(wtxn, &Host{Name: "b2", Zone: "eu"})
-	hosts.Insert(wtxn, &Host{Name: "c3", Zone: "eu"})
-	hosts.Delete(wtxn, &Host{Name: "c3"}) // made and deleted in between
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "us"}); err != nil { // replaces a1
+		panic(err)
+	}
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "b2", Zone: "eu"}); err != nil {
+		panic(err)
+	}
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "c3", Zone: "eu"}); err != nil {
+		panic(err)
+	}
+	if _, _, err := hosts.Delete(wtxn, &Host{Name: "c3"}); err != nil { // made and deleted in between
+		panic(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
 	}
@@ -63,7 +73,9 @@ func ExampleRWTable_DeletePrefix() {
 	hosts := strata.MustNewTable(db, "hosts", hostByName, hostByZone)
 	wtxn := db.WriteTxn(hosts)
 	for _, name := range []string{"eu-1", "eu-2", "us-1"} {
-		hosts.Insert(wtxn, &Host{Name: name})
+		if _, _, err := hosts.Insert(wtxn, &Host{Name: name}); err != nil {
+			panic(err)
+		}
 	}
 	n, err := hosts.DeletePrefix(wtxn, hostByName.Query("eu-"))
 	if err != nil {

@@ -922,12 +922,14 @@ func TestChangesFirstNextOnOlderSnapshot(t *testing.T) {
 		tbl := newTestTable(t, db, "test")
 		txn := db.WriteTxn(tbl)
 		other, _ := tbl.Changes(txn) // another feed: the table keeps its revision index
-		tbl.Insert(txn, &testObject{ID: 1})
-		tbl.Insert(txn, &testObject{ID: 2})
+		mustInsert(t, tbl, txn, &testObject{ID: 1})
+		mustInsert(t, tbl, txn, &testObject{ID: 2})
 		old := mustCommit(t, txn)
 
 		txn = db.WriteTxn(tbl)
-		tbl.Delete(txn, &testObject{ID: 1})
+		if _, _, err := tbl.Delete(txn, &testObject{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
 		mustCommit(t, txn)
 
 		txn = db.WriteTxn(tbl)
@@ -978,18 +980,22 @@ func TestChangesDeletesBeforeRegistration(t *testing.T) {
 		if withOther {
 			other, _ = tbl.Changes(txn)
 		}
-		tbl.Insert(txn, &testObject{ID: 1})
-		tbl.Insert(txn, &testObject{ID: 2})
-		tbl.Insert(txn, &testObject{ID: 3})
+		mustInsert(t, tbl, txn, &testObject{ID: 1})
+		mustInsert(t, tbl, txn, &testObject{ID: 2})
+		mustInsert(t, tbl, txn, &testObject{ID: 3})
 		mustCommit(t, txn)
 
 		txn = db.WriteTxn(tbl)
-		tbl.Delete(txn, &testObject{ID: 1})
+		if _, _, err := tbl.Delete(txn, &testObject{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
 		it, err := tbl.Changes(txn) // registered after the delete
 		if err != nil {
 			t.Fatal(err)
 		}
-		tbl.Delete(txn, &testObject{ID: 3}) // and after it: delivered
+		if _, _, err := tbl.Delete(txn, &testObject{ID: 3}); err != nil { // and after it: delivered
+			t.Fatal(err)
+		}
 		rtxn := mustCommit(t, txn)
 		got, _ := mdlFeedView(t, map[uint64]*testObject{}, it, rtxn)
 		it.Close()
@@ -1015,10 +1021,12 @@ func TestChangesGraveyardCollectedAfterLastClose(t *testing.T) {
 		tbl := newTestTable(t, db, "test")
 		txn := db.WriteTxn(tbl)
 		it, _ := tbl.Changes(txn)
-		tbl.Insert(txn, &testObject{ID: 1})
+		mustInsert(t, tbl, txn, &testObject{ID: 1})
 		mustCommit(t, txn)
 		txn = db.WriteTxn(tbl)
-		tbl.Delete(txn, &testObject{ID: 1})
+		if _, _, err := tbl.Delete(txn, &testObject{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
 		mustCommit(t, txn)
 		state := func() *tableState[*testObject] {
 			return tbl.(*table[*testObject]).stateIn(db.ReadTxn().committed())
@@ -1112,10 +1120,12 @@ func TestChangesCollectWhenCloseRacesUnlock(t *testing.T) {
 	setup := func() {
 		txn := db.WriteTxn(tbl)
 		it, _ = tbl.Changes(txn)
-		tbl.Insert(txn, &testObject{ID: 1})
+		mustInsert(t, tbl, txn, &testObject{ID: 1})
 		mustCommit(t, txn)
 		txn = db.WriteTxn(tbl)
-		tbl.Delete(txn, &testObject{ID: 1})
+		if _, _, err := tbl.Delete(txn, &testObject{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
 		mustCommit(t, txn)
 	}
 	lockOnly := func() { // on a worker goroutine: t.Error, not t.Fatal
@@ -1156,7 +1166,7 @@ func TestChangesNextWatchAtRegistrationEnd(t *testing.T) {
 		old = db.ReadTxn() // no revision index: the table has no feed
 		txn = db.WriteTxn(tbl)
 		n++
-		tbl.Insert(txn, &testObject{ID: 1, Value: n})
+		mustInsert(t, tbl, txn, &testObject{ID: 1, Value: n})
 		it, _ = tbl.Changes(txn)
 	}
 	next := func() { _, watch = it.Next(old) }

@@ -360,10 +360,10 @@ func TestRegressOtherDBWritePanics(t *testing.T) {
 		t.Fatalf("read with another DB's transaction: panic %q", readMsg)
 	}
 	writes := map[string]func(){
-		"Insert":    func() { t1.Insert(txn, &testObject{ID: 1}) },
-		"Delete":    func() { t1.Delete(txn, &testObject{ID: 1}) },
-		"DeleteAll": func() { t1.DeleteAll(txn) },
-		"Changes":   func() { t1.Changes(txn) },
+		"Insert":    func() { _, _, _ = t1.Insert(txn, &testObject{ID: 1}) },
+		"Delete":    func() { _, _, _ = t1.Delete(txn, &testObject{ID: 1}) },
+		"DeleteAll": func() { _ = t1.DeleteAll(txn) },
+		"Changes":   func() { _, _ = t1.Changes(txn) },
 	}
 	for name, f := range writes {
 		if msg := fmt.Sprint(catch(f)); msg != readMsg {
@@ -404,12 +404,12 @@ func TestRegressPanickingIndexLeavesTableIntact(t *testing.T) {
 			p := catch(func() {
 				switch op {
 				case "Delete":
-					tbl.Delete(txn, &testObject{ID: 1})
+					_, _, _ = tbl.Delete(txn, &testObject{ID: 1})
 				case "Insert":
-					tbl.Insert(txn, &testObject{ID: 1, Value: 9})
+					_, _, _ = tbl.Insert(txn, &testObject{ID: 1, Value: 9})
 				case "CompareAndDelete":
 					_, rev, _ := tbl.Get(txn, idIndex.Query(1))
-					tbl.CompareAndDelete(txn, rev, &testObject{ID: 1})
+					_, _, _ = tbl.CompareAndDelete(txn, rev, &testObject{ID: 1})
 				}
 			})
 			armed = false
@@ -497,15 +497,15 @@ func TestRegressPanickingIndexManyObjects(t *testing.T) {
 			p := catch(func() {
 				switch op {
 				case "DeletePrefix(primary)":
-					tbl.DeletePrefix(txn, idIndex.QueryKey(index.Uint64(0)[:7]))
+					_, _ = tbl.DeletePrefix(txn, idIndex.QueryKey(index.Uint64(0)[:7]))
 				case "DeletePrefix(secondary)":
-					tbl.DeletePrefix(txn, ix.QueryKey(nil))
+					_, _ = tbl.DeletePrefix(txn, ix.QueryKey(nil))
 				case "DeleteRange":
-					tbl.DeleteRange(txn, idIndex.Query(0), idIndex.Query(100))
+					_, _ = tbl.DeleteRange(txn, idIndex.Query(0), idIndex.Query(100))
 				case "DeleteMatches":
-					tbl.DeleteMatches(txn, ix.Query(-1)) // every object
+					_, _ = tbl.DeleteMatches(txn, ix.Query(-1)) // every object
 				case "Restore":
-					Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+					_ = Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
 						_ = yield(&testObject{ID: 10, Value: 3}, 50) && yield(&testObject{ID: 11, Value: 5}, 51)
 					}, 0)
 				}

@@ -33,8 +33,8 @@ func TestChangesBasic(t *testing.T) {
 	db := New()
 	tbl := newTestTable(t, db, "test")
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 1, Value: 1})
-	tbl.Insert(txn, &testObject{ID: 2, Value: 1})
+	mustInsert(t, tbl, txn, &testObject{ID: 1, Value: 1})
+	mustInsert(t, tbl, txn, &testObject{ID: 2, Value: 1})
 	it, err := tbl.Changes(txn)
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +56,14 @@ func TestChangesBasic(t *testing.T) {
 
 	// Update 1, delete 2, insert 3 and delete it again in one transaction.
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 1, Value: 2})
-	tbl.Delete(txn, &testObject{ID: 2})
-	tbl.Insert(txn, &testObject{ID: 3})
-	tbl.Delete(txn, &testObject{ID: 3})
+	mustInsert(t, tbl, txn, &testObject{ID: 1, Value: 2})
+	if _, _, err := tbl.Delete(txn, &testObject{ID: 2}); err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, tbl, txn, &testObject{ID: 3})
+	if _, _, err := tbl.Delete(txn, &testObject{ID: 3}); err != nil {
+		t.Fatal(err)
+	}
 	rtxn = mustCommit(t, txn)
 	<-watch
 	got, _ = drain(t, it, rtxn)
@@ -68,7 +72,7 @@ func TestChangesBasic(t *testing.T) {
 	}
 	// Everything was seen: the graveyard is empty.
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 4})
+	mustInsert(t, tbl, txn, &testObject{ID: 4})
 	rtxn = mustCommit(t, txn)
 	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 0 {
 		t.Fatalf("graveyard holds %d objects every feed has seen", n)
@@ -76,10 +80,12 @@ func TestChangesBasic(t *testing.T) {
 
 	// Deleted and inserted again: only the newest state.
 	txn = db.WriteTxn(tbl)
-	tbl.Delete(txn, &testObject{ID: 4})
+	if _, _, err := tbl.Delete(txn, &testObject{ID: 4}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 4, Value: 9})
+	mustInsert(t, tbl, txn, &testObject{ID: 4, Value: 9})
 	rtxn = mustCommit(t, txn)
 	got, _ = drain(t, it, rtxn)
 	if want := []changeRec{{4, 9, false}}; !slices.Equal(got, want) {
@@ -89,7 +95,9 @@ func TestChangesBasic(t *testing.T) {
 	// A deleted object stays until the feed has seen it; closing the feed
 	// lets it go.
 	txn = db.WriteTxn(tbl)
-	tbl.Delete(txn, &testObject{ID: 1})
+	if _, _, err := tbl.Delete(txn, &testObject{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
 	rtxn = mustCommit(t, txn)
 	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 1 {
 		t.Fatalf("graveyard holds %d objects, want 1", n)
@@ -101,7 +109,9 @@ func TestChangesBasic(t *testing.T) {
 	}
 	// No feeds: deletes are not kept at all.
 	txn = db.WriteTxn(tbl)
-	tbl.Delete(txn, &testObject{ID: 4})
+	if _, _, err := tbl.Delete(txn, &testObject{ID: 4}); err != nil {
+		t.Fatal(err)
+	}
 	rtxn = mustCommit(t, txn)
 	if n := mdlGraveyard(tbl.(*table[*testObject]), tbl.(*table[*testObject]).stateIn(rtxn.committed())); n != 0 {
 		t.Fatalf("graveyard holds %d objects without feeds", n)
@@ -161,8 +171,8 @@ func TestChangesLog(t *testing.T) {
 		return tbl.(*table[*testObject]).stateIn(txn.committed())
 	}
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 1})
-	tbl.Insert(txn, &testObject{ID: 2})
+	mustInsert(t, tbl, txn, &testObject{ID: 1})
+	mustInsert(t, tbl, txn, &testObject{ID: 2})
 	before := mustCommit(t, txn)
 	if state(before).logged() {
 		t.Fatal("change log kept without feeds")
@@ -193,7 +203,7 @@ func TestChangesLog(t *testing.T) {
 	// The feed closes, dropping the log.
 	it.Close()
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 3})
+	mustInsert(t, tbl, txn, &testObject{ID: 3})
 	now := mustCommit(t, txn)
 	if state(now).logged() {
 		t.Fatal("change log kept after the last feed closed")
@@ -208,7 +218,7 @@ func TestChangesRegisteredWithoutWrites(t *testing.T) {
 	tbl := newTestTable(t, db, "test")
 	txn := db.WriteTxn(tbl)
 	first, _ := tbl.Changes(txn)
-	tbl.Insert(txn, &testObject{ID: 1})
+	mustInsert(t, tbl, txn, &testObject{ID: 1})
 	mustCommit(t, txn)
 	defer first.Close()
 
@@ -240,14 +250,14 @@ func TestChangesRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl.Insert(txn, &testObject{ID: 1})
-	tbl.Insert(txn, &testObject{ID: 2})
+	mustInsert(t, tbl, txn, &testObject{ID: 1})
+	mustInsert(t, tbl, txn, &testObject{ID: 2})
 	rtxn := mustCommit(t, txn)
 	view := map[uint64]*testObject{}
 	mdlFeedView(t, view, it, rtxn)
 
 	txn = db.WriteTxn(tbl)
-	tbl.DeleteAll(txn)
+	must(t, tbl.DeleteAll(txn))
 	restored := []*testObject{{ID: 1, Value: 7}, {ID: 3, Value: 8}}
 	if err := Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
 		for i, o := range restored {
@@ -466,7 +476,7 @@ func TestChangesSealedSegments(t *testing.T) {
 	insert := func(from, to uint64, v int) {
 		write(func(txn WriteTxn) {
 			for id := from; id < to; id++ {
-				tbl.Insert(txn, &testObject{ID: id, Value: v})
+				mustInsert(t, tbl, txn, &testObject{ID: id, Value: v})
 			}
 		})
 	}
@@ -525,20 +535,20 @@ func TestChangesSealedSegments(t *testing.T) {
 	// Each step fills more than a segment, so every supersession lies in
 	// a full segment with more after it.
 	insert(0, 200, 1)
-	write(func(txn WriteTxn) { tbl.Insert(txn, &testObject{ID: 5, Value: 2}) })
+	write(func(txn WriteTxn) { mustInsert(t, tbl, txn, &testObject{ID: 5, Value: 2}) })
 	insert(200, 400, 1)
-	write(func(txn WriteTxn) { tbl.Delete(txn, &testObject{ID: 10}) })
+	write(func(txn WriteTxn) { _, _, err := tbl.Delete(txn, &testObject{ID: 10}); must(t, err) })
 	insert(400, 600, 1)
-	write(func(txn WriteTxn) { tbl.Delete(txn, &testObject{ID: 20}) })
+	write(func(txn WriteTxn) { _, _, err := tbl.Delete(txn, &testObject{ID: 20}); must(t, err) })
 	insert(600, 800, 1)
-	write(func(txn WriteTxn) { tbl.Insert(txn, &testObject{ID: 20, Value: 3}) })
+	write(func(txn WriteTxn) { mustInsert(t, tbl, txn, &testObject{ID: 20, Value: 3}) })
 	insert(800, 1000, 1)
 	if skipped := check(ids([2]uint64{0, 1000})); skipped == 0 {
 		t.Fatal("no segment of a batch of inserts was skipped")
 	}
 
 	insert(0, 500, 4)
-	write(func(txn WriteTxn) { tbl.DeleteAll(txn) })
+	write(func(txn WriteTxn) { must(t, tbl.DeleteAll(txn)) })
 	insert(0, 100, 5)
 	insert(2000, 2200, 5)
 	check(ids([2]uint64{0, 1000}, [2]uint64{2000, 2200}))
@@ -553,7 +563,7 @@ func TestChangesSealedSegments(t *testing.T) {
 	// updated: the update names the restored revision as the one it
 	// supersedes, below the batch. The batch starts a segment, so that
 	// only the summaries tell that Restore logged it.
-	write(func(txn WriteTxn) { tbl.DeleteAll(txn) })
+	write(func(txn WriteTxn) { must(t, tbl.DeleteAll(txn)) })
 	// One change per transaction until the log is at a segment's start
 	// and the table empty.
 	touched := [2]uint64{7000, 7000}
@@ -562,7 +572,7 @@ func TestChangesSealedSegments(t *testing.T) {
 			break
 		}
 		if pad {
-			write(func(txn WriteTxn) { tbl.Delete(txn, &testObject{ID: 7000}) })
+			write(func(txn WriteTxn) { _, _, err := tbl.Delete(txn, &testObject{ID: 7000}); must(t, err) })
 		} else {
 			insert(7000, 7001, 10)
 			touched[1] = 7001
@@ -581,7 +591,7 @@ func TestChangesSealedSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	write(func(txn WriteTxn) { tbl.Insert(txn, &testObject{ID: 5000, Value: 8}) })
+	write(func(txn WriteTxn) { mustInsert(t, tbl, txn, &testObject{ID: 5000, Value: 8}) })
 	insert(6000, 6200, 9)
 	check(ids([2]uint64{5000, 5200}, [2]uint64{6000, 6200}))
 }

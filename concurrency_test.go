@@ -1315,7 +1315,9 @@ func TestConcurrentRegistrationDuringOpenWriteTxn(t *testing.T) {
 			return
 		}
 		w := db.WriteTxn(n)
-		n.Insert(w, concPair{ID: 7})
+		if _, _, err := n.Insert(w, concPair{ID: 7}); err != nil {
+			t.Error(err)
+		}
 		if _, err := w.Commit(); err != nil {
 			t.Error(err)
 		}
@@ -1379,8 +1381,12 @@ func TestWatchExactness(t *testing.T) {
 	db := New()
 	tbl := newConcPairTable(t, db, "watch-exact")
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, concPair{ID: 1, Gen: 10})
-	tbl.Insert(txn, concPair{ID: 2, Gen: 11})
+	if _, _, err := tbl.Insert(txn, concPair{ID: 1, Gen: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tbl.Insert(txn, concPair{ID: 2, Gen: 11}); err != nil {
+		t.Fatal(err)
+	}
 	rtxn, err := txn.Commit()
 	if err != nil {
 		t.Fatal(err)
@@ -1400,7 +1406,9 @@ func TestWatchExactness(t *testing.T) {
 
 	// Changing object 2 leaves the unique-index watch on object 1 open.
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, concPair{ID: 2, Gen: 12})
+	if _, _, err := tbl.Insert(txn, concPair{ID: 2, Gen: 12}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := txn.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -1412,7 +1420,9 @@ func TestWatchExactness(t *testing.T) {
 
 	// Changing object 1 closes all three.
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, concPair{ID: 1, Gen: 13})
+	if _, _, err := tbl.Insert(txn, concPair{ID: 1, Gen: 13}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := txn.Commit(); err != nil {
 		t.Fatal(err)
 	}

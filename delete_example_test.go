@@ -14,7 +14,9 @@ func ExampleRWTable_DeleteMatches() {
 	hosts := strata.MustNewTable(db, "hosts", hostByName, hostByZone)
 	wtxn := db.WriteTxn(hosts)
 	for _, h := range []*Host{{Name: "a1", Zone: "eu"}, {Name: "a2", Zone: "us"}, {Name: "b1", Zone: "eu"}, {Name: "c1", Zone: "ap"}} {
-		hosts.Insert(wtxn, h)
+		if _, _, err := hosts.Insert(wtxn, h); err != nil {
+			panic(err)
+		}
 	}
 	n, err := hosts.DeleteMatches(wtxn, hostByZone.Query("eu"))
 	if err != nil {

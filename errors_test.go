@@ -841,7 +841,9 @@ func TestErrSameTableTwice(t *testing.T) {
 //go:noinline
 func errForget(db *DB, tbl RWTable[*testObject]) {
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 1000})
+	if _, _, err := tbl.Insert(txn, &testObject{ID: 1000}); err != nil {
+		panic(err)
+	}
 }
 
 func TestErrForgottenWriteTxn(t *testing.T) {

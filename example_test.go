@@ -58,7 +58,9 @@ func Example() {
 	// Watch one host, then change it in a new transaction.
 	_, _, watch, _ := hosts.GetWatch(rtxn, hostByName.Query("a2"))
 	wtxn = db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "a2", Zone: "eu", Up: true})
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a2", Zone: "eu", Up: true}); err != nil {
+		panic(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
 	}

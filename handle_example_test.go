@@ -14,7 +14,9 @@ func ExampleDB_NewHandle() {
 
 	inventory := db.NewHandle("inventory")
 	wtxn := inventory.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"})
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"}); err != nil {
+		panic(err)
+	}
 	rtxn, err := wtxn.Commit()
 	if err != nil {
 		panic(err)

@@ -92,20 +92,26 @@ func TestJournal(t *testing.T) {
 	j := &memJournal{objects: map[string]int{}}
 
 	txn := db.WriteTxn(tbl, plain)
-	tbl.Insert(txn, &testObject{ID: 100, Name: "before"}) // before attaching: not journaled
+	mustInsert(t, tbl, txn, &testObject{ID: 100, Name: "before"}) // before attaching: not journaled
 	if err := SetJournal(txn, tbl, j, memTableJournal{}); err != nil {
 		t.Fatal(err)
 	}
-	plain.Insert(txn, &testObject{ID: 1})
+	mustInsert(t, plain, txn, &testObject{ID: 1})
 	for i := range uint64(10) {
-		tbl.Insert(txn, &testObject{ID: i, Name: strconv.Itoa(int(i)), Value: 1})
+		mustInsert(t, tbl, txn, &testObject{ID: i, Name: strconv.Itoa(int(i)), Value: 1})
 	}
-	tbl.Insert(txn, &testObject{ID: 3, Name: "3", Value: 2}) // last write wins
-	tbl.Delete(txn, &testObject{ID: 4})
-	tbl.Delete(txn, &testObject{ID: 5})
-	tbl.Insert(txn, &testObject{ID: 5, Name: "5", Value: 3}) // deleted, then back
-	tbl.Insert(txn, &testObject{ID: 11, Name: "11"})
-	tbl.Delete(txn, &testObject{ID: 11}) // inserted, then deleted
+	mustInsert(t, tbl, txn, &testObject{ID: 3, Name: "3", Value: 2}) // last write wins
+	if _, _, err := tbl.Delete(txn, &testObject{ID: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tbl.Delete(txn, &testObject{ID: 5}); err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, tbl, txn, &testObject{ID: 5, Name: "5", Value: 3}) // deleted, then back
+	mustInsert(t, tbl, txn, &testObject{ID: 11, Name: "11"})
+	if _, _, err := tbl.Delete(txn, &testObject{ID: 11}); err != nil { // inserted, then deleted
+		t.Fatal(err)
+	}
 	rtxn, err := txn.Commit()
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +127,7 @@ func TestJournal(t *testing.T) {
 
 	// A commit of the plain table alone writes no record.
 	txn = db.WriteTxn(plain)
-	plain.Insert(txn, &testObject{ID: 2})
+	mustInsert(t, plain, txn, &testObject{ID: 2})
 	mustCommit(t, txn)
 	if j.commits != 1 {
 		t.Fatalf("a commit of an unjournaled table wrote a record")
@@ -133,9 +139,9 @@ func TestJournal(t *testing.T) {
 	before := db.ReadTxn()
 	j.fail = errors.New("disk on fire")
 	txn = db.WriteTxn(tbl, plain)
-	tbl.Insert(txn, &testObject{ID: 1, Name: "1", Value: 9})
-	tbl.DeleteAll(txn)
-	plain.Insert(txn, &testObject{ID: 3})
+	mustInsert(t, tbl, txn, &testObject{ID: 1, Name: "1", Value: 9})
+	must(t, tbl.DeleteAll(txn))
+	mustInsert(t, plain, txn, &testObject{ID: 3})
 	if _, err := txn.Commit(); !errors.Is(err, j.fail) {
 		t.Fatalf("Commit with a failing journal: %v", err)
 	}
@@ -156,8 +162,8 @@ func TestJournal(t *testing.T) {
 	// DeleteAll then inserts: the record truncates first.
 	j.fail = nil
 	txn = db.WriteTxn(tbl)
-	tbl.DeleteAll(txn)
-	tbl.Insert(txn, &testObject{ID: 7, Name: "seven", Value: 7})
+	must(t, tbl.DeleteAll(txn))
+	mustInsert(t, tbl, txn, &testObject{ID: 7, Name: "seven", Value: 7})
 	rtxn, err = txn.Commit()
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +203,7 @@ func TestRestore(t *testing.T) {
 	}
 	// Revisions go on above the restored ones.
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 1000})
+	mustInsert(t, tbl, txn, &testObject{ID: 1000})
 	rtxn = mustCommit(t, txn)
 	if _, rev, _ := tbl.Get(rtxn, idIndex.Query(1000)); rev != 5001 {
 		t.Fatalf("first revision after restore = %d", rev)
@@ -303,10 +309,10 @@ func TestJournalAttachAborted(t *testing.T) {
 	if err := SetJournal(txn, tbl, j, memTableJournal{}); err != nil {
 		t.Fatal(err)
 	}
-	tbl.Insert(txn, &testObject{ID: 1})
+	mustInsert(t, tbl, txn, &testObject{ID: 1})
 	txn.Abort()
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 2})
+	mustInsert(t, tbl, txn, &testObject{ID: 2})
 	if _, err := txn.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +335,7 @@ func TestJournalAttachWithoutWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	txn = db.WriteTxn(tbl)
-	tbl.Insert(txn, &testObject{ID: 2})
+	mustInsert(t, tbl, txn, &testObject{ID: 2})
 	if _, err := txn.Commit(); err != nil {
 		t.Fatal(err)
 	}

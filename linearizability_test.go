@@ -127,7 +127,9 @@ func linCheck(t *testing.T, model porcupine.Model, history []porcupine.Operation
 		if err := porcupine.Visualize(model, info, file); err == nil {
 			msg += "; visualization in " + file.Name()
 		}
-		file.Close()
+		if err := file.Close(); err != nil {
+			msg += "; closing the visualization: " + err.Error()
+		}
 	}
 	t.Fatal(msg)
 }

@@ -284,7 +284,7 @@ func TestLPMIndexBadQueries(t *testing.T) {
 		"DeletePrefix": func() {
 			w := db.WriteTxn(tbl)
 			defer w.Abort()
-			tbl.DeletePrefix(w, q)
+			_, _ = tbl.DeletePrefix(w, q)
 		},
 	} {
 		func() {

@@ -16,8 +16,12 @@ func ExampleByRevision() {
 	hosts := strata.MustNewTable(db, "hosts", hostByName, strata.RevisionIndex[*Host]())
 
 	wtxn := db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "b1", Zone: "eu"})
-	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"})
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "b1", Zone: "eu"}); err != nil {
+		panic(err)
+	}
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"}); err != nil {
+		panic(err)
+	}
 	rtxn, err := wtxn.Commit()
 	if err != nil {
 		panic(err)
@@ -25,7 +29,9 @@ func ExampleByRevision() {
 	handled := hosts.Revision(rtxn)
 
 	wtxn = db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "b1", Zone: "us"}) // b1 again, at a new revision
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "b1", Zone: "us"}); err != nil { // b1 again, at a new revision
+		panic(err)
+	}
 	if rtxn, err = wtxn.Commit(); err != nil {
 		panic(err)
 	}

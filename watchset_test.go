@@ -703,8 +703,12 @@ func ExampleWatchSet() {
 	db := New()
 	hosts := MustNewTable(db, "hosts", wsHostByName)
 	wtxn := db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &wsHost{Name: "a"})
-	hosts.Insert(wtxn, &wsHost{Name: "b"})
+	if _, _, err := hosts.Insert(wtxn, &wsHost{Name: "a"}); err != nil {
+		panic(err)
+	}
+	if _, _, err := hosts.Insert(wtxn, &wsHost{Name: "b"}); err != nil {
+		panic(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
 	}
@@ -730,7 +734,9 @@ func ExampleWatchSet() {
 	go func() {
 		for _, name := range []string{"a", "b"} {
 			wtxn := db.WriteTxn(hosts)
-			hosts.Insert(wtxn, &wsHost{Name: name, Up: true})
+			if _, _, err := hosts.Insert(wtxn, &wsHost{Name: name, Up: true}); err != nil {
+				panic(err)
+			}
 			if _, err := wtxn.Commit(); err != nil {
 				panic(err)
 			}

@@ -46,7 +46,9 @@ func BenchmarkWriteJSON(b *testing.B) {
 			if err != nil || len(out) != marshalled.Len() {
 				b.Fatal(err)
 			}
-			io.Discard.Write(out)
+			if _, err := io.Discard.Write(out); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

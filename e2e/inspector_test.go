@@ -71,9 +71,13 @@ func newWorld(t *testing.T) *world {
 	wtxn := w.db.WriteTxn(w.hosts)
 	for i := range 12 {
 		// A name that would run as HTML if the page inserted it as such.
-		w.hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("h%02d", i), Zone: []string{"eu", "us", "ap"}[i%3]})
+		if _, _, err := w.hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("h%02d", i), Zone: []string{"eu", "us", "ap"}[i%3]}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	w.hosts.Insert(wtxn, &Host{Name: "<img src=x onerror=alert(1)>", Zone: "<b>zone</b>"})
+	if _, _, err := w.hosts.Insert(wtxn, &Host{Name: "<img src=x onerror=alert(1)>", Zone: "<b>zone</b>"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +103,14 @@ func newWorld(t *testing.T) *world {
 				return
 			}
 			wtxn := w.db.WriteTxn(w.hosts, w.jobs)
-			w.hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("h%02d", i%12), Zone: []string{"eu", "us", "ap"}[i%12%3], Load: i})
-			w.jobs.Insert(wtxn, &Job{ID: uint64(i), Host: fmt.Sprintf("h%02d", i%12)})
+			if _, _, err := w.hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("h%02d", i%12), Zone: []string{"eu", "us", "ap"}[i%12%3], Load: i}); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, _, err := w.jobs.Insert(wtxn, &Job{ID: uint64(i), Host: fmt.Sprintf("h%02d", i%12)}); err != nil {
+				t.Error(err)
+				return
+			}
 			if _, err := wtxn.Commit(); err != nil {
 				t.Error(err)
 				return
@@ -255,7 +265,9 @@ func TestInspector(t *testing.T) {
 	waitJS(t, ctx, "h05's revision to rise", rev+` > `+strconv.Itoa(before))
 	waitJS(t, ctx, "h05's JSON to follow", `JSON.parse(document.querySelector('tr[data-key="h05"] pre').textContent).Load > 0`)
 	wtxn := w.db.WriteTxn(w.hosts)
-	w.hosts.Delete(wtxn, &Host{Name: "<img src=x onerror=alert(1)>"})
+	if _, _, err := w.hosts.Delete(wtxn, &Host{Name: "<img src=x onerror=alert(1)>"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,9 @@ func TestObjects(t *testing.T) {
 	// A table whose primary index takes raw keys only.
 	wtxn := f.db.WriteTxn(f.points)
 	for _, p := range []*Point{{1, 2}, {-1, 5}, {3, 0}} {
-		f.points.Insert(wtxn, p)
+		if _, _, err := f.points.Insert(wtxn, p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mustCommit(t, wtxn)
 	var p Page
@@ -128,7 +130,9 @@ func TestObjects(t *testing.T) {
 	var xs []int32
 	for _, o := range p.Objects {
 		var pt Point
-		json.Unmarshal(o.Object, &pt)
+		if err := json.Unmarshal(o.Object, &pt); err != nil {
+			t.Fatal(err)
+		}
 		xs = append(xs, pt.X)
 	}
 	if !slices.Equal(xs, []int32{1, 3}) {

@@ -97,7 +97,9 @@ func BenchmarkChangeStream(b *testing.B) {
 			hosts := strata.MustNewTable(db, "hosts", hostByName, hostByZone)
 			wtxn := db.WriteTxn(hosts)
 			for i := range benchKeys {
-				hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("host-%04d", i), Zone: "eu"})
+				if _, _, err := hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("host-%04d", i), Zone: "eu"}); err != nil {
+					b.Fatal(err)
+				}
 			}
 			mustCommit(b, wtxn)
 			h := New(db, Options{MaxStreams: 1000, RingSize: 1 << 16, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -129,7 +131,9 @@ func BenchmarkChangeStream(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				wtxn := db.WriteTxn(hosts)
-				hosts.Insert(wtxn, &Host{Name: names[n%benchKeys], Zone: "us"})
+				if _, _, err := hosts.Insert(wtxn, &Host{Name: names[n%benchKeys], Zone: "us"}); err != nil {
+					b.Fatal(err)
+				}
 				if _, err := wtxn.Commit(); err != nil {
 					b.Fatal(err)
 				}
@@ -184,7 +188,9 @@ func BenchmarkBlockingReadWakeup(b *testing.B) {
 	db := strata.New()
 	hosts := strata.MustNewTable(db, "hosts", hostByName, hostByZone)
 	wtxn := db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"})
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"}); err != nil {
+		b.Fatal(err)
+	}
 	mustCommit(b, wtxn)
 	h := New(db, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv := httptest.NewServer(h)
@@ -210,7 +216,9 @@ func BenchmarkBlockingReadWakeup(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			io.Copy(io.Discard, resp.Body)
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				b.Error(err)
+			}
 			resp.Body.Close()
 			got, gotRev = time.Now(), resp.Header.Get("Strata-Revision")
 		}()
@@ -218,7 +226,9 @@ func BenchmarkBlockingReadWakeup(b *testing.B) {
 			runtime.Gosched()
 		}
 		wtxn := db.WriteTxn(hosts)
-		hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu", Up: n%2 == 0})
+		if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu", Up: n%2 == 0}); err != nil {
+			b.Fatal(err)
+		}
 		committed := time.Now()
 		mustCommit(b, wtxn)
 		wg.Wait()

@@ -39,7 +39,9 @@ func TestDump(t *testing.T) {
 		Name: "id", FromObject: func(b *bad) index.KeySet { return index.NewKeySet(index.Int(b.ID)) }, FromKey: index.Int, Unique: true,
 	})
 	wtxn := f.db.WriteTxn(tbl)
-	tbl.Insert(wtxn, &bad{ID: 1, F: func() {}})
+	if _, _, err := tbl.Insert(wtxn, &bad{ID: 1, F: func() {}}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, wtxn)
 	p := f.get(t, "/v1/dump?table=bad").problem(t, 500, "httpapi.ErrInternal")
 	if !strings.Contains(p.Detail, "unsupported type") {
@@ -49,7 +51,9 @@ func TestDump(t *testing.T) {
 	// begun: it is cut short.
 	wtxn = f.db.WriteTxn(f.hosts)
 	for i := range 2000 {
-		f.hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("host-%04d", i), Zone: "eu", Note: strings.Repeat("n", 20)})
+		if _, _, err := f.hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("host-%04d", i), Zone: "eu", Note: strings.Repeat("n", 20)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mustCommit(t, wtxn)
 	resp, err := f.srv.Client().Get(f.srv.URL + "/v1/dump")

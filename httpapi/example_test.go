@@ -32,7 +32,9 @@ func Example() {
 	hosts := strata.MustNewTable(db, "hosts", hostByName)
 	wtxn := db.WriteTxn(hosts)
 	for _, h := range []*Host{{"a1", "eu"}, {"a2", "eu"}, {"b1", "us"}} {
-		hosts.Insert(wtxn, h)
+		if _, _, err := hosts.Insert(wtxn, h); err != nil {
+			panic(err)
+		}
 	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
@@ -68,7 +70,9 @@ func Example_changes() {
 	db := strata.New()
 	hosts := strata.MustNewTable(db, "hosts", hostByName)
 	wtxn := db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{"a1", "eu"})
+	if _, _, err := hosts.Insert(wtxn, &Host{"a1", "eu"}); err != nil {
+		panic(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
 	}
@@ -92,7 +96,9 @@ func Example_changes() {
 		}
 	}
 	wtxn = db.WriteTxn(hosts)
-	hosts.Delete(wtxn, &Host{Name: "a1"})
+	if _, _, err := hosts.Delete(wtxn, &Host{Name: "a1"}); err != nil {
+		panic(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
 	}

@@ -212,8 +212,12 @@ func TestChangesEncodeError(t *testing.T) {
 	er := newEventReader(t, resp.Body, false)
 	er.until(EventBookmark, 0)
 	wtxn := db.WriteTxn(tbl)
-	tbl.Insert(wtxn, &bad{ID: 1, J: true})
-	tbl.Insert(wtxn, &bad{ID: 2})
+	if _, _, err := tbl.Insert(wtxn, &bad{ID: 1, J: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tbl.Insert(wtxn, &bad{ID: 2}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, wtxn)
 	ev, _ := er.next()
 	ev2, _ := er.next()

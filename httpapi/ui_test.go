@@ -152,7 +152,9 @@ func TestSampler(t *testing.T) {
 		synctest.Wait()
 		late := strata.MustNewTable(f.db, "late", hostByName)
 		wtxn := f.db.WriteTxn(late)
-		late.Insert(wtxn, &Host{Name: "x"})
+		if _, _, err := late.Insert(wtxn, &Host{Name: "x"}); err != nil {
+			t.Fatal(err)
+		}
 		mustCommit(t, wtxn)
 		time.Sleep(2 * time.Second)
 		synctest.Wait()

@@ -32,14 +32,20 @@ func ExampleExpVar() {
 	}
 
 	txn := db.WriteTxn(hosts)
-	hosts.Insert(txn, &Host{Name: "a1", Zone: "eu"})
-	hosts.Insert(txn, &Host{Name: "b1", Zone: "us"})
+	if _, _, err := hosts.Insert(txn, &Host{Name: "a1", Zone: "eu"}); err != nil {
+		panic(err)
+	}
+	if _, _, err := hosts.Insert(txn, &Host{Name: "b1", Zone: "us"}); err != nil {
+		panic(err)
+	}
 	if _, err := txn.Commit(); err != nil {
 		panic(err)
 	}
 
 	txn = db.WriteTxn(hosts)
-	hosts.Delete(txn, &Host{Name: "a1"})
+	if _, _, err := hosts.Delete(txn, &Host{Name: "a1"}); err != nil {
+		panic(err)
+	}
 	txn.Abort()
 
 	v, _ := ev.Values("hosts")

@@ -134,7 +134,9 @@ func benchRawCommits(b *testing.B, s *Store, n int) {
 			op := batch.SetDeferred(len(keys.prefix)+len(pks[next]), len(buf))
 			copy(op.Key[copy(op.Key, keys.prefix):], pks[next])
 			copy(op.Value, buf)
-			op.Finish()
+			if err := op.Finish(); err != nil {
+				b.Fatal(err)
+			}
 			next = (next + 1) % benchKeySpace
 		}
 		if err := batch.Commit(s.writeOpts); err != nil {
@@ -228,7 +230,9 @@ func benchConcurrentWriters(b *testing.B, n int) {
 			op := batch.SetDeferred(len(keys.prefix)+len(pk), len(buf))
 			copy(op.Key[copy(op.Key, keys.prefix):], pk)
 			copy(op.Value, buf)
-			op.Finish()
+			if err := op.Finish(); err != nil {
+				return err
+			}
 			return batch.Commit(pebble.Sync)
 		}
 	} else {

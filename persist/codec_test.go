@@ -53,7 +53,9 @@ func TestSchemaEvolution(t *testing.T) {
 	write := func(db *strata.DB, tbl strata.RWTable[*item], objs ...*item) {
 		txn := db.WriteTxn(tbl)
 		for _, o := range objs {
-			tbl.Insert(txn, o)
+			if _, _, err := tbl.Insert(txn, o); err != nil {
+				t.Fatal(err)
+			}
 		}
 		mustCommit(t, txn)
 	}
@@ -103,7 +105,9 @@ func TestSchemaEvolution(t *testing.T) {
 		t.Fatal("a refused table reads as initialized")
 	}
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, &item{ID: 9})
+	if _, _, err := tbl.Insert(txn, &item{ID: 9}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("commit to a refused table: %v", err)
 	}
@@ -225,8 +229,12 @@ func TestCodecPanicInCommit(t *testing.T) {
 
 	// The store goes on: a commit of the same tables succeeds.
 	txn = db.WriteTxn(tbl, other)
-	tbl.Insert(txn, &item{ID: 5, Name: "five"})
-	other.Insert(txn, &item{ID: 6, Name: "six"})
+	if _, _, err := tbl.Insert(txn, &item{ID: 5, Name: "five"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Insert(txn, &item{ID: 6, Name: "six"}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	closeStore(t, s)
 

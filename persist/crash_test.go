@@ -353,7 +353,7 @@ func childCrash(dir string, mode SyncMode, stamped bool) {
 			if !end.IsZero() {
 				e = end.UnixNano()
 			}
-			os.Stdout.WriteString("sync " + strconv.FormatInt(start.UnixNano(), 10) + " " + strconv.FormatInt(e, 10) + "\n")
+			_, _ = os.Stdout.WriteString("sync " + strconv.FormatInt(start.UnixNano(), 10) + " " + strconv.FormatInt(e, 10) + "\n") // the parent checks what it reads
 		}
 	}
 	s, err := Open(dir, Options{Sync: mode, Logger: slog.New(slog.DiscardHandler)})
@@ -375,8 +375,9 @@ func childCrash(dir string, mode SyncMode, stamped bool) {
 		if stamped {
 			stamp = " " + strconv.FormatInt(time.Now().UnixNano(), 10)
 		}
-		// One write per line: a pipe takes it whole.
-		os.Stdout.WriteString("ack " + strconv.FormatUint(seq, 10) + " " +
+		// One write per line: a pipe takes it whole (a lost line is an ack
+		// the parent misses).
+		_, _ = os.Stdout.WriteString("ack " + strconv.FormatUint(seq, 10) + " " +
 			strconv.FormatUint(b.accounts.Revision(r), 10) + " " +
 			strconv.FormatUint(b.transfers.Revision(r), 10) + stamp + "\n")
 	}

@@ -24,7 +24,9 @@ func damagedStore(t *testing.T, objects int) string {
 	tbl := itemTable(t, s, db, "items", nil)
 	txn := db.WriteTxn(tbl)
 	for i := range objects {
-		tbl.Insert(txn, &item{ID: uint64(i), Name: strings.Repeat("n", 50)})
+		if _, _, err := tbl.Insert(txn, &item{ID: uint64(i), Name: strings.Repeat("n", 50)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mustCommit(t, txn)
 	closeStore(t, s)
@@ -38,7 +40,11 @@ func flipByte(t *testing.T, path string, off int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	var b [1]byte
 	if _, err := f.ReadAt(b[:], off); err != nil {
 		t.Fatal(err)

@@ -51,7 +51,9 @@ func Example() {
 
 		txn := db.WriteTxn(notes)
 		id := uint64(notes.NumObjects(txn)) + 1
-		notes.Insert(txn, &Note{ID: id, Text: text})
+		if _, _, err := notes.Insert(txn, &Note{ID: id, Text: text}); err != nil {
+			panic(err)
+		}
 		// Commit returns once the note is on disk (Sync mode).
 		if _, err := txn.Commit(); err != nil {
 			log.Fatal(err)

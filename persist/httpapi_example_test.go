@@ -34,8 +34,12 @@ func serveSnapshots(authorize bool) (url string, stop func()) {
 	db := strata.New()
 	hosts := strata.MustNewTable(db, "hosts", snapHostByName)
 	txn := db.WriteTxn(hosts)
-	hosts.Insert(txn, &snapHost{"a1", "eu"})
-	hosts.Insert(txn, &snapHost{"b1", "us"})
+	if _, _, err := hosts.Insert(txn, &snapHost{"a1", "eu"}); err != nil {
+		panic(err)
+	}
+	if _, _, err := hosts.Insert(txn, &snapHost{"b1", "us"}); err != nil {
+		panic(err)
+	}
 	if _, err := txn.Commit(); err != nil {
 		panic(err)
 	}

@@ -30,12 +30,18 @@ func ExampleOpenReader() {
 		log.Fatal(err)
 	}
 	txn := db.WriteTxn(notes)
-	notes.Insert(txn, &Note{ID: 1, Text: "hello"})
-	notes.Insert(txn, &Note{ID: 2, Text: "again"})
+	if _, _, err := notes.Insert(txn, &Note{ID: 1, Text: "hello"}); err != nil {
+		log.Fatal(err)
+	}
+	if _, _, err := notes.Insert(txn, &Note{ID: 2, Text: "again"}); err != nil {
+		log.Fatal(err)
+	}
 	if _, err := txn.Commit(); err != nil {
 		log.Fatal(err)
 	}
-	store.Close()
+	if err := store.Close(); err != nil {
+		log.Fatal(err)
+	}
 
 	r, err := persist.OpenReader(dir, persist.Options{})
 	if err != nil {

@@ -31,16 +31,26 @@ func readerStore(t *testing.T, fs vfs.FS, dir string) (*strata.DB, strata.RWTabl
 	docs := itemTable(t, s, db, "docs", JSON[*item]())
 	txn := db.WriteTxn(items, docs)
 	for i := range 300 {
-		items.Insert(txn, &item{ID: uint64(i), Name: "n" + strings.Repeat("x", i%7), Value: int64(i)})
+		if _, _, err := items.Insert(txn, &item{ID: uint64(i), Name: "n" + strings.Repeat("x", i%7), Value: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
 		if i%3 == 0 {
-			docs.Insert(txn, &item{ID: uint64(i), Name: "doc", Value: -int64(i)})
+			if _, _, err := docs.Insert(txn, &item{ID: uint64(i), Name: "doc", Value: -int64(i)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	mustCommit(t, txn)
 	txn = db.WriteTxn(items, docs)
-	items.Delete(txn, &item{ID: 7})
-	docs.Insert(txn, &item{ID: 3, Name: "changed"})
-	docs.Delete(txn, &item{ID: 6})
+	if _, _, err := items.Delete(txn, &item{ID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := docs.Insert(txn, &item{ID: 3, Name: "changed"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := docs.Delete(txn, &item{ID: 6}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	closeStore(t, s)
 	return db, items, docs
@@ -120,7 +130,10 @@ func TestReader(t *testing.T) {
 		t.Errorf("objects in [5, 10): %v", ids)
 	}
 	// A JSON table's values are the objects' JSON.
-	for o := range r.Objects("docs", nil, nil) {
+	for o, err := range r.Objects("docs", nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !json.Valid(o.Value) {
 			t.Fatalf("docs value %q", o.Value)
 		}
@@ -181,11 +194,20 @@ func TestReaderWritesNothing(t *testing.T) {
 	readerStore(t, vfs.Default, dir)
 	before := dirState(t, dir)
 	r := openReader(t, vfs.Default, dir)
-	for range r.Objects("items", nil, nil) {
+	for _, err := range r.Objects("items", nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	r.Check(func(error) {})
-	r.CheckLSM()
-	r.Close()
+	if err := r.Check(func(error) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckLSM(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if after := dirState(t, dir); after != before {
 		t.Errorf("the store's files changed:\n%s\nto\n%s", before, after)
 	}
@@ -308,7 +330,9 @@ func TestReaderCheck(t *testing.T) {
 	r2 := openReader(t, fs2, "/db")
 	defer r2.Close()
 	problems = nil
-	r2.Check(func(err error) { problems = append(problems, err.Error()) })
+	if err := r2.Check(func(err error) { problems = append(problems, err.Error()) }); err != nil {
+		t.Fatal(err)
+	}
 	if len(problems) != 1 || !strings.Contains(problems[0], "no format record") {
 		t.Errorf("store without a format record: %q", problems)
 	}
@@ -442,7 +466,9 @@ func TestReaderWriteSnapshotVersions(t *testing.T) {
 	db = strata.New()
 	items = itemTable(t, s, db, "items", v2)
 	txn := db.WriteTxn(items)
-	items.Insert(txn, &item{ID: 1000, Name: "new"})
+	if _, _, err := items.Insert(txn, &item{ID: 1000, Name: "new"}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	closeStore(t, s)
 	r = openReader(t, fs, "/db")
@@ -483,13 +509,17 @@ func TestStoreCompact(t *testing.T) {
 	for round := range 4 {
 		txn := db.WriteTxn(items)
 		for i := range 5000 {
-			items.Insert(txn, &item{ID: uint64(i), Name: fmt.Sprint(rand.Uint64(), rand.Uint64()), Value: int64(round)})
+			if _, _, err := items.Insert(txn, &item{ID: uint64(i), Name: fmt.Sprint(rand.Uint64(), rand.Uint64()), Value: int64(round)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		mustCommit(t, txn)
 		s, db, items = reopen(s)
 	}
 	txn := db.WriteTxn(items)
-	items.DeleteRange(txn, itemByID.Query(10), itemByID.Query(5000))
+	if _, err := items.DeleteRange(txn, itemByID.Query(10), itemByID.Query(5000)); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	closeStore(t, s)
 	before := sstBytes(t, dir)

@@ -337,12 +337,16 @@ func TestFailedRegisterRefusesWrites(t *testing.T) {
 	for _, write := range []func(strata.WriteTxn) error{
 		func(txn strata.WriteTxn) error { _, _, err := tbl.Insert(txn, &item{ID: 3, Name: "new"}); return err },
 		func(txn strata.WriteTxn) error {
-			tbl.Insert(txn, &item{ID: 4, Name: "gone"})
+			if _, _, err := tbl.Insert(txn, &item{ID: 4, Name: "gone"}); err != nil {
+				t.Fatal(err)
+			}
 			_, _, err := tbl.Delete(txn, &item{ID: 4})
 			return err
 		},
 		func(txn strata.WriteTxn) error {
-			tbl.Insert(txn, &item{ID: 5, Name: "gone"})
+			if _, _, err := tbl.Insert(txn, &item{ID: 5, Name: "gone"}); err != nil {
+				t.Fatal(err)
+			}
 			return tbl.DeleteAll(txn)
 		},
 	} {
@@ -350,7 +354,9 @@ func TestFailedRegisterRefusesWrites(t *testing.T) {
 		if err := write(txn); err != nil {
 			t.Fatal(err)
 		}
-		plain.Insert(txn, &item{ID: 1})
+		if _, _, err := plain.Insert(txn, &item{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, errBadItem) || !strings.Contains(err.Error(), `"items"`) {
 			t.Fatalf("commit to a table whose registration failed: %v", err)
 		}
@@ -388,7 +394,9 @@ func TestWritesWhileLoading(t *testing.T) {
 	var commitErr error
 	testHookLoading = func(string) {
 		txn := db.WriteTxn(tbl)
-		tbl.Insert(txn, &item{ID: 1})
+		if _, _, err := tbl.Insert(txn, &item{ID: 1}); err != nil {
+			t.Fatal(err)
+		}
 		_, commitErr = txn.Commit()
 	}
 	defer func() { testHookLoading = nil }()
@@ -584,7 +592,9 @@ func TestErrorMessages(t *testing.T) {
 	err = s.Register(Table(tbl, Versioned(Codec[*item](failingItems), 2, failingItems.Dec)))
 	once("decode", err, `key "82"`)
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, &item{ID: 1})
+	if _, _, err := tbl.Insert(txn, &item{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
 	_, err = txn.Commit()
 	once("commit to a table not loaded", err, `key "82"`, "registration failed")
 }
@@ -799,7 +809,9 @@ func TestNotEmptyWayOut(t *testing.T) {
 	}
 	// A commit that writes objects stays refused.
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, &item{ID: 10, Name: "more"})
+	if _, _, err := tbl.Insert(txn, &item{ID: 10, Name: "more"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, strata.ErrTableNotEmpty) {
 		t.Fatalf("an insert into a table refused as not empty: %v", err)
 	}

@@ -229,12 +229,16 @@ func checkRefused(t *testing.T, db *strata.DB, tbl, plain strata.RWTable[*item],
 			if _, had, err := tbl.Delete(txn, &item{ID: 1}); had || err != nil {
 				return err
 			}
-			tbl.Insert(txn, &item{ID: 4, Name: "gone"})
+			if _, _, err := tbl.Insert(txn, &item{ID: 4, Name: "gone"}); err != nil {
+				t.Fatal(err)
+			}
 			_, _, err := tbl.Delete(txn, &item{ID: 4})
 			return err
 		},
 		func(txn strata.WriteTxn) error {
-			tbl.Insert(txn, &item{ID: 5, Name: "gone"})
+			if _, _, err := tbl.Insert(txn, &item{ID: 5, Name: "gone"}); err != nil {
+				t.Fatal(err)
+			}
 			return tbl.DeleteAll(txn)
 		},
 	} {

@@ -25,8 +25,12 @@ func ExampleWriteSnapshot() {
 	db := strata.New()
 	hosts := strata.MustNewTable(db, "hosts", byName)
 	txn := db.WriteTxn(hosts)
-	hosts.Insert(txn, &Host{Name: "a1", Zone: "eu"})
-	hosts.Insert(txn, &Host{Name: "b1", Zone: "us"})
+	if _, _, err := hosts.Insert(txn, &Host{Name: "a1", Zone: "eu"}); err != nil {
+		panic(err)
+	}
+	if _, _, err := hosts.Insert(txn, &Host{Name: "b1", Zone: "us"}); err != nil {
+		panic(err)
+	}
 	rtxn, err := txn.Commit()
 	if err != nil {
 		panic(err)

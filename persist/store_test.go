@@ -168,16 +168,30 @@ func TestRoundTrip(t *testing.T) {
 
 			txn := db.WriteTxn(tbl, plain)
 			for i := range uint64(100) {
-				tbl.Insert(txn, &item{ID: i, Name: fmt.Sprint("n", i%7), Value: int64(i)})
+				if _, _, err := tbl.Insert(txn, &item{ID: i, Name: fmt.Sprint("n", i%7), Value: int64(i)}); err != nil {
+					t.Fatal(err)
+				}
 			}
-			plain.Insert(txn, &item{ID: 1})
+			if _, _, err := plain.Insert(txn, &item{ID: 1}); err != nil {
+				t.Fatal(err)
+			}
 			mustCommit(t, txn)
 			txn = db.WriteTxn(tbl)
-			tbl.Delete(txn, &item{ID: 5})
-			tbl.Insert(txn, &item{ID: 6, Name: "six", Value: -6})
-			tbl.Insert(txn, &item{ID: 6, Name: "six", Value: 66}) // last write wins
-			tbl.Insert(txn, &item{ID: 200, Name: "gone"})
-			tbl.Delete(txn, &item{ID: 200})
+			if _, _, err := tbl.Delete(txn, &item{ID: 5}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := tbl.Insert(txn, &item{ID: 6, Name: "six", Value: -6}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := tbl.Insert(txn, &item{ID: 6, Name: "six", Value: 66}); err != nil { // last write wins
+				t.Fatal(err)
+			}
+			if _, _, err := tbl.Insert(txn, &item{ID: 200, Name: "gone"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := tbl.Delete(txn, &item{ID: 200}); err != nil {
+				t.Fatal(err)
+			}
 			want := mustCommit(t, txn)
 			wantRows, wantRev := itemRows(want, tbl), tbl.Revision(want)
 			closeStore(t, s)
@@ -198,7 +212,9 @@ func TestRoundTrip(t *testing.T) {
 			}
 			checkNameIndex(t, got, tbl)
 			txn = db.WriteTxn(tbl)
-			tbl.Insert(txn, &item{ID: 1000})
+			if _, _, err := tbl.Insert(txn, &item{ID: 1000}); err != nil {
+				t.Fatal(err)
+			}
 			r := mustCommit(t, txn)
 			if _, rev, _ := tbl.Get(r, itemByID.Query(1000)); rev != wantRev+1 {
 				t.Fatalf("first revision after reload %d, want %d", rev, wantRev+1)
@@ -215,13 +231,21 @@ func TestDeleteAll(t *testing.T) {
 	b := itemTable(t, s, db, "b", nil)
 	txn := db.WriteTxn(a, b)
 	for i := range uint64(10) {
-		a.Insert(txn, &item{ID: i})
-		b.Insert(txn, &item{ID: i})
+		if _, _, err := a.Insert(txn, &item{ID: i}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := b.Insert(txn, &item{ID: i}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mustCommit(t, txn)
 	txn = db.WriteTxn(a)
-	a.DeleteAll(txn)
-	a.Insert(txn, &item{ID: 3, Name: "back"})
+	if err := a.DeleteAll(txn); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Insert(txn, &item{ID: 3, Name: "back"}); err != nil {
+		t.Fatal(err)
+	}
 	want := mustCommit(t, txn)
 	wantA, wantB := itemRows(want, a), itemRows(want, b)
 	closeStore(t, s)
@@ -270,7 +294,9 @@ func TestRegisterInitializer(t *testing.T) {
 	// A table that is not empty is refused, and stays not initialized.
 	other, _ := strata.NewTable(db, "other", itemByID)
 	txn := db.WriteTxn(other)
-	other.Insert(txn, &item{ID: 1})
+	if _, _, err := other.Insert(txn, &item{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	if err := Register(s, db, other, Binary[item]()); !errors.Is(err, strata.ErrTableNotEmpty) || !strings.Contains(err.Error(), `"other"`) {
 		t.Fatalf("Register of a non-empty table: %v", err)
@@ -280,7 +306,9 @@ func TestRegisterInitializer(t *testing.T) {
 		t.Fatalf("a refused table has pending initializers %v", p)
 	}
 	txn = db.WriteTxn(other)
-	other.Insert(txn, &item{ID: 2})
+	if _, _, err := other.Insert(txn, &item{ID: 2}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := txn.Commit(); !errors.Is(err, ErrNotLoaded) || !errors.Is(err, strata.ErrTableNotEmpty) {
 		t.Fatalf("commit to a refused table: %v", err)
 	}
@@ -297,8 +325,12 @@ func TestUnregistered(t *testing.T) {
 	a := itemTable(t, s, db, "a", nil)
 	b := itemTable(t, s, db, "b", nil)
 	txn := db.WriteTxn(a, b)
-	a.Insert(txn, &item{ID: 1, Name: "a1"})
-	b.Insert(txn, &item{ID: 2, Name: "b2"})
+	if _, _, err := a.Insert(txn, &item{ID: 1, Name: "a1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Insert(txn, &item{ID: 2, Name: "b2"}); err != nil {
+		t.Fatal(err)
+	}
 	want := mustCommit(t, txn)
 	wantB := itemRows(want, b)
 	if u := s.Unregistered(); len(u) != 0 {
@@ -314,7 +346,9 @@ func TestUnregistered(t *testing.T) {
 		t.Fatalf("Unregistered: %v", u)
 	}
 	txn = db.WriteTxn(a)
-	a.DeleteAll(txn)
+	if err := a.DeleteAll(txn); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	if st := s.Stats(); st.Tables != 2 {
 		t.Fatalf("Stats.Tables = %d", st.Tables)
@@ -453,7 +487,9 @@ func TestCorrupt(t *testing.T) {
 	db := strata.New()
 	tbl := itemTable(t, s, db, "items", nil)
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, &item{ID: 1})
+	if _, _, err := tbl.Insert(txn, &item{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	closeStore(t, s)
 
@@ -482,7 +518,9 @@ func TestClosed(t *testing.T) {
 	tbl := itemTable(t, s, db, "items", nil)
 	closeStore(t, s)
 	txn := db.WriteTxn(tbl)
-	tbl.Insert(txn, &item{ID: 1})
+	if _, _, err := tbl.Insert(txn, &item{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := txn.Commit(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Commit after Close: %v", err)
 	}
@@ -511,7 +549,9 @@ func TestCheckpoint(t *testing.T) {
 	tbl := itemTable(t, s, db, "items", nil)
 	txn := db.WriteTxn(tbl)
 	for i := range uint64(1000) {
-		tbl.Insert(txn, &item{ID: i, Name: "x"})
+		if _, _, err := tbl.Insert(txn, &item{ID: i, Name: "x"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want := itemRows(mustCommit(t, txn), tbl)
 	cp := filepath.Join(dir, "backup")
@@ -520,7 +560,9 @@ func TestCheckpoint(t *testing.T) {
 	}
 	// Later commits are not in the checkpoint.
 	txn = db.WriteTxn(tbl)
-	tbl.DeleteAll(txn)
+	if err := tbl.DeleteAll(txn); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, txn)
 	if err := s.Checkpoint(cp); err == nil {
 		t.Fatal("Checkpoint into an existing directory succeeded")
@@ -561,7 +603,10 @@ func TestRegisterConcurrently(t *testing.T) {
 			for j := range uint64(objects / 50) {
 				txn := db.WriteTxn(tbl)
 				for k := range uint64(50) {
-					tbl.Insert(txn, &item{ID: j*50 + k, Name: names[i], Value: int64(i)})
+					if _, _, err := tbl.Insert(txn, &item{ID: j*50 + k, Name: names[i], Value: int64(i)}); err != nil {
+						t.Error(err)
+						return
+					}
 				}
 				if _, err := txn.Commit(); err != nil {
 					t.Error(err)
@@ -630,7 +675,9 @@ func TestMetrics(t *testing.T) {
 	tbl := itemTable(t, s, db, "items", nil)
 	for i := range uint64(20) {
 		txn := db.WriteTxn(tbl)
-		tbl.Insert(txn, &item{ID: i, Name: "some name"})
+		if _, _, err := tbl.Insert(txn, &item{ID: i, Name: "some name"}); err != nil {
+			t.Fatal(err)
+		}
 		mustCommit(t, txn)
 	}
 	st := s.Stats()
@@ -708,7 +755,7 @@ func TestFatalfDoesNotReturn(t *testing.T) {
 			t.Fatalf("recoverFatal swallowed another panic: %v", r)
 		}
 	}()
-	func() (err error) {
+	_ = func() (err error) { // panics: there is no error to check
 		defer recoverFatal(&err)
 		panic("other")
 	}()

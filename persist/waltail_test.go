@@ -44,7 +44,10 @@ func childWALTail(dir string, recycle bool) {
 	}
 	for i := range uint64(walTailCommits) {
 		txn := db.WriteTxn(tbl)
-		tbl.Insert(txn, &item{ID: i, Name: strings.Repeat("x", size)})
+		if _, _, err := tbl.Insert(txn, &item{ID: i, Name: strings.Repeat("x", size)}); err != nil {
+			fmt.Println("error:", err)
+			return
+		}
 		if _, err := txn.Commit(); err != nil {
 			fmt.Println("error:", err)
 			return
@@ -224,7 +227,9 @@ func TestCleanCloseNoWarning(t *testing.T) {
 		db := strata.New()
 		tbl := itemTable(t, s, db, "items", Binary[item]())
 		txn := db.WriteTxn(tbl)
-		tbl.Insert(txn, &item{ID: uint64(i), Name: "x"})
+		if _, _, err := tbl.Insert(txn, &item{ID: uint64(i), Name: "x"}); err != nil {
+			t.Fatal(err)
+		}
 		mustCommit(t, txn)
 		closeStore(t, s)
 	}

@@ -53,7 +53,9 @@ func BenchmarkReconcile(b *testing.B) {
 		for i := 0; i < n; i += 1000 {
 			wtxn := db.WriteTxn(tbl)
 			for j := i; j < min(i+1000, n); j++ {
-				tbl.Insert(wtxn, &testObj{ID: uint64(j), Status: reconciler.StatusPending()})
+				if _, _, err := tbl.Insert(wtxn, &testObj{ID: uint64(j), Status: reconciler.StatusPending()}); err != nil {
+					b.Fatal(err)
+				}
 			}
 			rev = tbl.Revision(wtxn)
 			if _, err := wtxn.Commit(); err != nil {
@@ -66,7 +68,9 @@ func BenchmarkReconcile(b *testing.B) {
 			b.Fatalf("WaitUntilReconciled: %d %d %v", got, wm, err)
 		}
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
 		for o := range tbl.All(db.ReadTxn()) {
 			if o.Status.Kind != reconciler.StatusKindDone {
 				b.Fatalf("object %d: %s", o.ID, o.Status)

@@ -71,7 +71,9 @@ func ExamplePruneStrangers() {
 	db := strata.New()
 	routes := strata.MustNewTable(db, "routes", routeByPrefix)
 	wtxn := db.WriteTxn(routes)
-	routes.Insert(wtxn, &Route{Prefix: "10.0.0.0/8", NextHop: "eth0"})
+	if _, _, err := routes.Insert(wtxn, &Route{Prefix: "10.0.0.0/8", NextHop: "eth0"}); err != nil {
+		panic(err)
+	}
 	txn, err := wtxn.Commit()
 	if err != nil {
 		panic(err)
@@ -117,16 +119,24 @@ func Example() {
 	go func() { done <- r.Run(ctx, nil) }()
 
 	wtxn := db.WriteTxn(routes)
-	routes.Insert(wtxn, &Route{Prefix: "10.0.0.0/8", NextHop: "eth0", Status: reconciler.StatusPending()})
-	routes.Insert(wtxn, &Route{Prefix: "10.1.0.0/16", NextHop: "eth1", Status: reconciler.StatusPending()})
+	if _, _, err := routes.Insert(wtxn, &Route{Prefix: "10.0.0.0/8", NextHop: "eth0", Status: reconciler.StatusPending()}); err != nil {
+		panic(err)
+	}
+	if _, _, err := routes.Insert(wtxn, &Route{Prefix: "10.1.0.0/16", NextHop: "eth1", Status: reconciler.StatusPending()}); err != nil {
+		panic(err)
+	}
 	rev := routes.Revision(wtxn)
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
 	}
 
-	r.WaitUntilReconciled(ctx, rev)
+	if _, _, err := r.WaitUntilReconciled(ctx, rev); err != nil {
+		panic(err)
+	}
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		panic(err)
+	}
 
 	world.mu.Lock()
 	for _, prefix := range slices.Sorted(maps.Keys(world.routes)) {

@@ -175,7 +175,9 @@ func runAll(rs ...*multiReconciler) (stop func()) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m.r.Run(ctx, nil)
+			if err := m.r.Run(ctx, nil); err != nil {
+				panic(err) // no t here: a Run that fails must not pass unseen
+			}
 		}()
 	}
 	return func() { cancel(); wg.Wait() }

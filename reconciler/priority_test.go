@@ -124,7 +124,12 @@ func TestChangesFirst(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- r.Run(ctx, nil) }()
-		defer func() { cancel(); <-done }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}()
 		time.Sleep(time.Second)
 		synctest.Wait()
 		q := r.Stats().Queued

@@ -137,7 +137,12 @@ func TestOrderingKey(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- r.Run(ctx, nil) }()
-		defer func() { cancel(); <-done }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}()
 
 		// Objects of four groups, written one per transaction, so that
 		// their revisions give the order; IDs descending, so that key
@@ -263,7 +268,12 @@ func TestRoundsKeepWorkersBusy(t *testing.T) {
 		done := make(chan error)
 		start := time.Now()
 		go func() { done <- r.Run(ctx, nil) }()
-		defer func() { cancel(); <-done }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}()
 		synctest.Wait() // the first 2400 are dispatched
 		rev := insert(2400, 3000)
 		if _, _, err := r.WaitUntilReconciled(ctx, rev); err != nil {

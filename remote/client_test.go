@@ -155,7 +155,9 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	gone, _ := New("http://" + addr)
 	if _, err := gone.Summary(ctx); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("a closed port: %v", err)
@@ -187,7 +189,9 @@ func TestAddresses(t *testing.T) {
 	db := strata.New()
 	hosts := strata.MustNewTable(db, "hosts", hostByName)
 	wtxn := db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "a1"})
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1"}); err != nil {
+		t.Fatal(err)
+	}
 	mustCommit(t, wtxn)
 	h := httpapi.New(db, httpapi.Options{Logger: quiet})
 	defer h.Close()
@@ -205,8 +209,8 @@ func TestAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	usrv := &http.Server{Handler: h}
-	go srv.Serve(l)
-	go usrv.Serve(ul)
+	go func() { _ = srv.Serve(l) }()   // ErrServerClosed, once the test closes it
+	go func() { _ = usrv.Serve(ul) }() // ErrServerClosed, once the test closes it
 	defer srv.Close()
 	defer usrv.Close()
 
@@ -331,7 +335,7 @@ func TestCloseIdleConnections(t *testing.T) {
 				closed.Add(1)
 			}
 		}}
-		go s.Serve(l)
+		go func() { _ = s.Serve(l) }() // ErrServerClosed, once the cleanup closes it
 		t.Cleanup(func() { s.Close() })
 		return l
 	}

@@ -38,7 +38,9 @@ func serve() (db *strata.DB, hosts strata.RWTable[*Host], url string, stop func(
 	hosts = strata.MustNewTable(db, "hosts", hostByName, hostByZone)
 	wtxn := db.WriteTxn(hosts)
 	for _, h := range []*Host{{"a1", "eu"}, {"a2", "eu"}, {"b1", "us"}} {
-		hosts.Insert(wtxn, h)
+		if _, _, err := hosts.Insert(wtxn, h); err != nil {
+			panic(err)
+		}
 	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
@@ -96,7 +98,9 @@ func ExampleMirror() {
 	fmt.Println(hosts.NumObjects(db.ReadTxn()), "hosts mirrored")
 
 	wtxn := remoteDB.WriteTxn(remoteHosts)
-	remoteHosts.Insert(wtxn, &Host{"b1", "eu"})
+	if _, _, err := remoteHosts.Insert(wtxn, &Host{"b1", "eu"}); err != nil {
+		panic(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		panic(err)
 	}
@@ -136,7 +140,9 @@ func ExampleClient_Changes() {
 		fmt.Println(ev.Kind, ev.Key, ev.Revision)
 		if ev.Kind == httpapi.EventBookmark {
 			wtxn := db.WriteTxn(hosts)
-			hosts.Delete(wtxn, &Host{Name: "a1"})
+			if _, _, err := hosts.Delete(wtxn, &Host{Name: "a1"}); err != nil {
+				panic(err)
+			}
 			if _, err := wtxn.Commit(); err != nil {
 				panic(err)
 			}

@@ -12,7 +12,11 @@ import (
 // data and fails if any result check fails. It is what `go test ./...` runs.
 func TestSmoke(t *testing.T) {
 	old := flag.Lookup("test.benchtime").Value.String()
-	defer flag.Set("test.benchtime", old)
+	defer func() {
+		if err := flag.Set("test.benchtime", old); err != nil {
+			t.Error(err)
+		}
+	}()
 	var out strings.Builder
 	cfg := config{count: 1, smoke: true, out: &out, progress: io.Discard}
 	if testing.Verbose() {
@@ -29,7 +33,11 @@ func TestSmoke(t *testing.T) {
 // turn, and the cost line pairs the two measurements of each round.
 func TestBaselineRounds(t *testing.T) {
 	old := flag.Lookup("test.benchtime").Value.String()
-	defer flag.Set("test.benchtime", old)
+	defer func() {
+		if err := flag.Set("test.benchtime", old); err != nil {
+			t.Error(err)
+		}
+	}()
 	var out, progress strings.Builder
 	cfg := config{count: 2, benchtime: "1x", filter: "^Changes(_Reused)?(_Baseline)?$", out: &out, progress: &progress}
 	if err := run(cfg); err != nil {

@@ -243,7 +243,9 @@ func TestMigratingFeedWatchAfterDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sfeed.Close()
-	sobjs.Insert(sw, named(1))
+	if _, _, err := sobjs.Insert(sw, named(1)); err != nil {
+		t.Fatal(err)
+	}
 	srtxn := sw.Commit()
 	schanges, swatch := sfeed.Next(srtxn)
 	if n := len(collect2(schanges)); n != 1 || !isClosed(swatch) {
@@ -299,15 +301,21 @@ func TestMigratingFeedPartialConsumption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sfeed.Close()
-	sobjs.Insert(sw, named(1))
-	sobjs.Insert(sw, named(2))
+	if _, _, err := sobjs.Insert(sw, named(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sobjs.Insert(sw, named(2)); err != nil {
+		t.Fatal(err)
+	}
 	srtxn := sw.Commit()
 	schanges, _ := sfeed.Next(srtxn)
 	for range schanges {
 		break
 	}
 	sw = sdb.WriteTxn(sobjs)
-	sobjs.Insert(sw, named(3))
+	if _, _, err := sobjs.Insert(sw, named(3)); err != nil {
+		t.Fatal(err)
+	}
 	srtxn = sw.Commit()
 	schanges, _ = sfeed.Next(srtxn)
 	if got := ids(collect2(schanges)); !equalIDs(got, 2, 3) {
@@ -404,8 +412,12 @@ func TestMigratingByRevision(t *testing.T) {
 	}
 
 	sw := sdb.WriteTxn(sobjs)
-	sobjs.Insert(sw, named(2))
-	sobjs.Insert(sw, named(1))
+	if _, _, err := sobjs.Insert(sw, named(2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sobjs.Insert(sw, named(1)); err != nil {
+		t.Fatal(err)
+	}
 	srtxn := sw.Commit()
 	if got := ids(statedb.Collect(sobjs.LowerBound(srtxn, statedb.ByRevision[*Object](0)))); !equalIDs(got, 2, 1) {
 		t.Errorf("statedb: ByRevision = %v, want [2 1]", got)
@@ -443,7 +455,9 @@ func TestMigratingRefusedWrites(t *testing.T) {
 			t.Error("statedb: inserting the stored pointer again did not panic")
 		}
 	}()
-	sobjs.Insert(sw, sa)
+	if _, _, err := sobjs.Insert(sw, sa); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // WriteTxn with a table given twice: Strata locks it once, statedb
@@ -622,7 +636,9 @@ func TestMigratingFeedBeforeRegistrationCommits(t *testing.T) {
 	}
 
 	sw := sdb.WriteTxn(sobjs)
-	sobjs.Insert(sw, named(1))
+	if _, _, err := sobjs.Insert(sw, named(1)); err != nil {
+		t.Fatal(err)
+	}
 	sw.Commit()
 	sw = sdb.WriteTxn(sobjs)
 	sfeed, err := sobjs.Changes(sw)
@@ -653,7 +669,9 @@ func TestMigratingWriteJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw := sdb.WriteTxn(sobjs)
-	sobjs.Insert(sw, &Object{ID: 1, Name: "a"})
+	if _, _, err := sobjs.Insert(sw, &Object{ID: 1, Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
 	srtxn := sw.Commit()
 
 	var out, sout bytes.Buffer
@@ -750,7 +768,9 @@ func TestMigratingWriteJSONEncodeError(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw := sdb.WriteTxn(stbl)
-	stbl.Insert(sw, &bad{ID: 1, F: func() {}})
+	if _, _, err := stbl.Insert(sw, &bad{ID: 1, F: func() {}}); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	if err := sw.Commit().WriteJSON(&out); err != nil || !bytes.Contains(out.Bytes(), []byte("marshalling error")) {
 		t.Errorf("statedb: WriteJSON = %v, %q; want no error and the error in the dump", err, out.String())
@@ -784,7 +804,9 @@ func TestMigratingStaleSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sfeed.Close()
-	sobjs.Insert(sw, named(1))
+	if _, _, err := sobjs.Insert(sw, named(1)); err != nil {
+		t.Fatal(err)
+	}
 	srtxn := sw.Commit()
 	sold, _ := sfeed.Next(srtxn)
 	sfeed.Next(srtxn)

@@ -472,8 +472,7 @@ func pebbleFloor(tb testing.TB, run reconcileRun) (reconcileResult, error) {
 	for i := range batches {
 		if err := write(i, reconciler.StatusPending()); err != nil {
 			close(committed)
-			<-statusErr
-			return reconcileResult{}, err
+			return reconcileResult{}, errors.Join(err, <-statusErr)
 		}
 		committed <- i
 	}

@@ -277,7 +277,9 @@ func TestCheck(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.snap")
 	flipped := slices.Clone(data)
 	flipped[len(data)/2] ^= 0x40
-	os.WriteFile(bad, flipped, 0o644)
+	if err := os.WriteFile(bad, flipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := strataRun(t, 3, "check", bad)
 	if !strings.Contains(r.stdout, "checksum mismatch") || !strings.HasSuffix(r.stdout, "1 error found\n") {
 		t.Errorf("check of a corrupted snapshot:\n%s", r.stdout)
@@ -290,7 +292,9 @@ func TestCheck(t *testing.T) {
 	}
 	// Truncated, and not a snapshot at all.
 	trunc := filepath.Join(t.TempDir(), "trunc.snap")
-	os.WriteFile(trunc, data[:len(data)-7], 0o644)
+	if err := os.WriteFile(trunc, data[:len(data)-7], 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if r := strataRun(t, 3, "snapshot", "verify", trunc); !strings.Contains(r.stderr, "truncated") {
 		t.Errorf("verify of a truncated snapshot: %s", r.stderr)
 	}

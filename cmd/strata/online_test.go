@@ -434,7 +434,7 @@ func startWatch(t *testing.T, args ...string) *watcher {
 			}
 			w.lines <- m
 		}
-		io.Copy(io.Discard, stdout)
+		_, _ = io.Copy(io.Discard, stdout) // a drain: the lines read above are what the test checks
 	}()
 	go func() {
 		<-read
@@ -443,7 +443,11 @@ func startWatch(t *testing.T, args ...string) *watcher {
 	t.Cleanup(func() {
 		if w.cmd.ProcessState == nil {
 			w.cmd.Process.Kill()
-			<-w.done
+			if err := <-w.done; err != nil {
+				if _, exited := err.(*exec.ExitError); !exited {
+					t.Error(err)
+				}
+			}
 		}
 	})
 	return w
@@ -475,7 +479,10 @@ func (w *watcher) await(t *testing.T, what string, match func(row map[string]any
 func (w *watcher) wait(t *testing.T) int {
 	t.Helper()
 	select {
-	case <-w.done:
+	case err := <-w.done:
+		if _, exited := err.(*exec.ExitError); err != nil && !exited {
+			t.Fatal(err)
+		}
 		return w.cmd.ProcessState.ExitCode()
 	case <-time.After(10 * time.Second):
 		t.Fatalf("watch did not end; stderr:\n%s", w.stderr.String())

@@ -90,7 +90,9 @@ func run(ctx context.Context, addr string, ready func(net.Addr)) error {
 	jobs := strata.MustNewTable(db, "jobs", jobByID, jobByHost)
 	wtxn := db.WriteTxn(hosts)
 	for i := range 12 {
-		hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("host-%02d", i), Zone: zones[i%3]})
+		if _, _, err := hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("host-%02d", i), Zone: zones[i%3]}); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if _, err := wtxn.Commit(); err != nil {
 		return err
@@ -127,10 +129,16 @@ func run(ctx context.Context, addr string, ready func(net.Addr)) error {
 		}
 		wtxn := writer.WriteTxn(hosts, jobs)
 		host := fmt.Sprintf("host-%02d", i%12)
-		hosts.Insert(wtxn, &Host{Name: host, Zone: zones[i%12%3], Load: (i * 7) % 100})
-		jobs.Insert(wtxn, &Job{ID: uint64(i), Host: host})
+		if _, _, err := hosts.Insert(wtxn, &Host{Name: host, Zone: zones[i%12%3], Load: (i * 7) % 100}); err != nil {
+			log.Fatal(err)
+		}
+		if _, _, err := jobs.Insert(wtxn, &Job{ID: uint64(i), Host: host}); err != nil {
+			log.Fatal(err)
+		}
 		if i >= 200 {
-			jobs.Delete(wtxn, &Job{ID: uint64(i - 200)}) // keep 200 jobs
+			if _, _, err := jobs.Delete(wtxn, &Job{ID: uint64(i - 200)}); err != nil { // keep 200 jobs
+				log.Fatal(err)
+			}
 		}
 		if _, err := wtxn.Commit(); err != nil {
 			return err

@@ -35,7 +35,9 @@ func main() {
 	}
 
 	wtxn := db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"})
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "eu"}); err != nil {
+		log.Fatal(err)
+	}
 	rtxn, err := wtxn.Commit()
 	if err != nil {
 		log.Fatal(err)
@@ -48,7 +50,10 @@ func main() {
 	fmt.Println(h.Name, rev, found)
 
 	wtxn = db.WriteTxn(hosts)
-	hosts.Insert(wtxn, &Host{Name: "a1", Zone: "us"}) // a changed copy
+	// a changed copy
+	if _, _, err := hosts.Insert(wtxn, &Host{Name: "a1", Zone: "us"}); err != nil {
+		log.Fatal(err)
+	}
 	if _, err := wtxn.Commit(); err != nil {
 		log.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func (d *directory) Prune(ctx context.Context, txn strata.ReadTxn, desired iter.
 func (d *directory) say(format string, args ...any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	fmt.Fprintf(d.out, format, args...)
+	_, _ = fmt.Fprintf(d.out, format, args...) // the screen: nobody to tell of a failed write
 }
 
 func (d *directory) pruneCount() int {
@@ -265,8 +265,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	rev, err := load(db, files, manifest)
 	if err != nil {
 		cancel()
-		<-done
-		return err
+		return errors.Join(err, <-done)
 	}
 	if *force {
 		// A prune asked for ignores the budget; it waits for the table's
@@ -277,8 +276,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	loaded(wtxn) // the table is initialized: the reconciler prunes
 	if _, err := wtxn.Commit(); err != nil {
 		cancel()
-		<-done
-		return err
+		return errors.Join(err, <-done)
 	}
 	waitConverged(ctx, r, world, rev, 1)
 	for *watch && ctx.Err() == nil {
@@ -303,7 +301,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	for f := range files.All(db.ReadTxn()) {
-		fmt.Fprintf(out, "%-12s %s\n", f.Name, f.Status.Kind)
+		if _, err := fmt.Fprintf(out, "%-12s %s\n", f.Name, f.Status.Kind); err != nil {
+			return err
+		}
 	}
 	return nil
 }

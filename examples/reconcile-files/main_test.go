@@ -49,8 +49,12 @@ func TestRun(t *testing.T) {
 		t.Errorf("statuses not reported Done:\n%s", out)
 	}
 
-	os.WriteFile(filepath.Join(dir, "motd"), []byte("drifted"), 0o644)
-	os.WriteFile(filepath.Join(dir, "stranger"), []byte("x"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "motd"), []byte("drifted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stranger"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out = run1()
 	for _, want := range []string{"wrote     motd", "unchanged hello.txt", "pruned    stranger"} {
 		if !strings.Contains(out, want) {
@@ -62,7 +66,9 @@ func TestRun(t *testing.T) {
 	}
 
 	manifest := filepath.Join(t.TempDir(), "manifest")
-	os.WriteFile(manifest, []byte("only.txt: just me\n"), 0o644)
+	if err := os.WriteFile(manifest, []byte("only.txt: just me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out = run1("-manifest", manifest)
 	if !strings.Contains(out, "not pruning 3 of 4 files") || len(files()) != 4 {
 		t.Errorf("the budget did not hold the prune back: %v\n%s", files(), out)

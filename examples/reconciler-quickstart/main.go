@@ -59,15 +59,22 @@ func main() {
 	go func() { done <- r.Run(ctx, nil) }()
 
 	wtxn := db.WriteTxn(greetings)
-	greetings.Insert(wtxn, &Greeting{Name: "world", Status: reconciler.StatusPending()})
+	if _, _, err := greetings.Insert(wtxn, &Greeting{Name: "world", Status: reconciler.StatusPending()}); err != nil {
+		log.Fatal(err)
+	}
 	rev := greetings.Revision(wtxn)
 	if _, err := wtxn.Commit(); err != nil {
 		log.Fatal(err)
 	}
 
-	r.WaitUntilReconciled(ctx, rev) // prints "hello, world"
+	// The reconciler prints "hello, world".
+	if _, _, err := r.WaitUntilReconciled(ctx, rev); err != nil {
+		log.Fatal(err)
+	}
 	g, _, _ := greetings.Get(db.ReadTxn(), byName.Query("world"))
 	fmt.Println(g.Name, g.Status.Kind) // world Done
 	stop()
-	<-done
+	if err := <-done; err != nil {
+		log.Fatal(err)
+	}
 }

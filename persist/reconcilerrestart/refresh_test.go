@@ -21,10 +21,16 @@ import (
 // stdout, and waits to be killed.
 func convergeChild(dir string, n int) {
 	db, tbl, _, r, _ := open(nil, dir, false)
-	go r.Run(context.Background(), nil)
+	go func() {
+		if err := r.Run(context.Background(), nil); err != nil {
+			fatal(nil, err)
+		}
+	}()
 	wtxn := db.WriteTxn(tbl)
 	for i := range n {
-		tbl.Insert(wtxn, &file{Name: fmt.Sprintf("f%03d", i), Content: "v1", Status: reconciler.StatusPending()})
+		if _, _, err := tbl.Insert(wtxn, &file{Name: fmt.Sprintf("f%03d", i), Content: "v1", Status: reconciler.StatusPending()}); err != nil {
+			fatal(nil, err)
+		}
 	}
 	rev := tbl.Revision(wtxn)
 	if _, err := wtxn.Commit(); err != nil {

@@ -236,7 +236,11 @@ func fatal(t testing.TB, err error) {
 // by the child's progress, however slow the machine is.
 func child(dir string, seed uint64) {
 	db, tbl, _, r, _ := open(nil, dir, true)
-	go r.Run(context.Background(), nil)
+	go func() {
+		if err := r.Run(context.Background(), nil); err != nil {
+			fatal(nil, err)
+		}
+	}()
 	rng := rand.New(rand.NewPCG(seed, 0))
 	for i := 0; ; i++ {
 		wtxn := db.WriteTxn(tbl)
@@ -246,9 +250,13 @@ func child(dir string, seed uint64) {
 				name = fmt.Sprintf("bad-%d", rng.IntN(4))
 			}
 			if rng.IntN(4) == 0 {
-				tbl.Delete(wtxn, &file{Name: name})
+				if _, _, err := tbl.Delete(wtxn, &file{Name: name}); err != nil {
+					fatal(nil, err)
+				}
 			} else {
-				tbl.Insert(wtxn, &file{Name: name, Content: fmt.Sprintf("%d/%d", seed, i), Status: reconciler.StatusPending()})
+				if _, _, err := tbl.Insert(wtxn, &file{Name: name, Content: fmt.Sprintf("%d/%d", seed, i), Status: reconciler.StatusPending()}); err != nil {
+					fatal(nil, err)
+				}
 			}
 		}
 		if _, err := wtxn.Commit(); err != nil {

@@ -93,7 +93,9 @@ func testReconcilerMetrics(t *testing.T) {
 	go func() { done <- r.Run(ctx, nil) }()
 	wtxn := db.WriteTxn(tbl)
 	for i := range 10 {
-		tbl.Insert(wtxn, &object{ID: uint64(i), Status: reconciler.StatusPending()})
+		if _, _, err := tbl.Insert(wtxn, &object{ID: uint64(i), Status: reconciler.StatusPending()}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rev := tbl.Revision(wtxn)
 	if _, err := wtxn.Commit(); err != nil {

@@ -37,9 +37,15 @@ func TestUpdateDeleteContents(t *testing.T) {
 	if err := w.Update(ctx, nil, 1, &obj{Key: "a", Value: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	w.Update(ctx, nil, 2, &obj{Key: "b", Value: "2", Status: reconciler.StatusRefreshing()})
-	w.Delete(ctx, nil, 3, &obj{Key: "a"})
-	w.Delete(ctx, nil, 4, &obj{Key: "zz"}) // deleting what is not there is fine
+	if err := w.Update(ctx, nil, 2, &obj{Key: "b", Value: "2", Status: reconciler.StatusRefreshing()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Delete(ctx, nil, 3, &obj{Key: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Delete(ctx, nil, 4, &obj{Key: "zz"}); err != nil { // deleting what is not there is fine
+		t.Fatal(err)
+	}
 	if got := w.Keys(); !slices.Equal(got, []string{"b"}) {
 		t.Errorf("keys %v", got)
 	}
@@ -101,7 +107,7 @@ func TestFaults(t *testing.T) {
 				t.Error("PanicNext did not panic")
 			}
 		}()
-		w.Update(ctx, nil, 1, &obj{Key: "e"})
+		_ = w.Update(ctx, nil, 1, &obj{Key: "e"}) // panics: the error is never returned
 	}()
 	if err := w.Update(ctx, nil, 1, &obj{Key: "e"}); err != nil {
 		t.Errorf("after the panic: %v", err)
@@ -119,7 +125,9 @@ func TestDelayBlockConcurrency(t *testing.T) {
 		w := newWorld()
 		w.Delay("a", time.Second)
 		start := time.Now()
-		w.Update(ctx, nil, 1, &obj{Key: "a"})
+		if err := w.Update(ctx, nil, 1, &obj{Key: "a"}); err != nil {
+			t.Fatal(err)
+		}
 		if took := time.Since(start); took != time.Second {
 			t.Errorf("delay %s", took)
 		}
@@ -137,16 +145,22 @@ func TestDelayBlockConcurrency(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w.Update(ctx, nil, 1, &obj{Key: "k"})
+				if err := w.Update(ctx, nil, 1, &obj{Key: "k"}); err != nil {
+					t.Error(err)
+				}
 			}()
 		}
 		synctest.Wait()
 		if n := w.Running(); n != 3 {
 			t.Errorf("%d running while blocked", n)
 		}
-		w.Update(ctx, nil, 1, &obj{Key: "other"})
+		if err := w.Update(ctx, nil, 1, &obj{Key: "other"}); err != nil {
+			t.Error(err)
+		}
 		changed := w.Changed()
-		w.Prune(ctx, nil, func(func(*obj, strata.Revision) bool) {})
+		if err := w.Prune(ctx, nil, func(func(*obj, strata.Revision) bool) {}); err != nil {
+			t.Error(err)
+		}
 		release()
 		release() // a second call does nothing
 		wg.Wait()
@@ -169,7 +183,9 @@ func TestDelayBlockConcurrency(t *testing.T) {
 
 func TestPruneAndDrift(t *testing.T) {
 	w := newWorld()
-	w.Update(ctx, nil, 1, &obj{Key: "a"})
+	if err := w.Update(ctx, nil, 1, &obj{Key: "a"}); err != nil {
+		t.Fatal(err)
+	}
 	w.Drift("stranger", &obj{Key: "stranger"})
 	w.Drift("a", &obj{Key: "a", Value: "drifted"})
 	if o, _ := w.Get("a"); o.Value != "drifted" {
@@ -232,7 +248,9 @@ func TestPruneBudget(t *testing.T) {
 			t.Errorf("a forced prune left %d", n)
 		}
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 		if ops := w.Ops(); !slices.Equal(ops, []string{"prune(n=0) fail", "prune(n=0)"}) {
 			t.Errorf("ops %q", ops)
 		}

@@ -141,7 +141,9 @@ func rawJSONLines(b *testing.B, path string, hexValues bool) int {
 	if err := sr.Err(); err != nil {
 		b.Fatal(err)
 	}
-	w.Flush()
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
 	return out.n
 }
 

@@ -72,7 +72,9 @@ func writeHosts(dir string) {
 	}
 	txn := db.WriteTxn(hosts)
 	for _, h := range []*Host{{"a1", "eu"}, {"b1", "us"}, {"c1", "eu"}} {
-		hosts.Insert(txn, h)
+		if _, _, err := hosts.Insert(txn, h); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if _, err := txn.Commit(); err != nil {
 		log.Fatal(err)

@@ -287,7 +287,9 @@ func TestStreamRows(t *testing.T) {
 			t.Fatal("a row was held back")
 		}
 	}
-	w.close()
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
 	want := "KEY  REVISION  DELETED  ZONE\n" +
 		"a    1         false    eu\n" +
 		"\x1b[9mbbbbbbbbbb\x1b[0m  \x1b[9m2\x1b[0m         \x1b[9mtrue\x1b[0m     \x1b[9mus\x1b[0m\n" +

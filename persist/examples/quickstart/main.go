@@ -44,7 +44,9 @@ func run(dir string, add *Node) (err error) {
 	fmt.Println("found", names) // what the runs before committed
 
 	txn := db.WriteTxn(nodes)
-	nodes.Insert(txn, add)
+	if _, _, err := nodes.Insert(txn, add); err != nil {
+		log.Fatal(err)
+	}
 	_, err = txn.Commit() // returns once the node is on disk
 	return err
 }

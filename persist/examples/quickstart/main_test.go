@@ -55,7 +55,9 @@ func TestRun(t *testing.T) {
 		out <- b
 	}()
 	main()
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	os.Stdout = stdout
 	if got, want := string(<-out), "found []\nfound [a]\nfound [a b]\n"; got != want {
 		t.Fatalf("the program printed\n%s\nwant\n%s", got, want)

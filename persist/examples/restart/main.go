@@ -101,7 +101,9 @@ func main() {
 	for i := 0; *loop || i < *n; i++ {
 		seq++
 		txn := db.WriteTxn(events)
-		events.Insert(txn, &Event{Seq: seq, Run: run, At: time.Now(), Text: fmt.Sprintf("event %d of run %d", i+1, run)})
+		if _, _, err := events.Insert(txn, &Event{Seq: seq, Run: run, At: time.Now(), Text: fmt.Sprintf("event %d of run %d", i+1, run)}); err != nil {
+			log.Fatal(err)
+		}
 		if _, err := txn.Commit(); err != nil {
 			log.Fatal(err)
 		}

@@ -70,12 +70,17 @@ func greet(jobs job.Group, db *strata.DB, greetings strata.RWTable[*Greeting],
 	r *reconciler.Reconciler[*Greeting], shutdown hive.Shutdowner) {
 	jobs.Add(job.OneShot("greet", func(ctx context.Context, _ cell.Health) error {
 		wtxn := db.WriteTxn(greetings)
-		greetings.Insert(wtxn, &Greeting{Name: "world", Status: reconciler.StatusPending()})
+		if _, _, err := greetings.Insert(wtxn, &Greeting{Name: "world", Status: reconciler.StatusPending()}); err != nil {
+			return err
+		}
 		rev := greetings.Revision(wtxn)
 		if _, err := wtxn.Commit(); err != nil {
 			return err
 		}
-		r.WaitUntilReconciled(ctx, rev) // prints "hello, world"
+		// The reconciler prints "hello, world".
+		if _, _, err := r.WaitUntilReconciled(ctx, rev); err != nil {
+			return err
+		}
 		fmt.Println(greetings.NumObjects(db.ReadTxn()), "greeting(s) stored")
 		shutdown.Shutdown()
 		return nil

@@ -56,7 +56,9 @@ func TestRun(t *testing.T) {
 		os.Stdout = out
 		main()
 		os.Stdout = stdout
-		out.Close()
+		if err := out.Close(); err != nil {
+			t.Fatal(err)
+		}
 		printed, err := os.ReadFile(out.Name())
 		if err != nil {
 			t.Fatal(err)

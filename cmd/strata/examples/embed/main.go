@@ -115,8 +115,12 @@ func seedCommand() *cobra.Command {
 			zones := []string{"eu", "us", "ap"}
 			for i := range n {
 				id := uint64(i + 1)
-				nodes.Insert(txn, &Node{ID: id, Name: fmt.Sprintf("node-%d", id), Zone: zones[i%len(zones)], Tags: []string{"seed"}})
-				routes.Insert(txn, &Route{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24), NodeID: id})
+				if _, _, err := nodes.Insert(txn, &Node{ID: id, Name: fmt.Sprintf("node-%d", id), Zone: zones[i%len(zones)], Tags: []string{"seed"}}); err != nil {
+					return err
+				}
+				if _, _, err := routes.Insert(txn, &Route{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24), NodeID: id}); err != nil {
+					return err
+				}
 			}
 			_, err = txn.Commit()
 			return err
