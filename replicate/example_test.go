@@ -48,7 +48,6 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close()
 	first, _ := store.FirstIndex()
 	last, _ := store.LastIndex()
 	var entry raft.Log
@@ -58,5 +57,8 @@ func Example() {
 	term, _ := store.GetUint64([]byte("CurrentTerm"))
 	_, err = store.Get([]byte("LastVoteCand"))
 	fmt.Printf("log %d..%d, last %q, term %d, vote: %v\n", first, last, entry.Data, term, err)
+	if err := store.Close(); err != nil {
+		log.Fatal(err)
+	}
 	// Output: log 2..3, last "c", term 1, vote: not found
 }

@@ -46,10 +46,6 @@ func testSeed(t *testing.T) uint64 {
 // printing each operation ("op ...") before it starts and "ack" after it
 // returns. The parent kills it.
 func runChild(mode, dir, seedText string) {
-	fail := func(err error) {
-		fmt.Printf("error %v\n", err)
-		os.Exit(1)
-	}
 	seed, err := strconv.ParseUint(seedText, 10, 64)
 	if err != nil {
 		fail(err)
@@ -66,17 +62,17 @@ func runChild(mode, dir, seedText string) {
 	if len(m.terms) > 0 {
 		term = m.terms[len(m.terms)-1] + 1
 	}
-	os.Stdout.WriteString("ready " + m.String() + "\n")
+	say("ready " + m.String() + "\n")
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for {
 		op := nextOp(rng, m, &term, mode == "truncate")
 		// One write per line: a pipe takes it whole.
-		os.Stdout.WriteString(op.String() + "\n")
+		say(op.String() + "\n")
 		if err := op.run(s); err != nil {
 			fail(err)
 		}
 		m.apply(op)
-		os.Stdout.WriteString("ack\n")
+		say("ack\n")
 	}
 }
 
@@ -219,4 +215,18 @@ loop:
 	}
 	cmd.Wait()
 	return got, childErr
+}
+
+// say writes one line of the child's protocol. A child that cannot tell
+// the parent what it does stops: the parent would misread what it killed.
+func say(line string) {
+	if _, err := os.Stdout.WriteString(line); err != nil {
+		fail(err)
+	}
+}
+
+// fail ends the child with the error, which the parent reads.
+func fail(err error) {
+	fmt.Printf("error %v\n", err)
+	os.Exit(1)
 }

@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -353,8 +354,7 @@ type fsmSnapshot []string
 
 func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	if err := json.NewEncoder(sink).Encode([]string(s)); err != nil {
-		sink.Cancel()
-		return err
+		return errors.Join(err, sink.Cancel())
 	}
 	return sink.Close()
 }

@@ -1,6 +1,7 @@
 package stratacli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,5 +150,35 @@ func TestRemoteErrors(t *testing.T) {
 		if ExitCode(err) != c.code || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%v: exit %d (want %d), %q (want %q)", c.err, ExitCode(err), c.code, err, c.msg)
 		}
+	}
+}
+
+// closingFails is an output that takes every write but the one that ends
+// a JSON array: a full disk or a closed pipe at the last moment.
+type closingFails struct{ syncBuffer }
+
+func (w *closingFails) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("]")) {
+		return 0, errors.New("disk full")
+	}
+	return w.syncBuffer.Write(p)
+}
+
+// TestWatchReportsItsLastWrite: a watch whose output cannot be ended (the
+// JSON array's closing bracket is written when the watch stops) fails
+// instead of exiting 0 with a truncated document.
+func TestWatchReportsItsLastWrite(t *testing.T) {
+	s := newAPIServer(t, httpapi.Options{})
+	cmd := NewCommand()
+	var out closingFails
+	var errOut syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	code := Run(context.Background(), cmd, []string{"watch", "hosts", "--addr", s.srv.URL, "-o", "json", "--timeout", "300ms"})
+	if !strings.Contains(out.String(), `"key": "b1"`) && !strings.Contains(out.String(), `"key":"b1"`) {
+		t.Fatalf("the watch wrote no rows: %q", out.String())
+	}
+	if code == 0 || !strings.Contains(errOut.String(), "disk full") {
+		t.Fatalf("a watch whose last write failed: exit %d, stderr %q", code, errOut.String())
 	}
 }

@@ -224,7 +224,7 @@ is not listed again was deleted meanwhile.`,
 	return cmd
 }
 
-func (a *app) watch(ctx context.Context, addr, table string, from uint64, timeout time.Duration) error {
+func (a *app) watch(ctx context.Context, addr, table string, from uint64, timeout time.Duration) (err error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -236,7 +236,13 @@ func (a *app) watch(ctx context.Context, addr, table string, from uint64, timeou
 	}
 	defer rm.Close()
 	out := a.streamRows()
-	defer out.close()
+	// The end of the output (JSON's closing bracket) is written by close:
+	// a watch whose last write fails must not exit 0.
+	defer func() {
+		if cerr := out.close(); err == nil {
+			err = cerr
+		}
+	}()
 	listings := 0
 	last := from // the newest revision shown
 	for c, err := range rm.Changes(ctx, table, from) {
