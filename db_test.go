@@ -2,11 +2,8 @@ package strata
 
 import (
 	"errors"
-	"fmt"
-	"runtime"
 	"slices"
 	"testing"
-	"weak"
 
 	"github.com/strata-db/strata/part"
 )
@@ -118,95 +115,5 @@ func TestBasics(t *testing.T) {
 	}
 	if _, _, err := tbl.Insert(txn, &testObject{ID: 1}); !errors.Is(err, ErrTransactionClosed) {
 		t.Fatalf("insert after commit: %v", err)
-	}
-}
-
-// TestManyTables registers tables one by one past every size a root comes
-// in (newRoot), committing to each and checking after a garbage collection
-// that every snapshot still holds what every table had when it was taken.
-func TestManyTables(t *testing.T) {
-	const n = 300
-	db := New()
-	var tables []RWTable[*testObject]
-	var snaps []ReadTxn
-	for i := range n {
-		tbl := newTestTable(t, db, fmt.Sprintf("t%d", i))
-		tables = append(tables, tbl)
-		// Write object i to table i, and bump table 0 (so the snapshot
-		// tells apart a root that lost a write from one that has it).
-		txn := db.WriteTxn(tbl, tables[0])
-		if _, _, err := tbl.Insert(txn, &testObject{ID: uint64(i)}); err != nil {
-			t.Fatal(err)
-		}
-		if i > 0 {
-			if _, _, err := tables[0].Insert(txn, &testObject{ID: uint64(1000 + i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rtxn, err := txn.Commit()
-		if err != nil {
-			t.Fatal(err)
-		}
-		snaps = append(snaps, rtxn)
-	}
-	runtime.GC()
-	for s, rtxn := range snaps {
-		for i, tbl := range tables {
-			want := 0
-			if i <= s {
-				want = 1
-			}
-			if i == 0 {
-				want = 1 + s
-			}
-			if got := tbl.NumObjects(rtxn); got != want {
-				t.Fatalf("snapshot %d: table %d has %d objects, want %d", s, i, got, want)
-			}
-			if i <= s {
-				if _, _, ok := tbl.Get(rtxn, idIndex.Query(uint64(i))); !ok {
-					t.Fatalf("snapshot %d: table %d lost object %d", s, i, i)
-				}
-			}
-		}
-	}
-}
-
-// TestEndedWriteTxnsKeepNoGarbage: once the handles of ended write
-// transactions are unreachable, one collection frees what only their
-// snapshots held. (With a finalizer on the handles' blocks, the collector
-// kept them for one more cycle: a write-heavy program's dead trees were all
-// marked once more.)
-func TestEndedWriteTxnsKeepNoGarbage(t *testing.T) {
-	db := New()
-	tbl := newTestTable(t, db, "test")
-	obj := &testObject{ID: 1}
-	gone := weak.Make(obj)
-	txn := db.WriteTxn(tbl)
-	if _, _, err := tbl.Insert(txn, obj); err != nil {
-		t.Fatal(err)
-	}
-	rtxn, err := txn.Commit()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, found := tbl.Get(rtxn, idIndex.Query(1)); !found {
-		t.Fatal("the object was not stored")
-	}
-	txn = db.WriteTxn(tbl)
-	if _, hadOld, err := tbl.Delete(txn, obj); err != nil || !hadOld {
-		t.Fatalf("Delete = %v, %v", hadOld, err)
-	}
-	if _, err := txn.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	obj, rtxn, txn = nil, nil, nil
-	// Fill the blocks that hold handles which saw obj, so that none of
-	// them waits in the pool of partly used blocks.
-	for range 2 * refsPerBlock {
-		db.WriteTxn(tbl).Abort()
-	}
-	runtime.GC()
-	if gone.Value() != nil {
-		t.Fatal("a deleted object outlived a collection after every handle that saw it was dropped")
 	}
 }

@@ -180,74 +180,6 @@ func TestJournal(t *testing.T) {
 	txn.Abort()
 }
 
-func TestRestore(t *testing.T) {
-	db := New()
-	tbl := newTestTable(t, db, "restored", nameIndex, tagsIndex)
-	objs := func(yield func(*testObject, Revision) bool) {
-		for i := range uint64(100) {
-			if !yield(&testObject{ID: i, Name: strconv.Itoa(int(i))}, 1000+i) {
-				return
-			}
-		}
-	}
-	txn := db.WriteTxn(tbl)
-	if err := Restore(txn, tbl, objs, 5000); err != nil {
-		t.Fatal(err)
-	}
-	rtxn := mustCommit(t, txn)
-	if n, rev := tbl.NumObjects(rtxn), tbl.Revision(rtxn); n != 100 || rev != 5000 {
-		t.Fatalf("restored %d objects at revision %d", n, rev)
-	}
-	if o, rev, ok := tbl.Get(rtxn, nameIndex.Query("42")); !ok || o.ID != 42 || rev != 1042 {
-		t.Fatalf("Get by name after restore: %v %d %v", o, rev, ok)
-	}
-	// Revisions go on above the restored ones.
-	txn = db.WriteTxn(tbl)
-	mustInsert(t, tbl, txn, &testObject{ID: 1000})
-	rtxn = mustCommit(t, txn)
-	if _, rev, _ := tbl.Get(rtxn, idIndex.Query(1000)); rev != 5001 {
-		t.Fatalf("first revision after restore = %d", rev)
-	}
-
-	cases := []struct {
-		name string
-		objs []*testObject
-		revs []Revision
-		want error
-	}{
-		{"duplicate key", []*testObject{{ID: 1}, {ID: 1}}, []Revision{1, 2}, ErrRestoreInput},
-		{"duplicate revision", []*testObject{{ID: 1}, {ID: 2}}, []Revision{3, 3}, ErrRestoreInput},
-		// Revisions too far apart for revisionSet's bitmap: sorted.
-		{"duplicate sparse revision", []*testObject{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}}, []Revision{1 << 40, 1, 1 << 40}, ErrRestoreInput},
-		{"revision 0", []*testObject{{ID: 1}}, []Revision{0}, ErrRestoreInput},
-		{"unique index", []*testObject{{ID: 1, Name: "x"}, {ID: 2, Name: "x"}}, []Revision{1, 2}, ErrUniqueConstraint},
-	}
-	for _, c := range cases {
-		db := New()
-		tbl := newTestTable(t, db, "r", nameIndex)
-		txn := db.WriteTxn(tbl)
-		err := Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
-			for i, o := range c.objs {
-				if !yield(o, c.revs[i]) {
-					return
-				}
-			}
-		}, 0)
-		if !errors.Is(err, c.want) {
-			t.Fatalf("%s: err = %v, want %v", c.name, err, c.want)
-		}
-		txn.Abort()
-		if tbl.NumObjects(db.ReadTxn()) != 0 {
-			t.Fatalf("%s: aborted restore left objects", c.name)
-		}
-	}
-	txn = db.WriteTxn(tbl)
-	if err := Restore(txn, tbl, objs, 0); !errors.Is(err, ErrTableNotEmpty) {
-		t.Fatalf("restore into a full table: %v", err)
-	}
-	txn.Abort()
-}
-
 // TestRevisionSet: both ways of finding a revision given twice, the
 // bitmap (revisions close together, in any order) and the sorted list (far
 // apart, and after revisions that were close together), find it, and find
@@ -450,4 +382,33 @@ func canceledContext() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// A regression the adversarial trial of the public API found (its case 6):
+// an aborted SetJournal must not bind the database to that journal.
+func TestRegressAbortedSetJournalDoesNotBind(t *testing.T) {
+	db := New()
+	a := newTestTable(t, db, "a")
+	b := newTestTable(t, db, "b")
+	j1 := &memJournal{objects: map[string]int{}}
+	j2 := &memJournal{objects: map[string]int{}}
+	txn := db.WriteTxn(a)
+	must(t, SetJournal(txn, a, j1, memTableJournal{}))
+	txn.Abort()
+	txn = db.WriteTxn(b)
+	if err := SetJournal(txn, b, j2, memTableJournal{}); err != nil {
+		t.Fatalf("SetJournal with another journal after an aborted SetJournal: %v", err)
+	}
+	mustInsert(t, b, txn, &testObject{ID: 1})
+	_, err := txn.Commit()
+	must(t, err)
+	if j2.commits != 1 || j1.commits != 0 {
+		t.Fatalf("journal commits: first %d, second %d; want 0, 1", j1.commits, j2.commits)
+	}
+	// Now bound to j2: j1 conflicts, for any table.
+	txn = db.WriteTxn(a)
+	if err := SetJournal(txn, a, j1, memTableJournal{}); !errors.Is(err, ErrJournalConflict) {
+		t.Fatalf("SetJournal of another journal once one is attached: %v", err)
+	}
+	txn.Abort()
 }

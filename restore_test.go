@@ -1,9 +1,14 @@
 package strata
 
+// Tests of Restore and RestoreStored (restore.go).
+
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/strata-db/strata/index"
@@ -93,4 +98,139 @@ func decodeUint64(t *testing.T, key []byte) uint64 {
 	}
 	t.Fatalf("key %x is no uint64 below 200", key)
 	return 0
+}
+
+// TestRestoreErrorLeavesTableAsItWas: a Restore that fails on its input
+// after adding objects leaves the table, its journal's record and its
+// feeds as they were, so the transaction may go on.
+func TestRestoreErrorLeavesTableAsItWas(t *testing.T) {
+	type restored struct {
+		id  uint64
+		rev Revision
+	}
+	for _, c := range []struct {
+		name string
+		objs []restored
+		err  error
+	}{
+		{"primary key twice", []restored{{10, 50}, {11, 51}, {10, 52}}, ErrRestoreInput},
+		{"revision twice", []restored{{10, 50}, {11, 50}}, ErrRestoreInput},
+		{"unique key twice", []restored{{10, 50}, {12, 51}}, ErrUniqueConstraint},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := New()
+			tbl := newTestTable(t, db, "t", nameIndex)
+			j := &memJournal{objects: map[string]int{}}
+			txn := db.WriteTxn(tbl)
+			must(t, SetJournal(txn, tbl, j, memTableJournal{}))
+			it, err := tbl.Changes(txn)
+			must(t, err)
+			rtxn, err := txn.Commit()
+			must(t, err)
+			view := map[uint64]*testObject{}
+			mdlFeedView(t, view, it, rtxn)
+
+			txn = db.WriteTxn(tbl)
+			err = Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+				for _, o := range c.objs {
+					name := fmt.Sprint(o.id)
+					if o.id == 12 {
+						name = "10" // the name of object 10
+					}
+					if !yield(&testObject{ID: o.id, Name: name}, o.rev) {
+						return
+					}
+				}
+			}, 0)
+			if !errors.Is(err, c.err) {
+				t.Fatalf("Restore: err = %v, want %v", err, c.err)
+			}
+			if n := tbl.NumObjects(txn); n != 0 {
+				t.Fatalf("after the failed Restore the transaction sees %d objects", n)
+			}
+			mustInsert(t, tbl, txn, &testObject{ID: 4, Name: "4"})
+			rtxn, err = txn.Commit()
+			must(t, err)
+			checkIndexesAgree(t, tbl, rtxn)
+			if got := ids(tbl.All(rtxn)); !slices.Equal(got, []uint64{4}) {
+				t.Fatalf("after the failed Restore the table holds %v, want [4]", got)
+			}
+			if len(j.objects) != 1 {
+				t.Fatalf("after the failed Restore the journal holds %v, want object 4 alone", j.objects)
+			}
+			mdlFeedView(t, view, it, rtxn)
+			if got := slices.Sorted(maps.Keys(view)); !slices.Equal(got, []uint64{4}) {
+				t.Fatalf("after the failed Restore a feed's view holds %v, want [4]", got)
+			}
+			it.Close()
+		})
+	}
+}
+
+func TestRestore(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "restored", nameIndex, tagsIndex)
+	objs := func(yield func(*testObject, Revision) bool) {
+		for i := range uint64(100) {
+			if !yield(&testObject{ID: i, Name: strconv.Itoa(int(i))}, 1000+i) {
+				return
+			}
+		}
+	}
+	txn := db.WriteTxn(tbl)
+	if err := Restore(txn, tbl, objs, 5000); err != nil {
+		t.Fatal(err)
+	}
+	rtxn := mustCommit(t, txn)
+	if n, rev := tbl.NumObjects(rtxn), tbl.Revision(rtxn); n != 100 || rev != 5000 {
+		t.Fatalf("restored %d objects at revision %d", n, rev)
+	}
+	if o, rev, ok := tbl.Get(rtxn, nameIndex.Query("42")); !ok || o.ID != 42 || rev != 1042 {
+		t.Fatalf("Get by name after restore: %v %d %v", o, rev, ok)
+	}
+	// Revisions go on above the restored ones.
+	txn = db.WriteTxn(tbl)
+	mustInsert(t, tbl, txn, &testObject{ID: 1000})
+	rtxn = mustCommit(t, txn)
+	if _, rev, _ := tbl.Get(rtxn, idIndex.Query(1000)); rev != 5001 {
+		t.Fatalf("first revision after restore = %d", rev)
+	}
+
+	cases := []struct {
+		name string
+		objs []*testObject
+		revs []Revision
+		want error
+	}{
+		{"duplicate key", []*testObject{{ID: 1}, {ID: 1}}, []Revision{1, 2}, ErrRestoreInput},
+		{"duplicate revision", []*testObject{{ID: 1}, {ID: 2}}, []Revision{3, 3}, ErrRestoreInput},
+		// Revisions too far apart for revisionSet's bitmap: sorted.
+		{"duplicate sparse revision", []*testObject{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}}, []Revision{1 << 40, 1, 1 << 40}, ErrRestoreInput},
+		{"revision 0", []*testObject{{ID: 1}}, []Revision{0}, ErrRestoreInput},
+		{"unique index", []*testObject{{ID: 1, Name: "x"}, {ID: 2, Name: "x"}}, []Revision{1, 2}, ErrUniqueConstraint},
+	}
+	for _, c := range cases {
+		db := New()
+		tbl := newTestTable(t, db, "r", nameIndex)
+		txn := db.WriteTxn(tbl)
+		err := Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
+			for i, o := range c.objs {
+				if !yield(o, c.revs[i]) {
+					return
+				}
+			}
+		}, 0)
+		if !errors.Is(err, c.want) {
+			t.Fatalf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+		txn.Abort()
+		if tbl.NumObjects(db.ReadTxn()) != 0 {
+			t.Fatalf("%s: aborted restore left objects", c.name)
+		}
+	}
+	txn = db.WriteTxn(tbl)
+	if err := Restore(txn, tbl, objs, 0); !errors.Is(err, ErrTableNotEmpty) {
+		t.Fatalf("restore into a full table: %v", err)
+	}
+	txn.Abort()
 }
