@@ -1,6 +1,6 @@
 package strata
 
-// The change log's writer: the transaction holding a table's lock appends
+// The change log's appender: the transaction holding a table's lock appends
 // the table's changes to its log, links segments, and reuses the segments
 // no reader needs. See changelog.go for the log itself and
 // docs/changelog.md for the design.
@@ -40,7 +40,7 @@ type logAppender[Obj any] struct {
 	// feeds is the table's feed registry, set when the table is made.
 	feeds *feedRegistry
 
-	// cur is the writer's state in one transaction.
+	// cur is the appender's state in one transaction.
 	cur logTxn[Obj]
 
 	// head is the oldest segment of the log that is not yet reused
@@ -54,7 +54,7 @@ type logAppender[Obj any] struct {
 	lastDelete Revision
 }
 
-// logTxn is the change-log writer's state in one transaction.
+// logTxn is the log appender's state in one transaction.
 type logTxn[Obj any] struct {
 	// observed: the table has change feeds, so its changes go to the
 	// change log, whose end is end (the zero logPos without one). Decided

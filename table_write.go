@@ -17,7 +17,7 @@ import (
 //
 // It is composed of named parts, so that the concern is named at every
 // use (tt.cur.revision, tt.log.cur.end, tt.cur.journal.ops, ...). What
-// belongs to one transaction is in cur (and the change-log writer's
+// belongs to one transaction is in cur (and the log appender's
 // log.cur), which begin resets in one assignment each: no field of it
 // survives into the next transaction (TestTableTxnBeginResets). The rest
 // lives across transactions on purpose, as its comment says.
@@ -32,7 +32,7 @@ type tableTxn[Obj any] struct {
 	primary   part.Txn[object[Obj]]
 	secondary []part.Txn[object[Obj]]
 
-	// log is the change-log writer (changelog_append.go). Its
+	// log appends to the change log (changelog_append.go). Its
 	// per-transaction state, log.cur, is reset by its begin; its head and
 	// lastDelete are kept across transactions.
 	log logAppender[Obj]

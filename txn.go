@@ -84,7 +84,7 @@ type tableCommitter interface {
 	// published, and notify does the rest.
 	keepsLock() bool
 	// handOff moves into w what notify would do once the commit is
-	// published, and ends the writer's part of the transaction, so that
+	// published, and ends the table's part of the transaction, so that
 	// the table can be unlocked before (early lock release).
 	handOff(w *txnCore)
 }
@@ -126,7 +126,7 @@ type txnCore struct {
 	// in commitQueue.finish, under the queue's mu, when the owner finds
 	// its commit not settled.
 	done chan struct{}
-	// After an early lock release: the nodes the writers' changes
+	// After an early lock release: the nodes the tables' changes
 	// replaced, whose watch channels close once the commit is published
 	// (its buffer kept across recycling), and the mark of the nodes the
 	// transaction created (tableTxn.handOff).
@@ -250,7 +250,7 @@ func (w *txnCore) commit() (*dbRoot, error) {
 		}
 	}
 	if !changed && !w.dependent {
-		// Nothing to publish, but the writers end as committed
+		// Nothing to publish, but the tables' parts end as committed
 		// (registered feeds, attached journals).
 		w.committed = true
 		w.root = w.db.root.Load()
@@ -344,7 +344,8 @@ func (w *txnCore) abort() {
 }
 
 // release ends the transaction, committed or not: it unlocks the tables in
-// reverse order and forgets the writers, which belong to the tables, then
+// reverse order and forgets the tables' parts (lockedTable.txn), which
+// belong to the tables, then
 // reports to the metrics.
 func (w *txnCore) release(committed bool) {
 	for i := len(w.lockedTables) - 1; i >= 0; i-- {
