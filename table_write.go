@@ -17,8 +17,8 @@ import (
 //
 // It is composed of named parts, so that the concern is named at every
 // use (tt.cur.revision, tt.log.cur.end, tt.cur.journal.ops, ...). What
-// belongs to one transaction is in cur (and the log appender's
-// log.cur), which begin resets in one assignment each: no field of it
+// belongs to one transaction is in cur (and the log appender's log.cur),
+// which begin resets in one assignment each: no field of it
 // survives into the next transaction (TestTableTxnBeginResets). The rest
 // lives across transactions on purpose, as its comment says.
 type tableTxn[Obj any] struct {

@@ -345,8 +345,7 @@ func (w *txnCore) abort() {
 
 // release ends the transaction, committed or not: it unlocks the tables in
 // reverse order and forgets the tables' parts (lockedTable.txn), which
-// belong to the tables, then
-// reports to the metrics.
+// belong to the tables, then reports to the metrics.
 func (w *txnCore) release(committed bool) {
 	for i := len(w.lockedTables) - 1; i >= 0; i-- {
 		lt := &w.lockedTables[i]
