@@ -543,19 +543,13 @@ func crashCycle(dir string, buffered bool, rng *rand.Rand) ([]ack, error) {
 	if buffered {
 		mode = "crash-buffered"
 	}
-	// One kill in ten comes at a random moment from the start, which may
-	// fall during Open or Register; the others come a random time after
-	// the first acknowledgement, in the middle of the commits.
-	var kill crashchild.Kill
-	if rng.IntN(10) == 0 {
-		kill = crashchild.Kill{FromStart: true, After: time.Duration(rng.Int64N(int64(30 * time.Millisecond)))}
-	} else {
-		kill = crashchild.Kill{After: time.Duration(rng.Int64N(int64(20 * time.Millisecond)))}
-	}
+	// One kill in ten comes within 30ms of the start, which may fall
+	// during Open or Register; the others within 20ms of the first
+	// acknowledgement, in the middle of the commits.
 	r, err := crashchild.Run(crashchild.Options{
 		Env:   []string{childEnv + "=" + mode, childDirEnv + "=" + dir},
 		IsAck: isAck,
-		Kill:  kill,
+		Kill:  crashchild.RandomKill(rng, 30*time.Millisecond, 20*time.Millisecond),
 	})
 	var acks []ack
 	for _, line := range r.Lines {

@@ -155,18 +155,12 @@ func applied(m logModel, op logOp) logModel {
 func crashCycle(dir, mode string, rng *rand.Rand) ([]string, error) {
 	env := []string{childEnv + "=" + mode, childDirEnv + "=" + dir,
 		childSeedEnv + "=" + strconv.FormatUint(rng.Uint64(), 10)}
-	// One kill in ten comes at a random moment from the start, which may
-	// fall in Open; the others a random time after the first ack.
-	var kill crashchild.Kill
-	if rng.IntN(10) == 0 {
-		kill = crashchild.Kill{FromStart: true, After: time.Duration(rng.Int64N(int64(40 * time.Millisecond)))}
-	} else {
-		kill = crashchild.Kill{After: time.Duration(rng.Int64N(int64(30 * time.Millisecond)))}
-	}
+	// One kill in ten comes within 40ms of the start, which may fall in
+	// Open; the others within 30ms of the first ack.
 	r, err := crashchild.Run(crashchild.Options{
 		Env:   env,
 		IsAck: func(line string) bool { return line == "ack" },
-		Kill:  kill,
+		Kill:  crashchild.RandomKill(rng, 40*time.Millisecond, 30*time.Millisecond),
 	})
 	return r.Lines, err
 }

@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -39,6 +40,18 @@ const lineBuffer = 1 << 16
 type Kill struct {
 	FromStart bool
 	After     time.Duration
+}
+
+// RandomKill is the crash tests' kill: one time in ten at a random moment
+// within fromStart of the start (which may fall while the child opens its
+// store), the others at a random moment within afterAck of the first
+// acknowledgement (in the middle of its writes). It draws from rng
+// rng.IntN(10), then one rng.Int64N.
+func RandomKill(rng *rand.Rand, fromStart, afterAck time.Duration) Kill {
+	if rng.IntN(10) == 0 {
+		return Kill{FromStart: true, After: time.Duration(rng.Int64N(int64(fromStart)))}
+	}
+	return Kill{After: time.Duration(rng.Int64N(int64(afterAck)))}
 }
 
 // Options describe one child and when to kill it.

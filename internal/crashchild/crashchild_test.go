@@ -2,7 +2,9 @@ package crashchild
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -155,4 +157,35 @@ func TestTimeout(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	killed(t, r)
+}
+
+// TestRandomKill: one kill in ten from the start, within its bound; the
+// others after the first ack, within theirs; a seed draws the same kills.
+func TestRandomKill(t *testing.T) {
+	draw := func() []Kill {
+		rng := rand.New(rand.NewPCG(1, 2))
+		var k []Kill
+		for range 10000 {
+			k = append(k, RandomKill(rng, 40*time.Millisecond, 30*time.Millisecond))
+		}
+		return k
+	}
+	kills := draw()
+	early := 0
+	for _, k := range kills {
+		bound := 30 * time.Millisecond
+		if k.FromStart {
+			early++
+			bound = 40 * time.Millisecond
+		}
+		if k.After < 0 || k.After >= bound {
+			t.Fatalf("kill %+v out of bounds", k)
+		}
+	}
+	if early < 800 || early > 1200 {
+		t.Errorf("%d kills of 10000 from the start, want about 1000", early)
+	}
+	if !slices.Equal(kills, draw()) {
+		t.Error("the same seed drew other kills")
+	}
 }
