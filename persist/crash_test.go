@@ -404,6 +404,7 @@ func parseAck(line string) (ack, bool) {
 	return a, errors.Join(err[:]...) == nil
 }
 
+// isAck reports whether line is an acknowledgement (crashchild's IsAck).
 func isAck(line string) bool {
 	_, ok := parseAck(line)
 	return ok
