@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -10,15 +9,14 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/internal/crashchild"
 )
 
 var (
@@ -406,6 +404,12 @@ func parseAck(line string) (ack, bool) {
 	return a, errors.Join(err[:]...) == nil
 }
 
+// isAck reports whether line is an acknowledgement (crashchild's IsAck).
+func isAck(line string) bool {
+	_, ok := parseAck(line)
+	return ok
+}
+
 // TestCrash kills a writer process with SIGKILL at random moments and
 // checks, after each kill, that the store holds every acknowledged
 // transaction, at most the one in flight beyond them, none half applied,
@@ -540,68 +544,19 @@ func crashCycle(dir string, buffered bool, rng *rand.Rand) ([]ack, error) {
 	if buffered {
 		mode = "crash-buffered"
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-
-	// One kill in ten comes at a random moment from the start, which may
-	// fall during Open or Register; the others come a random time after
-	// the first acknowledgement, in the middle of the commits.
+	// One kill in ten comes within 30ms of the start, which may fall
+	// during Open or Register; the others within 20ms of the first
+	// acknowledgement, in the middle of the commits.
+	r, err := crashchild.Run(crashchild.Options{
+		Env:   []string{childEnv + "=" + mode, childDirEnv + "=" + dir},
+		IsAck: isAck,
+		Kill:  crashchild.RandomKill(rng, 30*time.Millisecond, 20*time.Millisecond),
+	})
 	var acks []ack
-	var kill <-chan time.Time
-	if rng.IntN(10) == 0 {
-		kill = time.After(time.Duration(rng.Int64N(int64(30 * time.Millisecond))))
-	}
-	timeout := time.After(60 * time.Second)
-	var childErr error
-loop:
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				childErr = fmt.Errorf("child exited: %s", stderr.String())
-				break loop
-			}
-			if strings.HasPrefix(line, "error") {
-				childErr = errors.New(line)
-				break loop
-			}
-			if a, ok := parseAck(line); ok {
-				acks = append(acks, a)
-				if kill == nil {
-					kill = time.After(time.Duration(rng.Int64N(int64(20 * time.Millisecond))))
-				}
-			}
-		case <-kill:
-			break loop
-		case <-timeout:
-			childErr = errors.New("child made no progress in 60s")
-			break loop
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	// Acknowledgements printed before the kill are still in the pipe.
-	for line := range lines {
+	for _, line := range r.Lines {
 		if a, ok := parseAck(line); ok {
 			acks = append(acks, a)
 		}
 	}
-	cmd.Wait()
-	return acks, childErr
+	return acks, err
 }

@@ -1,19 +1,16 @@
 package persist
 
 import (
-	"bufio"
 	"errors"
 	"flag"
-	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/internal/crashchild"
 )
 
 var lossAgeCycles = flag.Int("persist.lossage", 0, "kill cycles of TestBufferedLossAge (default 4, 2 with -short)")
@@ -121,40 +118,26 @@ type lossAgeRun struct {
 // lossAgeCycle runs the loss-age child on dir and kills it 100 to 500ms
 // after its first acknowledgement.
 func lossAgeCycle(dir string, rng *rand.Rand) (lossAgeRun, error) {
-	var r lossAgeRun
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=loss-age", childDirEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
+	c, err := crashchild.Run(crashchild.Options{
+		Env:   []string{childEnv + "=loss-age", childDirEnv + "=" + dir},
+		IsAck: isAck,
+		Kill:  crashchild.Kill{After: 100*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond)))},
+	})
+	r := lossAgeRun{kill: c.Killed.UnixNano()}
 	if err != nil {
 		return r, err
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return r, err
-	}
-	lines := make(chan string, 1<<16)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
 	started := map[int64]bool{} // syncs started and not reported complete
-	take := func(line string) error {
-		if strings.HasPrefix(line, "error") {
-			return errors.New(line)
-		}
+	for _, line := range c.Lines {
 		if a, ok := parseAck(line); ok {
 			r.acks = append(r.acks, a)
-			return nil
+			continue
 		}
 		if f := strings.Fields(line); len(f) == 3 && f[0] == "sync" {
 			start, err1 := strconv.ParseInt(f[1], 10, 64)
 			end, err2 := strconv.ParseInt(f[2], 10, 64)
 			if err := errors.Join(err1, err2); err != nil {
-				return err
+				return r, err
 			}
 			if end == 0 {
 				started[start] = true
@@ -163,46 +146,12 @@ func lossAgeCycle(dir string, rng *rand.Rand) (lossAgeRun, error) {
 				r.lastSyncStart = max(r.lastSyncStart, start)
 			}
 		}
-		return nil
 	}
-	var kill <-chan time.Time
-	timeout := time.After(60 * time.Second)
-	var childErr error
-loop:
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				childErr = fmt.Errorf("child exited: %s", stderr.String())
-				break loop
-			}
-			if childErr = take(line); childErr != nil {
-				break loop
-			}
-			if kill == nil && len(r.acks) > 0 {
-				kill = time.After(100*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond))))
-			}
-		case <-kill:
-			break loop
-		case <-timeout:
-			childErr = errors.New("child made no progress in 60s")
-			break loop
-		}
-	}
-	r.kill = time.Now().UnixNano()
-	cmd.Process.Signal(syscall.SIGKILL)
-	// Lines written before the kill are still in the pipe.
-	for line := range lines {
-		if err := take(line); err != nil && childErr == nil {
-			childErr = err
-		}
-	}
-	cmd.Wait()
 	for start := range started {
 		r.openSyncStart = max(r.openSyncStart, start)
 	}
 	if r.openSyncStart < r.lastSyncStart {
 		r.openSyncStart = 0
 	}
-	return r, childErr
+	return r, nil
 }

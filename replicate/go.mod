@@ -2,10 +2,13 @@ module github.com/strata-db/strata/replicate
 
 go 1.25.0
 
+replace github.com/strata-db/strata => ../
+
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/hashicorp/go-hclog v1.6.2
 	github.com/hashicorp/raft v1.7.2
+	github.com/strata-db/strata v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 )
 

@@ -1,18 +1,16 @@
 package replicate
 
 import (
-	"bufio"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-db/strata/internal/crashchild"
 )
 
 var (
@@ -155,66 +153,16 @@ func applied(m logModel, op logOp) logModel {
 // crashCycle runs the child on dir, kills it with SIGKILL at a random
 // moment, and returns the lines it printed.
 func crashCycle(dir, mode string, rng *rand.Rand) ([]string, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir,
-		childSeedEnv+"="+strconv.FormatUint(rng.Uint64(), 10))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-
-	// One kill in ten comes at a random moment from the start, which may
-	// fall in Open; the others a random time after the first ack.
-	var got []string
-	var kill <-chan time.Time
-	if rng.IntN(10) == 0 {
-		kill = time.After(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
-	}
-	timeout := time.After(60 * time.Second)
-	var childErr error
-loop:
-	for {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				childErr = fmt.Errorf("child exited: %s", stderr.String())
-				break loop
-			}
-			if strings.HasPrefix(line, "error") {
-				childErr = errors.New(line)
-				break loop
-			}
-			got = append(got, line)
-			if line == "ack" && kill == nil {
-				kill = time.After(time.Duration(rng.Int64N(int64(30 * time.Millisecond))))
-			}
-		case <-kill:
-			break loop
-		case <-timeout:
-			childErr = errors.New("child made no progress in 60s")
-			break loop
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	// Lines printed before the kill are still in the pipe.
-	for line := range lines {
-		got = append(got, line)
-	}
-	cmd.Wait()
-	return got, childErr
+	env := []string{childEnv + "=" + mode, childDirEnv + "=" + dir,
+		childSeedEnv + "=" + strconv.FormatUint(rng.Uint64(), 10)}
+	// One kill in ten comes within 40ms of the start, which may fall in
+	// Open; the others within 30ms of the first ack.
+	r, err := crashchild.Run(crashchild.Options{
+		Env:   env,
+		IsAck: func(line string) bool { return line == "ack" },
+		Kill:  crashchild.RandomKill(rng, 40*time.Millisecond, 30*time.Millisecond),
+	})
+	return r.Lines, err
 }
 
 // say writes one line of the child's protocol. A child that cannot tell
