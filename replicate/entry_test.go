@@ -390,9 +390,10 @@ func TestEntryHugeLengthsDoNotAllocate(t *testing.T) {
 			var err error
 			allocs := testing.AllocsPerRun(20, func() { _, err = DecodeEntry(b) })
 			checkDecodeError(t, err)
-			// The Entry, the change sets' slice (one), the table name,
-			// the error and its text.
-			if allocs > 8 {
+			// The Entry, the change sets', tables' and ops' slices (one
+			// element each), the table name, the error and its text; a
+			// few more under -race.
+			if allocs > 12 {
 				t.Fatalf("claim %d in % x: %.0f allocations", claim, b, allocs)
 			}
 		}
