@@ -1,7 +1,8 @@
 // Package replicate is the beginning of Strata's replication: one Strata
 // state shared by several servers through hashicorp/raft (v1.7.2). This
 // first part is raft's storage: LogStore, raft's log store and stable store
-// on one Pebble DB (github.com/cockroachdb/pebble/v2).
+// on one Pebble DB (github.com/cockroachdb/pebble/v2), and the format of the
+// entries it holds (Entry).
 //
 // It is a module of its own, so that programs that do not replicate never
 // build, download or link raft.
@@ -76,6 +77,59 @@
 // clones of Pebble's crashable in-memory file system, at random moments:
 // the log they find is always the one every acknowledged write left, or
 // the one the write in flight would have left.
+//
+// # Entries
+//
+// A raft log entry of Strata's (the Data of a raft.LogCommand) carries
+// write transactions' effects, never closures: an Entry, encoded by
+// AppendEntry and decoded by DecodeEntry (entry.go). It applies on every
+// node as one Strata write transaction committed at the entry's raft
+// index, so that revisions are the same everywhere. Byte by byte:
+//
+//	version    1 byte   EntryVersion (1); another is ErrUnsupportedVersion
+//	kind       1 byte   KindChanges (1); the high bit is KindIgnorable
+//	body                per kind; for KindChanges:
+//	  count    uvarint  change sets, at least 1; then each change set:
+//	  id       8 bytes  big-endian ChangeSetID (node << 48 | sequence)
+//	  tables   uvarint  then each table:
+//	    name   uvarint  length, at least 1; then the name's bytes
+//	    read   uvarint  the table revision read (0: no precondition)
+//	    reads  uvarint  then each: key (uvarint length, bytes), revision
+//	                    (uvarint; 0: the object must not exist)
+//	    ops    uvarint  then each: 1 byte of OpKind, and its fields:
+//	                    1 upsert: key (length, bytes), revision, codec
+//	                      version (uvarints), value (length, bytes)
+//	                    2 delete: key (length, bytes)
+//	                    3 delete all: nothing
+//	                    4 set revision: revision (uvarint)
+//
+// A uvarint is encoding/binary's, in its shortest form. An entry decodes
+// only whole: nothing may follow it, a length or count may not claim more
+// than the rest of the entry holds (so a damaged one allocates nothing),
+// and every field has one encoding, so that AppendEntry of what
+// DecodeEntry returns gives the same bytes. Decoded keys and values alias
+// the entry's bytes: in the benchmarks (one change set of 100 objects of
+// 100 bytes), copying the entry first took the decode from 7.5 to 13.5
+// µs, and copying each key and value to 30 µs and 206 allocations.
+//
+// Within a KindChanges entry the change sets apply in order, each after
+// its preconditions are checked against the state the ones before it
+// left: the table's revision must equal the one read (when not 0), and
+// each object read must exist with the revision read (or not exist, for
+// revision 0). A change set whose precondition fails is a conflict: none
+// of it applies, its proposer is told by its id, and the others apply.
+// Every object and table an entry writes takes the entry's index as its
+// revision; the revisions in the operations are the proposer's and are
+// not used.
+//
+// An entry that does not decode (a *DecodeError: a newer version, a kind
+// this node does not know without the ignorable flag, damage) must stop
+// the node: raft cannot refuse a committed entry, and a node that skipped
+// one would silently differ from the others. A new kind is rolled out
+// with the ignorable flag when older nodes may apply nothing for it
+// (Entry.Skip), and without it, after every node is upgraded, when they
+// may not. AppendEntry refuses an entry above MaxEntrySize (1 MiB) with
+// ErrEntryTooLarge; DecodeEntry has no limit.
 //
 // # Stable store and raft
 //

@@ -61,3 +61,59 @@ func (e *CorruptStableError) Error() string {
 
 // Is reports that e is an ErrCorrupt.
 func (e *CorruptStableError) Is(target error) bool { return target == ErrCorrupt }
+
+// The errors of entries (entry.go).
+var (
+	// ErrUnsupportedVersion is what a *DecodeError matches for an entry
+	// whose version byte is not EntryVersion: an entry written by a newer
+	// node, or not an entry at all. The node must stop.
+	ErrUnsupportedVersion = errors.New("replicate: unsupported entry version")
+
+	// ErrUnknownKind is what a *DecodeError matches for an entry of a
+	// kind this package does not know and that is not ignorable
+	// (KindIgnorable): the node must stop rather than skip it, or its
+	// state would differ from the others'. AppendEntry returns it for
+	// such a kind too.
+	ErrUnknownKind = errors.New("replicate: unknown entry kind")
+
+	// ErrEntryTooLarge is what an *EntryTooLargeError matches.
+	ErrEntryTooLarge = errors.New("replicate: entry too large")
+
+	// ErrInvalidEntry is returned by AppendEntry, with nothing written,
+	// for an Entry that breaks the rules of the format (see AppendEntry).
+	ErrInvalidEntry = errors.New("replicate: invalid entry")
+)
+
+// DecodeError reports an entry that does not decode: DecodeEntry's only
+// error. A node that meets one in a committed entry must stop.
+type DecodeError struct {
+	Offset int    // the offset in the entry of the field that is wrong
+	What   string // what is wrong with it
+	// Err is ErrUnsupportedVersion or ErrUnknownKind when it is one of
+	// them, else nil.
+	Err error
+}
+
+func (e *DecodeError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("replicate: entry does not decode at byte %d: %s: %v", e.Offset, e.What, e.Err)
+	}
+	return fmt.Sprintf("replicate: entry does not decode at byte %d: %s", e.Offset, e.What)
+}
+
+// Unwrap returns e.Err.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// EntryTooLargeError is returned by AppendEntry, with nothing written, for
+// an entry whose encoding would be larger than the limit.
+type EntryTooLargeError struct {
+	Size  int // the size of the entry's encoding, in bytes
+	Limit int // the largest allowed
+}
+
+func (e *EntryTooLargeError) Error() string {
+	return fmt.Sprintf("replicate: entry of %d bytes, more than the limit of %d", e.Size, e.Limit)
+}
+
+// Is reports that e is an ErrEntryTooLarge.
+func (e *EntryTooLargeError) Is(target error) bool { return target == ErrEntryTooLarge }
