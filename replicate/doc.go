@@ -82,9 +82,12 @@
 //
 // A raft log entry of Strata's (the Data of a raft.LogCommand) carries
 // write transactions' effects, never closures: an Entry, encoded by
-// AppendEntry and decoded by DecodeEntry (entry.go). It applies on every
-// node as one Strata write transaction committed at the entry's raft
-// index, so that revisions are the same everywhere. Byte by byte:
+// AppendEntry and decoded by DecodeEntry (entry.go): every write of the
+// proposer's transaction, in order, at the revision it took there. It
+// applies on every node as one Strata write transaction that writes at
+// exactly those revisions, so that revisions are the same everywhere; the
+// entry's raft index is the database's position once it is applied
+// (docs/replication.md). Byte by byte:
 //
 //	version    1 byte   EntryVersion (1); another is ErrUnsupportedVersion
 //	kind       1 byte   KindChanges (1); the high bit is KindIgnorable
@@ -99,9 +102,9 @@
 //	    ops    uvarint  then each: 1 byte of OpKind, and its fields:
 //	                    1 upsert: key (length, bytes), revision, codec
 //	                      version (uvarints), value (length, bytes)
-//	                    2 delete: key (length, bytes)
-//	                    3 delete all: nothing
-//	                    4 set revision: revision (uvarint)
+//	                    2 delete: key (length, bytes), revision
+//	                    3 delete all: the first deletion's revision
+//	                    4 set revision: the table's revision
 //
 // A uvarint is encoding/binary's, in its shortest form. An entry decodes
 // only whole: nothing may follow it, a length or count may not claim more
@@ -118,9 +121,9 @@
 // each object read must exist with the revision read (or not exist, for
 // revision 0). A change set whose precondition fails is a conflict: none
 // of it applies, its proposer is told by its id, and the others apply.
-// Every object and table an entry writes takes the entry's index as its
-// revision; the revisions in the operations are the proposer's and are
-// not used.
+// The operations are written at the revisions they carry, which must
+// grow within a table: a change set whose revisions do not is refused by
+// the applier as a conflict would be, on every node alike.
 //
 // An entry that does not decode (a *DecodeError: a newer version, a kind
 // this node does not know without the ignorable flag, damage) must stop

@@ -56,9 +56,12 @@ func (k Kind) known() bool { return k == KindChanges }
 // Entry is the content of one raft log entry (raft.Log.Data of a
 // raft.LogCommand): write transactions' effects, never closures.
 //
-// An entry applies as one Strata write transaction committed at the
-// entry's raft index: every table the entry writes takes that index as
-// its revision, on every node.
+// An entry applies as one Strata write transaction. Its operations carry
+// the revisions the proposer's transaction gave them, and every node
+// writes at exactly those revisions, so revisions are the same on every
+// node; the entry's raft index is the database's position once it is
+// applied (docs/replication.md: revisions stay per write, the raft index
+// is the position).
 type Entry struct {
 	// Kind is the entry's kind. AppendEntry writes KindChanges and any
 	// ignorable kind; DecodeEntry returns KindChanges or an ignorable kind
@@ -159,14 +162,18 @@ type ObjectRead struct {
 // OpKind is the kind of an operation, its first byte on the wire.
 type OpKind uint8
 
-// The kinds of operations, as Strata's TableJournal records a commit.
+// The kinds of operations: every write of the proposer's transaction, in
+// the order it made them, each at the revision it took there.
 const (
 	// OpUpsert inserts or replaces the object with primary key Key by
-	// Value, encoded by the table's codec at CodecVersion.
+	// Value, encoded by the table's codec at CodecVersion, at Revision.
 	OpUpsert OpKind = 1
-	// OpDelete deletes the object with primary key Key, if there is one.
+	// OpDelete deletes the object with primary key Key at Revision (a
+	// deletion takes a revision of its own: the change log and the feeds
+	// report it at that revision).
 	OpDelete OpKind = 2
-	// OpDeleteAll deletes every object of the table.
+	// OpDeleteAll deletes every object of the table; the objects take the
+	// revisions from Revision up, one each, in primary key order.
 	OpDeleteAll OpKind = 3
 	// OpSetRevision records the table's revision after the write.
 	OpSetRevision OpKind = 4
@@ -184,11 +191,11 @@ type Op struct {
 	CodecVersion uint32
 	// Key is the object's primary key (OpUpsert, OpDelete).
 	Key []byte
-	// Revision is, for OpUpsert, the object's revision and, for
-	// OpSetRevision, the table's, as the proposer's transaction recorded
-	// them. The applier gives every object and table the entry's raft
-	// index as its revision (revision = raft index) and does not read
-	// them; a proposer that does not know better writes 0 (one byte).
+	// Revision is the revision the write took in the proposer's
+	// transaction: for OpUpsert the object's, for OpDelete the
+	// deletion's, for OpDeleteAll the first deletion's, for
+	// OpSetRevision the table's after the transaction. The applier writes
+	// at exactly these revisions, so that every node has the same ones.
 	Revision uint64
 	// Value is the encoded object, for OpUpsert. nil and empty are the
 	// same value.
@@ -201,11 +208,13 @@ func Upsert(key []byte, rev uint64, codecVersion uint32, value []byte) Op {
 	return Op{Kind: OpUpsert, Key: key, Revision: rev, CodecVersion: codecVersion, Value: value}
 }
 
-// Delete returns the operation that deletes the object key.
-func Delete(key []byte) Op { return Op{Kind: OpDelete, Key: key} }
+// Delete returns the operation that deletes the object key at revision
+// rev.
+func Delete(key []byte, rev uint64) Op { return Op{Kind: OpDelete, Key: key, Revision: rev} }
 
-// DeleteAll returns the operation that deletes every object of the table.
-func DeleteAll() Op { return Op{Kind: OpDeleteAll} }
+// DeleteAll returns the operation that deletes every object of the table,
+// at the revisions from rev up.
+func DeleteAll(rev uint64) Op { return Op{Kind: OpDeleteAll, Revision: rev} }
 
 // SetRevision returns the operation that records the table's revision rev.
 func SetRevision(rev uint64) Op { return Op{Kind: OpSetRevision, Revision: rev} }
@@ -213,12 +222,13 @@ func SetRevision(rev uint64) Op { return Op{Kind: OpSetRevision, Revision: rev} 
 // The smallest encodings, which bound what a count may claim before
 // anything is allocated for it: a change set is its id and a table count;
 // a table its name (at least one byte and its length), its revision and
-// two counts; a read a key length and a revision; an op its kind.
+// two counts; a read a key length and a revision; an op its kind and a
+// revision.
 const (
 	minChangeSet = 8 + 1
 	minTable     = 2 + 1 + 1 + 1
 	minRead      = 1 + 1
-	minOp        = 1
+	minOp        = 1 + 1
 )
 
 // Size returns the number of bytes AppendEntry writes for e (for a valid
@@ -255,8 +265,8 @@ func (cs *ChangeSet) Size() int {
 				n += bytesLen(len(op.Key)) + uvarintLen(op.Revision) +
 					uvarintLen(uint64(op.CodecVersion)) + bytesLen(len(op.Value))
 			case OpDelete:
-				n += bytesLen(len(op.Key))
-			case OpSetRevision:
+				n += bytesLen(len(op.Key)) + uvarintLen(op.Revision)
+			case OpDeleteAll, OpSetRevision:
 				n += uvarintLen(op.Revision)
 			}
 		}
@@ -342,9 +352,8 @@ func (op *Op) validate() error {
 	case OpUpsert:
 		return nil
 	case OpDelete:
-		key = true
-	case OpDeleteAll:
-	case OpSetRevision:
+		key, rev = true, true
+	case OpDeleteAll, OpSetRevision:
 		rev = true
 	default:
 		return fmt.Errorf("unknown op kind %d", op.Kind)
@@ -380,7 +389,8 @@ func appendChangeSet(b []byte, cs *ChangeSet) []byte {
 				b = appendLenBytes(b, op.Value)
 			case OpDelete:
 				b = appendLenBytes(b, op.Key)
-			case OpSetRevision:
+				b = binary.AppendUvarint(b, op.Revision)
+			case OpDeleteAll, OpSetRevision:
 				b = binary.AppendUvarint(b, op.Revision)
 			}
 		}
@@ -633,11 +643,15 @@ func (d *decoder) op(op *Op) error {
 		return err
 	case OpDelete:
 		d.off++
-		op.Key, err = d.bytes("delete key")
+		if op.Key, err = d.bytes("delete key"); err != nil {
+			return err
+		}
+		op.Revision, err = d.uvarint("delete revision")
 		return err
 	case OpDeleteAll:
 		d.off++
-		return nil
+		op.Revision, err = d.uvarint("first delete revision")
+		return err
 	case OpSetRevision:
 		d.off++
 		op.Revision, err = d.uvarint("table revision")

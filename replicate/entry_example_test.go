@@ -20,8 +20,10 @@ func ExampleAppendEntry() {
 			ReadRevision: 17,
 			Reads:        []replicate.ObjectRead{{Key: []byte("bob")}},
 			Ops: []replicate.Op{
-				replicate.Upsert([]byte("bob"), 0, 1, []byte(`{"name":"Bob"}`)),
-				replicate.Delete([]byte("alice")),
+				// bob at revision 18, encoded by codec version 1;
+				// alice deleted at 19.
+				replicate.Upsert([]byte("bob"), 18, 1, []byte(`{"name":"Bob"}`)),
+				replicate.Delete([]byte("alice"), 19),
 			},
 		}},
 	}}}
@@ -45,7 +47,7 @@ func ExampleAppendEntry() {
 	_, err = replicate.DecodeEntry([]byte{replicate.EntryVersion, 0x05})
 	fmt.Println(errors.Is(err, replicate.ErrUnknownKind))
 	// Output:
-	// 55 bytes
+	// 56 bytes
 	// node 1 seq 42
 	// users: op 1 bob
 	// users: op 2 alice

@@ -95,9 +95,9 @@ func entryFrom(p []byte) *Entry {
 				case 0:
 					t.Ops = append(t.Ops, Upsert(r.bytes(), r.uint64(), uint32(r.uint64()), r.bytes()))
 				case 1:
-					t.Ops = append(t.Ops, Delete(r.bytes()))
+					t.Ops = append(t.Ops, Delete(r.bytes(), r.uint64()))
 				case 2:
-					t.Ops = append(t.Ops, DeleteAll())
+					t.Ops = append(t.Ops, DeleteAll(r.uint64()))
 				case 3:
 					t.Ops = append(t.Ops, SetRevision(r.uint64()))
 				}

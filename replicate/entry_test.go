@@ -39,17 +39,17 @@ func entryCases() []struct {
 		{"every op", &Entry{Kind: KindChanges, Changes: []ChangeSet{{ID: NewChangeSetID(3, 99), Tables: []TableChanges{{
 			Table: "t",
 			Ops: []Op{
-				DeleteAll(),
+				DeleteAll(1),
 				Upsert([]byte("a"), 1<<40, 1<<31, []byte("x")),
-				Delete([]byte("b")),
+				Delete([]byte("b"), 3),
 				Upsert(nil, 0, 0, nil),
-				Delete(nil),
+				Delete(nil, 4),
 				SetRevision(1<<63 + 5),
 			},
 		}}}}}},
 		{"preconditions", &Entry{Kind: KindChanges, Changes: []ChangeSet{{ID: ^ChangeSetID(0), Tables: []TableChanges{
 			{Table: "a", ReadRevision: 12, Reads: []ObjectRead{{Key: []byte("k1"), Revision: 3}, {Key: []byte("k2")}, {Key: nil, Revision: 1}}},
-			{Table: "b", ReadRevision: 1, Ops: []Op{Delete([]byte("z"))}},
+			{Table: "b", ReadRevision: 1, Ops: []Op{Delete([]byte("z"), 3)}},
 		}}}}},
 		{"empty tables", &Entry{Kind: KindChanges, Changes: []ChangeSet{
 			{ID: 0},
@@ -57,7 +57,7 @@ func entryCases() []struct {
 		}}},
 		{"empty and nil values", &Entry{Kind: KindChanges, Changes: []ChangeSet{{ID: 5, Tables: []TableChanges{{
 			Table: "t",
-			Ops:   []Op{Upsert([]byte{}, 1, 1, []byte{}), Upsert(nil, 1, 1, nil), Delete([]byte{})},
+			Ops:   []Op{Upsert([]byte{}, 1, 1, []byte{}), Upsert(nil, 1, 1, nil), Delete([]byte{}, 2)},
 		}}}}}},
 		{"many change sets", &Entry{Kind: KindChanges, Changes: many}},
 		{"many ops", &Entry{Kind: KindChanges, Changes: []ChangeSet{{ID: 9, Tables: []TableChanges{{Table: "objects", Ops: manyOps}}}}}},
@@ -65,7 +65,7 @@ func entryCases() []struct {
 			Table: "blobs", Ops: []Op{Upsert([]byte("big"), 1, 1, big), Upsert([]byte("big2"), 1, 1, big[:1000])},
 		}}}}}},
 		{"unicode table", &Entry{Kind: KindChanges, Changes: []ChangeSet{{ID: 1, Tables: []TableChanges{{
-			Table: "таблица\x00\xff", Ops: []Op{Delete([]byte{0, 0xff})},
+			Table: "таблица\x00\xff", Ops: []Op{Delete([]byte{0, 0xff}, 1)},
 		}}}}}},
 		{"ignorable kind", &Entry{Kind: KindIgnorable | 5, Body: []byte("a future body")}},
 		{"ignorable kind, empty body", &Entry{Kind: KindIgnorable}},
@@ -162,7 +162,7 @@ func TestEntryLayout(t *testing.T) {
 		Table:        "t",
 		ReadRevision: 300,
 		Reads:        []ObjectRead{{Key: []byte("r"), Revision: 0}},
-		Ops:          []Op{DeleteAll(), Upsert([]byte("k"), 5, 1, []byte("vv")), Delete([]byte("d")), SetRevision(9)},
+		Ops:          []Op{DeleteAll(2), Upsert([]byte("k"), 5, 1, []byte("vv")), Delete([]byte("d"), 6), SetRevision(9)},
 	}}}}}
 	want := []byte{
 		1, 1, // version, kind
@@ -172,11 +172,11 @@ func TestEntryLayout(t *testing.T) {
 		1, 't', // name
 		0xac, 0x02, // read revision 300
 		1, 1, 'r', 0, // one read: key "r", must not exist
-		4,                            // four ops
-		3,                            // delete all
-		1, 1, 'k', 5, 1, 2, 'v', 'v', // upsert
-		2, 1, 'd', // delete
-		4, 9, // set revision
+		4,    // four ops
+		3, 2, // delete all, from revision 2
+		1, 1, 'k', 5, 1, 2, 'v', 'v', // upsert "k" at 5, codec 1, "vv"
+		2, 1, 'd', 6, // delete "d" at 6
+		4, 9, // set revision 9
 	}
 	if got := mustEncode(t, e); !bytes.Equal(got, want) {
 		t.Fatalf("got  % x\nwant % x", got, want)
@@ -357,8 +357,8 @@ func TestEntryMalformed(t *testing.T) {
 		{"huge read count", cat(head, []byte{1}, id, []byte{1, 1, 't', 0}, huge), 15, "more than"},
 		{"huge read key", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 1}, huge, []byte{0, 0}), 16, "more than"},
 		{"huge op count", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 0}, huge), 16, "more than"},
-		{"unknown op", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 0, 1, 9}), 17, "unknown op kind 9"},
-		{"op 0", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 0, 1, 0}), 17, "unknown op kind 0"},
+		{"unknown op", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 0, 1, 9, 0}), 17, "unknown op kind 9"},
+		{"op 0", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 0, 1, 0, 0}), 17, "unknown op kind 0"},
 		{"huge value", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 0, 1, 1, 0, 0, 0}, huge, []byte{1, 2}), 21, "more than"},
 		{"codec version over 32 bits", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 0, 1, 1, 0, 0}, binary.AppendUvarint(nil, 1<<32), []byte{0}), 20, "32 bits"},
 		{"non-minimal revision", cat(head, []byte{1}, id, []byte{1, 1, 't', 0, 0, 1, 4, 0x80, 0x80, 0}), 18, "shortest"},
@@ -432,7 +432,7 @@ func TestEntryEncodeErrors(t *testing.T) {
 		{Kind: KindChanges, Changes: cs(Op{Kind: 0})},
 		{Kind: KindChanges, Changes: cs(Op{Kind: 5})},
 		{Kind: KindChanges, Changes: cs(Op{Kind: OpDelete, Key: []byte("k"), Value: []byte("v")})},
-		{Kind: KindChanges, Changes: cs(Op{Kind: OpDelete, Revision: 1})},
+		{Kind: KindChanges, Changes: cs(Op{Kind: OpDelete, Key: []byte("k"), CodecVersion: 1})},
 		{Kind: KindChanges, Changes: cs(Op{Kind: OpDeleteAll, Key: []byte{}})},
 		{Kind: KindChanges, Changes: cs(Op{Kind: OpSetRevision, CodecVersion: 1})},
 	}
