@@ -89,6 +89,12 @@ var (
 	// journal before it (docs/early-lock-release.md). The error wraps the
 	// earlier failure too. Nothing of the commit was published.
 	ErrEarlierCommitFailed = errors.New("an earlier commit failed")
+	// ErrWriteOrder: ApplyWrite was given a write that cannot follow the
+	// table's state: a revision not above the table's revision, a
+	// deletion of an object the table does not hold, or a write of an
+	// unknown kind. The replica applying it has diverged from the
+	// database that made the write.
+	ErrWriteOrder = errors.New("write does not follow the table's state")
 )
 
 // Errors from untyped table access (AnyTable), whose table, index and key

@@ -88,7 +88,7 @@ func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJour
 		if tt.cur.journal.attach != nil {
 			db.dropJournalClaim()
 		}
-		tt.cur.journal.tj, tt.cur.journal.attach = nil, nil
+		tt.cur.journal.tj, tt.cur.journal.attach, tt.cur.journal.every = nil, nil, nil
 		return nil
 	}
 	if db.journal != nil && db.journal != j {
@@ -107,6 +107,7 @@ func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJour
 	// The transaction's later writes are journaled now; later
 	// transactions only once this one commits (tableTxn.notify).
 	tt.cur.journal.tj, tt.cur.journal.attach = tj, tj
+	tt.cur.journal.every, _ = tj.(TableWriteJournal[Obj])
 	return nil
 }
 
@@ -153,9 +154,23 @@ type journalTxn[Obj any] struct {
 	ops       []journalOp
 	opKeys    []byte
 	truncated bool
+	// every is tj when it is a TableWriteJournal: then ops records every
+	// write (a DeleteAll too, instead of truncated), and objs holds each
+	// op's object (journal_writes.go).
+	every TableWriteJournal[Obj]
+	objs  []Obj
 	// attach is the journal SetJournal attached in the transaction, which
 	// the table keeps if it commits.
 	attach TableJournal[Obj]
+}
+
+// note records a write for the journal: the object obj with primary key
+// pk, written (or, if deleted, deleted) at rev.
+func (j *journalTxn[Obj]) note(pk []byte, rev Revision, deleted bool, obj Obj) {
+	j.ops = append(j.ops, journalOp{pk: j.keepKey(pk), rev: rev, deleted: deleted})
+	if j.every != nil {
+		j.objs = append(j.objs, obj)
+	}
 }
 
 // keepKey returns a copy of pk that lives until the transaction ends.
@@ -190,17 +205,21 @@ func (j *journalTxn[Obj]) abort(t *table[Obj]) {
 }
 
 // journalOp is a write recorded for the journal: the primary key and the
-// revision it took.
+// revision it took; all is a DeleteAll (recorded only for a
+// TableWriteJournal), whose rev is its first deletion's.
 type journalOp struct {
-	pk      []byte
-	rev     Revision
-	deleted bool
+	pk           []byte
+	rev          Revision
+	deleted, all bool
 }
 
 // writeJournal writes the transaction's changes of the table into b: each
 // changed object once, in its final state. tt's index transactions must be
 // committed (CommitOnly) already; they are still readable.
 func (tt *tableTxn[Obj]) writeJournal(b JournalBatch) error {
+	if tt.cur.journal.every != nil {
+		return tt.writeEveryWrite(b)
+	}
 	tj := tt.cur.journal.tj
 	if tt.cur.journal.truncated {
 		if err := tj.DeleteAll(b); err != nil {

@@ -255,8 +255,13 @@ func (tt *tableTxn[Obj]) unrestore(ops int, multiKey uint64) {
 	for i := range tt.secondary {
 		tt.secondary[i].DeletePrefix(nil)
 	}
-	clear(tt.cur.journal.ops[ops:])
-	tt.cur.journal.ops, tt.cur.multiKey = tt.cur.journal.ops[:ops], multiKey
+	j := &tt.cur.journal
+	clear(j.ops[ops:])
+	j.ops, tt.cur.multiKey = j.ops[:ops], multiKey
+	if j.every != nil {
+		clear(j.objs[ops:])
+		j.objs = j.objs[:ops]
+	}
 }
 
 // restore adds one object at its own revision. If check is set, stored is
@@ -319,7 +324,7 @@ func (tt *tableTxn[Obj]) restore(obj Obj, rev Revision, stored []byte, check boo
 		}
 	}
 	if j := &tt.cur.journal; j.tj != nil {
-		j.ops = append(j.ops, journalOp{pk: j.keepKey(pk), rev: rev})
+		j.note(pk, rev, false, obj)
 	}
 	return nil
 }

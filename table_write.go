@@ -130,12 +130,17 @@ func (tt *tableTxn[Obj]) begin(base, published *tableState[Obj], handle string) 
 	// built in a temporary and copied: BenchmarkDB_WriteTxn_1.)
 	clear(tt.cur.newFeeds)
 	clear(tt.cur.journal.ops)
+	clear(tt.cur.journal.objs)
 	feeds, ops, opKeys := tt.cur.newFeeds[:0], tt.cur.journal.ops[:0], tt.cur.journal.opKeys[:0]
+	objs := tt.cur.journal.objs[:0]
 	tt.cur = txnState[Obj]{}
 	cur := &tt.cur
 	cur.base, cur.revision, cur.multiKey, cur.handle = base, base.revision, base.multiKey, handle
 	cur.newFeeds = feeds
-	cur.journal.tj, cur.journal.ops, cur.journal.opKeys = tt.t.journal, ops, opKeys
+	cur.journal.tj, cur.journal.ops, cur.journal.opKeys, cur.journal.objs = tt.t.journal, ops, opKeys, objs
+	if tt.t.journal != nil {
+		cur.journal.every, _ = tt.t.journal.(TableWriteJournal[Obj])
+	}
 	tt.primary.Reset(base.primary)
 	if tt.secondary == nil {
 		tt.secondary = make([]part.Txn[object[Obj]], len(base.secondary))
@@ -378,7 +383,7 @@ func (tt *tableTxn[Obj]) upsert(obj Obj, mode writeMode, casRev Revision, merge 
 	}
 	tt.cur.revision = no.rev
 	if j := &tt.cur.journal; j.tj != nil {
-		j.ops = append(j.ops, journalOp{pk: j.keepKey(pk), rev: no.rev})
+		j.note(pk, no.rev, false, no.obj)
 	}
 	if lw := &tt.log; lw.cur.end.seg != nil {
 		// lw.append, inlined.
@@ -532,7 +537,7 @@ func (tt *tableTxn[Obj]) remove(obj Obj, cas bool, casRev Revision) (oldObj Obj,
 		tt.deleteRevisionKey(old.rev)
 	}
 	if j := &tt.cur.journal; j.tj != nil {
-		j.ops = append(j.ops, journalOp{pk: j.keepKey(pk), rev: tt.cur.revision, deleted: true})
+		j.note(pk, tt.cur.revision, true, old.obj)
 	}
 	tt.cur.dirty, tt.cur.written = true, true
 	return old.obj, true, nil
@@ -549,10 +554,14 @@ func (tt *tableTxn[Obj]) removeAll() {
 		tt.log.appendTruncate(tt.primary.Snapshot(), tt.cur.revision+1)
 		tt.log.lastDelete = tt.cur.revision + Revision(tt.primary.Len())
 	}
-	tt.cur.revision += Revision(tt.primary.Len())
-	if tt.cur.journal.tj != nil {
-		tt.cur.journal.truncate()
+	if j := &tt.cur.journal; j.every != nil {
+		var none Obj
+		j.ops = append(j.ops, journalOp{rev: tt.cur.revision + 1, all: true})
+		j.objs = append(j.objs, none)
+	} else if j.tj != nil {
+		j.truncate()
 	}
+	tt.cur.revision += Revision(tt.primary.Len())
 	tt.primary.DeletePrefix(nil)
 	for i := range tt.secondary {
 		tt.secondary[i].DeletePrefix(nil)
@@ -725,7 +734,7 @@ func (tt *tableTxn[Obj]) cutPrimaryPrefix(prefix []byte) int {
 			tt.deleteRevisionKey(c.old.rev)
 		}
 		if j := &tt.cur.journal; j.tj != nil {
-			j.ops = append(j.ops, journalOp{pk: j.keepKey(c.pk), rev: tt.cur.revision, deleted: true})
+			j.note(c.pk, tt.cur.revision, true, c.old.obj)
 		}
 	}
 	tt.cur.dirty, tt.cur.written = true, true
