@@ -43,7 +43,7 @@ func TestRaftCluster(t *testing.T) {
 	f := c.follower(leader)
 	lastBefore := f.lastIndex(t)
 	c.stop(t, f)
-	leader = c.apply(t, 100)
+	c.apply(t, 100)
 	c.start(t, f)
 	if got := f.lastIndex(t); got < lastBefore {
 		t.Fatalf("restarted follower's log ends at %d, at %d before", got, lastBefore)
