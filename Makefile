@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck lint models-long
+.PHONY: test vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck lint models-long replicate-long
 
 test: vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck
 
@@ -134,11 +134,22 @@ lint:
 # and the write path's (TestModel, ten times longer), and the
 # reconciler's interleavings (TestModel in reconciler/, twenty times the
 # seeds); and the commit queue's interleavings, twenty times the seeds,
-# with the invariants' checks. Not part of test: about ten minutes on two cores. Run it before
-# sending a change to the write path, the change log or the reconciler.
-# docs/interleavings.md says what each explores.
+# with the invariants' checks; and a replica replaying its leader's
+# writes (TestApplyWriteReplica), ten times longer. Not part of test:
+# about ten minutes on two cores. Run it before sending a change to the
+# write path, the change log or the reconciler. docs/interleavings.md
+# says what each explores.
 models-long:
-	$(GO) test -count=1 -race -run 'Model' . -strata.model.long
+	$(GO) test -count=1 -race -run 'Model|TestApplyWriteReplica' . -strata.model.long
 	$(GO) test -count=1 -race -run 'TestModel$$' ./reconciler -reconciler.model.long
 	$(GO) test -count=1 -tags invariants -run 'TestCommitQueueModel' . -strata.cq.long
 	cd persist && $(GO) test -count=1 -run 'TestGroupInterleavings' . -persist.interleavings=300
+
+# replicate/ at length: 500 SIGKILL cycles of each crash test of the raft
+# log store, and a minute of each fuzz target of the entry format. Not
+# part of test: about five minutes on two cores. Run it before changing
+# the log store or the entry format.
+replicate-long:
+	cd replicate && $(GO) test -count=1 -run 'TestCrash' . -replicate.crash.cycles=500
+	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryDecode$$' -fuzztime 60s .
+	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryRoundTrip$$' -fuzztime 60s .

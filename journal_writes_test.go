@@ -189,6 +189,9 @@ func TestApplyWriteReplica(t *testing.T) {
 	if testing.Short() {
 		steps = 150
 	}
+	if *mdlLongFlag {
+		steps *= 10 // make models-long
+	}
 	kinds := map[string]int{}
 	for step := range steps {
 		txn := p.leader.WriteTxn(p.lt[0], p.lt[1])
