@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -238,7 +239,7 @@ func (c *rcluster) checkEqual(feeds bool) {
 		return
 	}
 	wantFeeds := live[0].drainFeeds()
-	if len(wantFeeds) < 20 {
+	if wantFeeds == "a:\nb:\nc:\n" {
 		c.t.Fatalf("the feeds delivered nothing: %q", wantFeeds)
 	}
 	for _, nd := range live[1:] {
@@ -315,4 +316,239 @@ func TestNodeConverges(t *testing.T) {
 	c.checkEqual(true)
 	entries, combined := ld.node.Entries()
 	t.Logf("%d entries, %d combined", entries, combined)
+}
+
+// TestNodePipelining: writers of one table commit concurrently through the
+// leader; each gets a distinct index, increasing per writer, and change
+// sets queued while entries were in flight shared entries.
+func TestNodePipelining(t *testing.T) {
+	c := newRCluster(t, 3)
+	ld := c.leader()
+	writers, commits := 16, 40
+	if testing.Short() {
+		commits = 20
+	}
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var last uint64
+			for i := range commits {
+				index, err := ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
+					_, _, err := ld.tables[0].Insert(txn, &item{ID: uint64(w*1000 + i), Val: "v"})
+					return err
+				})
+				if err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+				if index <= last {
+					t.Errorf("writer %d: index %d after %d", w, index, last)
+				}
+				last = index
+				mu.Lock()
+				seen[index]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	// Change sets that share an entry share its index: each index is
+	// at most as many commits as the entry carried, and the entries are
+	// fewer than the commits.
+	entries, combined := ld.node.Entries()
+	t.Logf("%d commits in %d entries, %d of them combined; %d distinct indexes", writers*commits, entries, combined, len(seen))
+	if combined == 0 {
+		t.Errorf("no entry carried more than one change set")
+	}
+	c.converge()
+	c.checkEqual(false)
+	if got := ld.tables[0].NumObjects(ld.db.ReadTxn()); got != writers*commits {
+		t.Errorf("%d objects, want %d", got, writers*commits)
+	}
+}
+
+// TestNodeFollowerWrite: a write on a follower fails with ErrNotLeader,
+// naming the leader, and changes nothing on any node.
+func TestNodeFollowerWrite(t *testing.T) {
+	c := newRCluster(t, 3)
+	ld := c.leader()
+	_, err := ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
+		_, _, err := ld.tables[0].Insert(txn, &item{ID: 1, Val: "leader"})
+		return err
+	})
+	must(t, err)
+	c.converge()
+	var f *rnode
+	for _, nd := range c.nodes {
+		if nd != ld {
+			f = nd
+		}
+	}
+	before := f.dump()
+	_, err = f.node.Write(context.Background(), f.metas[:1], func(txn strata.WriteTxn) error {
+		_, _, err := f.tables[0].Insert(txn, &item{ID: 2, Val: "follower"})
+		return err
+	})
+	var nl *NotLeaderError
+	if !errors.Is(err, ErrNotLeader) || !errors.As(err, &nl) {
+		t.Fatalf("Write on a follower: %v, want ErrNotLeader", err)
+	}
+	if nl.Leader != ld.addr {
+		t.Errorf("NotLeaderError names %q, the leader is %q", nl.Leader, ld.addr)
+	}
+	// A plain commit too.
+	txn := f.db.WriteTxn(f.metas[1])
+	_, _, err = f.tables[1].Insert(txn, &item{ID: 3})
+	must(t, err)
+	if _, err := txn.Commit(); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("Commit on a follower: %v, want ErrNotLeader", err)
+	}
+	if got := f.dump(); got != before {
+		t.Errorf("the follower changed:\n%s\nwas\n%s", got, before)
+	}
+	c.converge()
+	c.checkEqual(true)
+}
+
+// proposeRaw submits an entry built by hand through the leader's raft and
+// returns the FSM's response.
+func proposeRaw(t *testing.T, ld *rnode, data []byte) any {
+	t.Helper()
+	f := ld.node.Raft().Apply(data, 5*time.Second)
+	must(t, f.Error())
+	return f.Response()
+}
+
+// TestNodeConflict: an entry whose change set read a table at a stale
+// revision is skipped, as a conflict, on every node, and the change set
+// after it in the entry applies.
+func TestNodeConflict(t *testing.T) {
+	c := newRCluster(t, 3)
+	ld := c.leader()
+	for i := range 3 {
+		_, err := ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
+			_, _, err := ld.tables[0].Insert(txn, &item{ID: uint64(i), Val: "x"})
+			return err
+		})
+		must(t, err)
+	}
+	c.converge()
+	rev := ld.tables[0].Revision(ld.db.ReadTxn())
+	val, err := persist.JSON[*item]().Append(nil, &item{ID: 7, Val: "stale"})
+	must(t, err)
+	stale := ChangeSet{ID: NewChangeSetID(99, 1), Tables: []TableChanges{{
+		Table: "a", ReadRevision: rev - 1,
+		Ops: []Op{{Kind: OpUpsert, Key: index.Uint64(7), Revision: rev, CodecVersion: 1, Value: val}, {Kind: OpSetRevision, Revision: rev}},
+	}}}
+	val2, err := persist.JSON[*item]().Append(nil, &item{ID: 8, Val: "fresh"})
+	must(t, err)
+	fresh := ChangeSet{ID: NewChangeSetID(99, 2), Tables: []TableChanges{{
+		Table: "a", ReadRevision: rev,
+		Ops: []Op{{Kind: OpUpsert, Key: index.Uint64(8), Revision: rev + 1, CodecVersion: 1, Value: val2}, {Kind: OpSetRevision, Revision: rev + 1}},
+	}}}
+	data, err := AppendEntry(nil, &Entry{Kind: KindChanges, Changes: []ChangeSet{stale, fresh}})
+	must(t, err)
+	res, ok := proposeRaw(t, ld, data).(*ApplyResult)
+	if !ok || len(res.Conflicts) != 1 || res.Conflicts[0] != stale.ID {
+		t.Fatalf("apply result %#v, want the stale change set as the conflict", res)
+	}
+	c.converge()
+	c.checkEqual(true)
+	txn := ld.db.ReadTxn()
+	if _, _, found := ld.tables[0].Get(txn, itemByID.Query(7)); found {
+		t.Error("the stale change set applied")
+	}
+	if _, r, found := ld.tables[0].Get(txn, itemByID.Query(8)); !found || r != rev+1 {
+		t.Errorf("the change set after the conflict: found %v at %d, want %d", found, r, rev+1)
+	}
+	// The leader's next commit builds on the state the entry left.
+	_, err = ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
+		_, _, err := ld.tables[0].Insert(txn, &item{ID: 9, Val: "after"})
+		return err
+	})
+	must(t, err)
+	c.converge()
+	c.checkEqual(false)
+}
+
+// TestNodeCorruptEntry: an entry that does not decode stops every node:
+// Apply returns a *StoppedError, the applied index stays below it, and the
+// node refuses later commits.
+func TestNodeCorruptEntry(t *testing.T) {
+	c := newRCluster(t, 3)
+	ld := c.leader()
+	c.converge()
+	before := ld.node.AppliedIndex()
+	res := proposeRaw(t, ld, []byte{EntryVersion, byte(KindChanges), 5, 1})
+	var se *StoppedError
+	if err, _ := res.(error); !errors.As(err, &se) || !errors.As(err, new(*DecodeError)) {
+		t.Fatalf("apply of a corrupt entry: %#v, want a *StoppedError of a *DecodeError", res)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, nd := range c.nodes {
+		for nd.node.Stopped() == nil && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := nd.node.Stopped(); !errors.Is(err, ErrStopped) {
+			t.Errorf("%s: Stopped() = %v", nd.id, err)
+		}
+		if got := nd.node.AppliedIndex(); got > before || got >= se.Index {
+			t.Errorf("%s: applied index %d, the corrupt entry at %d", nd.id, got, se.Index)
+		}
+	}
+	_, err := ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
+		_, _, err := ld.tables[0].Insert(txn, &item{ID: 1})
+		return err
+	})
+	if !errors.Is(err, ErrStopped) {
+		t.Errorf("Write on a stopped node: %v", err)
+	}
+}
+
+// TestReadRevisionIsFirstWriteMinusOne checks the claim the journal's
+// ReadRevision rests on: a transaction's writes to a table take
+// consecutive revisions from the table's revision when it began, so the
+// revision before its first write is the one it read, also when writes
+// of it failed, and when it began from a tip.
+func TestReadRevisionIsFirstWriteMinusOne(t *testing.T) {
+	c := newRCluster(t, 1)
+	ld := c.leader()
+	tbl := ld.tables[0]
+	for i := range 20 {
+		var read uint64
+		index, err := ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
+			read = tbl.Revision(txn)
+			if i%3 == 1 {
+				// A failing CompareAndSwap and Delete of nothing first.
+				if _, _, err := tbl.CompareAndSwap(txn, 12345, &item{ID: 0, Val: "cas"}); err == nil && i > 1 {
+					return errors.New("CompareAndSwap at a wrong revision succeeded")
+				}
+				if _, _, err := tbl.Delete(txn, &item{ID: 999}); err != nil {
+					return err
+				}
+			}
+			if i%5 == 4 {
+				if err := tbl.DeleteAll(txn); err != nil {
+					return err
+				}
+			}
+			_, _, err := tbl.Insert(txn, &item{ID: uint64(i % 4), Val: fmt.Sprint(i)})
+			return err
+		})
+		must(t, err)
+		var l raft.Log
+		must(t, ld.store.GetLog(index, &l))
+		e, err := DecodeEntry(l.Data)
+		must(t, err)
+		if len(e.Changes) != 1 || len(e.Changes[0].Tables) != 1 {
+			t.Fatalf("entry %d: %+v", index, e)
+		}
+		if got := e.Changes[0].Tables[0].ReadRevision; got != read {
+			t.Errorf("commit %d: ReadRevision %d, the transaction read the table at %d", i, got, read)
+		}
+	}
 }
