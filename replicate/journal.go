@@ -116,7 +116,7 @@ func (b *batch) Enqueue() error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.st.unsettled > 0 || n.st.applyingForeign {
+	if !n.st.ready || n.st.unsettled > 0 || n.st.applyingForeign {
 		return ErrNotReady
 	}
 	b.cs.ID = NewChangeSetID(n.st.node, n.st.nextSeq)
@@ -162,7 +162,11 @@ type journalState struct {
 	// applyingForeign is set while the FSM applies an entry the node did
 	// not propose (or no longer waits for).
 	applyingForeign bool
-	closing         bool
+	// ready is set once the node leads and applied every entry of the
+	// earlier terms (a barrier): until then its commits would follow
+	// entries it did not propose, and fail (watchLeadership).
+	ready   bool
+	closing bool
 	wanted          map[slotKey]*slot
 }
 
@@ -250,6 +254,26 @@ func (n *Node) unwant(s *slot) {
 		delete(n.st.wanted, s.key)
 	}
 	n.mu.Unlock()
+}
+
+// watchLeadership is the goroutine that sets journalState.ready: once
+// the node leads and a barrier of its term applied, until it loses the
+// lead.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case leader := <-n.raft.LeaderCh():
+			if leader {
+				leader = n.raft.Barrier(0).Error() == nil && n.raft.State() == raft.Leader
+			}
+			n.mu.Lock()
+			n.st.ready = leader
+			n.mu.Unlock()
+		case <-n.quit:
+			return
+		}
+	}
 }
 
 // proposal is an entry submitted to raft and the batches it carries.

@@ -140,14 +140,16 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.raft = r
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.propose()
 	go n.await()
+	go n.watchLeadership()
 	return n, nil
 }
 
 // Raft returns the node's raft node: for bootstrap, membership and
-// leadership in this first version.
+// leadership in this first version. The node consumes its LeaderCh: use
+// raft.Config.NotifyCh or LeadershipObservation to follow leadership.
 func (n *Node) Raft() *raft.Raft { return n.raft }
 
 // Close shuts the raft node down and stops the node's goroutines. Commits

@@ -552,3 +552,86 @@ func TestReadRevisionIsFirstWriteMinusOne(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeLeaderLoss: the leader shuts down while writers commit through
+// it. Every commit returns success, or an error that says it was not
+// proposed (ErrNotLeader, ErrShutdown) or may have been (ErrAmbiguous);
+// after a new leader is elected the remaining nodes converge, hold every
+// acknowledged write, and take new writes.
+func TestNodeLeaderLoss(t *testing.T) {
+	c := newRCluster(t, 3)
+	ld := c.leader()
+	const writers = 8
+	type ack struct {
+		table int
+		id    uint64
+	}
+	var (
+		mu      sync.Mutex
+		acked   []ack
+		outcome = map[string]int{}
+		wg      sync.WaitGroup
+	)
+	start := make(chan struct{})
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; ; i++ {
+				id, table := uint64(w*100000+i), w%len(ld.tables)
+				_, err := ld.node.Write(context.Background(), ld.metas[table:table+1], func(txn strata.WriteTxn) error {
+					_, _, err := ld.tables[table].Insert(txn, &item{ID: id, Val: "acked"})
+					return err
+				})
+				mu.Lock()
+				switch {
+				case err == nil:
+					acked = append(acked, ack{table, id})
+					outcome["ok"]++
+				case errors.Is(err, ErrAmbiguous):
+					outcome["ambiguous"]++
+				case errors.Is(err, ErrNotLeader):
+					outcome["not leader"]++
+				case errors.Is(err, ErrShutdown):
+					outcome["shut down"]++
+				default:
+					t.Errorf("writer %d: %v", w, err)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	for {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 200 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.stop(ld)
+	wg.Wait()
+	t.Logf("outcomes %v", outcome)
+	nl := c.leader()
+	_, err := nl.node.Write(context.Background(), nl.metas[:1], func(txn strata.WriteTxn) error {
+		_, _, err := nl.tables[0].Insert(txn, &item{ID: 1 << 40, Val: "new leader"})
+		return err
+	})
+	must(t, err)
+	c.converge()
+	c.checkEqual(true)
+	for _, nd := range c.live() {
+		txn := nd.db.ReadTxn()
+		for _, a := range acked {
+			if _, _, found := nd.tables[a.table].Get(txn, itemByID.Query(a.id)); !found {
+				t.Errorf("%s: acknowledged write %d of table %s lost", nd.id, a.id, tableNames[a.table])
+			}
+		}
+	}
+}
