@@ -167,7 +167,7 @@ type journalState struct {
 	// entries it did not propose, and fail (watchLeadership).
 	ready   bool
 	closing bool
-	wanted          map[slotKey]*slot
+	wanted  map[slotKey]*slot
 }
 
 func (s *journalState) init(node uint16) {
