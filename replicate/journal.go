@@ -2,7 +2,6 @@ package replicate
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/strata-db/strata"
@@ -114,19 +113,21 @@ func (b *batch) Enqueue() error {
 		addr, _ := n.raft.LeaderWithID()
 		return &NotLeaderError{Leader: addr}
 	}
+	// The database calls Enqueue for one record at a time, in commit
+	// order: the sequence, outside n.mu, follows the queue's order.
+	seq := n.nextSeq.Add(1)
+	b.cs.ID = NewChangeSetID(n.st.node, seq)
+	enc, err := AppendEntry(nil, &Entry{Kind: KindChanges, Changes: []ChangeSet{b.cs}})
+	if err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.st.ready || n.st.unsettled > 0 || n.st.applyingForeign {
 		return ErrNotReady
 	}
-	b.cs.ID = NewChangeSetID(n.st.node, n.st.nextSeq)
-	enc, err := AppendEntry(nil, &Entry{Kind: KindChanges, Changes: []ChangeSet{b.cs}})
-	if err != nil {
-		return err
-	}
-	n.st.nextSeq++
 	b.body = enc[3:] // version, kind, a count of 1
-	b.seq, b.state, b.done = n.st.nextSeq, stateQueued, make(chan struct{})
+	b.seq, b.state, b.done = seq, stateQueued, make(chan struct{})
 	n.st.pending[b.cs.ID] = b
 	n.st.queue = append(n.st.queue, b)
 	select {
@@ -150,8 +151,7 @@ func (b *batch) Wait() error {
 
 // journalState is the journal's state, under Node.mu.
 type journalState struct {
-	node    uint16
-	nextSeq uint64
+	node uint16
 	// pending holds the queued and proposed batches by id.
 	pending map[ChangeSetID]*batch
 	// queue holds the batches Enqueue queued and the proposer has not
@@ -172,9 +172,6 @@ type journalState struct {
 
 func (s *journalState) init(node uint16) {
 	s.node = node
-	// A restarted node must not reuse its predecessor's ids: start from
-	// the time, 64 ids per millisecond (ChangeSetID).
-	s.nextSeq = uint64(time.Now().UnixMilli()) << 6
 	s.pending = make(map[ChangeSetID]*batch)
 	s.wanted = make(map[slotKey]*slot)
 }

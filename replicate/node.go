@@ -83,6 +83,9 @@ type Node struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 
+	// nextSeq is the sequence of the last change set's id (Enqueue).
+	nextSeq atomic.Uint64
+
 	stopErr atomic.Pointer[StoppedError]
 	closed  atomic.Bool
 
@@ -112,6 +115,9 @@ func NewNode(cfg Config) (*Node, error) {
 	n.inflight = make(chan *proposal, n.maxInFlight)
 	n.sem = make(chan struct{}, n.maxInFlight)
 	n.st.init(cfg.NodeNumber)
+	// A restarted node must not reuse its predecessor's ids: start from
+	// the time, 64 ids per millisecond (ChangeSetID).
+	n.nextSeq.Store(uint64(time.Now().UnixMilli()) << 6)
 	n.j = &journal{n: n}
 	n.fsm = &fsm{n: n}
 	metas := make([]strata.TableMeta, 0, len(cfg.Tables))

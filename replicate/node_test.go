@@ -635,3 +635,30 @@ func TestNodeLeaderLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeEntryTooLarge: a change set larger than an entry may be fails
+// its commit with ErrEntryTooLarge before it is proposed, and the next
+// commit goes through.
+func TestNodeEntryTooLarge(t *testing.T) {
+	c := newRCluster(t, 3)
+	ld := c.leader()
+	c.converge()
+	before := ld.dump()
+	_, err := ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
+		_, _, err := ld.tables[0].Insert(txn, &item{ID: 1, Val: strings.Repeat("x", MaxEntrySize)})
+		return err
+	})
+	if !errors.Is(err, ErrEntryTooLarge) {
+		t.Fatalf("Write of a change set above MaxEntrySize: %v", err)
+	}
+	if got := ld.dump(); got != before {
+		t.Errorf("the leader changed:\n%s\nwas\n%s", got, before)
+	}
+	_, err = ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
+		_, _, err := ld.tables[0].Insert(txn, &item{ID: 2, Val: "small"})
+		return err
+	})
+	must(t, err)
+	c.converge()
+	c.checkEqual(true)
+}
