@@ -513,7 +513,11 @@ func TestNodeCorruptEntry(t *testing.T) {
 // ReadRevision rests on: a transaction's writes to a table take
 // consecutive revisions from the table's revision when it began, so the
 // revision before its first write is the one it read, also when writes
-// of it failed, and when it began from a tip.
+// of it failed (a CompareAndSwap at a wrong revision, a Delete of nothing)
+// and when its first write is a DeleteAll. Transactions that began from a
+// tip are covered by TestNodePipelining and TestNodeConverges: a follower
+// skips a change set whose ReadRevision is wrong, and would differ from
+// the leader, which marks it applied.
 func TestReadRevisionIsFirstWriteMinusOne(t *testing.T) {
 	c := newRCluster(t, 1)
 	ld := c.leader()
