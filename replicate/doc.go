@@ -1,13 +1,68 @@
 // Package replicate is the beginning of Strata's replication: one Strata
-// state shared by several servers through hashicorp/raft (v1.7.2). This
-// first part is raft's storage: LogStore, raft's log store and stable store
-// on one Pebble DB (github.com/cockroachdb/pebble/v2), and the format of the
-// entries it holds (Entry).
+// state shared by several servers through hashicorp/raft (v1.7.2): raft's
+// storage (LogStore, raft's log store and stable store on one Pebble DB,
+// github.com/cockroachdb/pebble/v2), the format of the entries it holds
+// (Entry), and the state machine (Node): tables bound with their codecs
+// (Bind) whose commits on the leader are proposed through raft and applied
+// on every node at the same revisions (docs/replication.md).
 //
 // It is a module of its own, so that programs that do not replicate never
 // build, download or link raft.
 //
-// # Use
+// # Status
+//
+// Works (node.go, journal.go, fsm.go, binding.go; node_test.go):
+//
+//   - Bound tables are attached to the node's journal. A commit of them on
+//     the leader (Node.Write, or an ordinary WriteTxn.Commit) is proposed:
+//     its tables unlock once the change set is queued (early lock
+//     release), one proposer goroutine submits entries in queue order,
+//     pipelined (up to Config.MaxInFlight in flight), combining the change
+//     sets queued meanwhile into one entry (at most MaxEntrySize; a larger
+//     change set fails its commit with ErrEntryTooLarge). Commit returns
+//     once the entry is applied on the leader; Node.Write returns its
+//     index.
+//   - Every node applies every entry at the revisions the leader gave the
+//     writes, after the change sets' preconditions (a stale one is
+//     skipped, on every node, as a conflict): objects, revisions, the
+//     revision index and change feeds are the same on every node at the
+//     same applied index.
+//   - Errors: *NotLeaderError (not proposed; names the leader), an
+//     *AmbiguousError after submission (leadership lost, shut down,
+//     overtaken: never reported as failed), ErrNotReady (not proposed;
+//     Node.Write retries it), ErrShutdown, a *StoppedError.
+//   - An entry that does not decode, names a table not bound, or whose
+//     apply cannot commit stops the node (Node.Stopped).
+//   - AppliedIndex and WaitApplied.
+//
+// Not yet:
+//
+//   - Writes on followers (forwarding): they fail with *NotLeaderError.
+//   - Read modes (at least index N beyond WaitApplied, linearizable).
+//   - The index published with the root (docs/replication.md, root hook
+//     2): on the leader, AppliedIndex may pass the node's own commits
+//     before their Commit returns and publishes them.
+//   - Snapshots: the FSM's Snapshot and Restore return
+//     ErrSnapshotsUnsupported. Raft must be configured never to take one
+//     (a huge SnapshotThreshold and SnapshotInterval, as the tests do);
+//     the log is never compacted, and a node that falls behind the log
+//     cannot catch up.
+//   - persist underneath a node; restarting a node (it replays its whole
+//     log into tables that must start empty).
+//   - Conflicts are reported in the FSM's ApplyResult only: no commit
+//     waits for a change set that can conflict until writes come from
+//     followers.
+//   - Transactions that write bound and unbound tables are not refused.
+//   - One window the root cannot close yet: after a proposal fails, the
+//     commit queue fails every commit queued behind it that it has not
+//     settled, and the journal cannot tell when the failed commit is
+//     settled. It refuses new commits (ErrNotReady) until every failed
+//     commit's Wait returned; a commit enqueued between that and the
+//     failed commit's settlement could be marked applied by the FSM and
+//     then failed by the queue, and this node would lack its writes. The
+//     fix is a root hook telling a QueuedBatch its settlement.
+//
+// # Use of the log store
 //
 //	store, err := replicate.Open(dir, replicate.Options{})
 //	r, err := raft.NewRaft(conf, fsm, store, store, snapshots, transport)

@@ -3,6 +3,8 @@ package replicate
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hashicorp/raft"
 )
 
 var (
@@ -117,3 +119,102 @@ func (e *EntryTooLargeError) Error() string {
 
 // Is reports that e is an ErrEntryTooLarge.
 func (e *EntryTooLargeError) Is(target error) bool { return target == ErrEntryTooLarge }
+
+// The errors of a Node's commits (node.go). A commit through a Node
+// returns them wrapped ("journal: ..."), and a commit built on one that
+// failed returns strata.ErrEarlierCommitFailed wrapping the first one's:
+// compare with errors.Is and errors.As.
+var (
+	// ErrNotLeader is what a *NotLeaderError matches: the node could not
+	// propose the commit, which is not in the log and never will be.
+	ErrNotLeader = errors.New("replicate: not the leader")
+
+	// ErrAmbiguous is what an *AmbiguousError matches: the commit's
+	// change set was submitted to raft, and then leadership was lost,
+	// the node shut down, or the entry was overtaken by another leader's:
+	// it may or may not commit. It is never a failure: read to find out
+	// (the change set applies on every node alike if it commits).
+	ErrAmbiguous = errors.New("replicate: outcome unknown")
+
+	// ErrConflict is reported for a change set whose precondition failed
+	// when it applied (the table changed since the transaction read it):
+	// it was skipped on every node. Retry the transaction.
+	ErrConflict = errors.New("replicate: conflict")
+
+	// ErrNotReady is returned, with nothing proposed, by a commit on the
+	// leader while an earlier proposal's failure is still settling (its
+	// successors in the commit queue fail with it) or while the node
+	// applies an entry it did not propose. Node.Write retries it.
+	ErrNotReady = errors.New("replicate: node not ready to propose")
+
+	// ErrShutdown is returned by the commits of a Node that is closing or
+	// closed that were not submitted to raft.
+	ErrShutdown = errors.New("replicate: node shut down")
+
+	// ErrStopped is what a *StoppedError matches: the node met an entry it
+	// cannot apply and stopped applying (docs in Node).
+	ErrStopped = errors.New("replicate: node stopped applying")
+)
+
+// NotLeaderError reports a commit on a node that is not the leader, or
+// whose proposal raft refused as not leader: nothing was proposed.
+type NotLeaderError struct {
+	// Leader is the leader's address, or "" if this node knows none.
+	Leader raft.ServerAddress
+	// Err is raft's error, if raft returned one (raft.ErrNotLeader,
+	// raft.ErrLeadershipTransferInProgress).
+	Err error
+}
+
+func (e *NotLeaderError) Error() string {
+	s := "replicate: not the leader"
+	if e.Leader != "" {
+		s += fmt.Sprintf(" (leader %s)", e.Leader)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is reports that e is an ErrNotLeader.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// Unwrap returns raft's error.
+func (e *NotLeaderError) Unwrap() error { return e.Err }
+
+// AmbiguousError reports a commit whose change set was submitted and whose
+// outcome is unknown (ErrAmbiguous).
+type AmbiguousError struct {
+	// Err is why the outcome is unknown: raft.ErrLeadershipLost,
+	// raft.ErrRaftShutdown, or an earlier proposal's failure.
+	Err error
+}
+
+func (e *AmbiguousError) Error() string {
+	return "replicate: commit submitted, outcome unknown: " + e.Err.Error()
+}
+
+// Is reports that e is an ErrAmbiguous.
+func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
+
+// Unwrap returns the cause.
+func (e *AmbiguousError) Unwrap() error { return e.Err }
+
+// StoppedError reports that a node stopped applying the log at Index,
+// because of Err (a *DecodeError, or an entry that names a table the node
+// has no binding for, or a commit of an apply that failed).
+type StoppedError struct {
+	Index uint64
+	Err   error
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("replicate: stopped applying at index %d: %v", e.Index, e.Err)
+}
+
+// Is reports that e is an ErrStopped.
+func (e *StoppedError) Is(target error) bool { return target == ErrStopped }
+
+// Unwrap returns the cause.
+func (e *StoppedError) Unwrap() error { return e.Err }

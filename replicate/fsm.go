@@ -1,0 +1,225 @@
+package replicate
+
+import (
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/hashicorp/raft"
+	"github.com/strata-db/strata"
+)
+
+// ErrSnapshotsUnsupported is what the node's FSM returns from Snapshot and
+// Restore in this first version: configure raft so that it takes none
+// (Config.Raft).
+var ErrSnapshotsUnsupported = errors.New("replicate: snapshots are not supported yet")
+
+// ApplyResult is what the node's FSM returns for an entry it applied
+// (raft.ApplyFuture.Response); an entry it could not apply returns a
+// *StoppedError instead.
+type ApplyResult struct {
+	// Index is the entry's index.
+	Index uint64
+	// Conflicts are the ids of the change sets skipped because a
+	// precondition failed (ErrConflict), in order.
+	Conflicts []ChangeSetID
+}
+
+// fsm is the node's raft.FSM.
+type fsm struct{ n *Node }
+
+var _ raft.FSM = (*fsm)(nil)
+
+// Apply applies one entry: the change sets this node proposed and still
+// waits for are marked applied (their writes are in the commit queue's
+// tips, published when their Wait returns); the others are applied in one
+// write transaction of the tables they name, each after its preconditions
+// are checked.
+func (f *fsm) Apply(l *raft.Log) any {
+	n := f.n
+	if e := n.stopErr.Load(); e != nil {
+		return e
+	}
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	var e Entry
+	if err := DecodeEntryInto(&e, l.Data); err != nil {
+		return n.stop(l.Index, err)
+	}
+	res := &ApplyResult{Index: l.Index}
+	if e.Skip() {
+		n.setApplied(l.Index)
+		return res
+	}
+	n.mu.Lock()
+	k := 0
+	for ; k < len(e.Changes); k++ {
+		b := n.st.pending[e.Changes[k].ID]
+		if b == nil || b.state != stateProposed {
+			break
+		}
+		n.st.finish(b, l.Index, nil)
+	}
+	if k == len(e.Changes) {
+		n.mu.Unlock()
+		n.setApplied(l.Index)
+		return res
+	}
+	// A change set this node does not wait for: every batch still
+	// pending comes after it in the log, or never, and was built on tips
+	// that do not hold it. Fail them all before taking the tables' locks,
+	// so that their tips fail (and their commits unlock) rather than wait
+	// for entries after this one, and refuse new ones until this entry
+	// is applied.
+	n.st.applyingForeign = true
+	n.st.failFrom(0, &AmbiguousError{Err: errOvertaken}, errOvertakenNotProposed)
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		n.st.applyingForeign = false
+		n.mu.Unlock()
+	}()
+	conflicts, err := n.applyChanges(e.Changes[k:])
+	if err != nil {
+		return n.stop(l.Index, err)
+	}
+	res.Conflicts = conflicts
+	n.setApplied(l.Index)
+	return res
+}
+
+var (
+	errOvertaken            = errors.New("an entry this node did not propose was applied before the commit's")
+	errOvertakenNotProposed = errors.Join(ErrNotReady, errOvertaken)
+)
+
+// applyChanges applies change sets in one write transaction of the tables
+// they name, and returns the ids of those that conflict.
+//
+// The transaction begins from the tips of its tables, if they have any:
+// those of commits whose change sets the FSM marked applied (they are
+// before this entry in the log, and publish once their Wait returns), and
+// those of commits that Apply just failed (their tips fail). A commit
+// built on a failing tip fails with strata.ErrEarlierCommitFailed; it is
+// retried from the start, so that the changes are checked and applied
+// again on the published state. That is sound because the published state
+// is then exactly the log's up to this entry: the commit queue settles in
+// order, so every marked commit queued before the failed one is published
+// by the time this commit fails, and nothing of a failed commit is.
+func (n *Node) applyChanges(changes []ChangeSet) ([]ChangeSetID, error) {
+	var binds []Binding
+	for i := range changes {
+		for j := range changes[i].Tables {
+			b, ok := n.tables[changes[i].Tables[j].Table]
+			if !ok {
+				return nil, &unboundTableError{name: changes[i].Tables[j].Table}
+			}
+			if !slices.Contains(binds, b) {
+				binds = append(binds, b)
+			}
+		}
+	}
+	if len(binds) == 0 {
+		return nil, nil
+	}
+	metas := make([]strata.TableMeta, len(binds))
+	for i, b := range binds {
+		metas[i] = b.Table()
+	}
+	skip := make([]bool, len(changes))
+	var conflicts []ChangeSetID
+	for attempt := 0; ; attempt++ {
+		txn := n.db.WriteTxn(metas[0], metas[1:]...)
+		for _, b := range binds {
+			if err := b.detach(txn); err != nil {
+				txn.Abort()
+				return nil, err
+			}
+		}
+		conflicts = conflicts[:0]
+		failed := -1
+		for i := range changes {
+			if skip[i] {
+				conflicts = append(conflicts, changes[i].ID)
+				continue
+			}
+			cs := &changes[i]
+			if !n.checkChangeSet(txn, cs) {
+				skip[i] = true
+				conflicts = append(conflicts, cs.ID)
+				continue
+			}
+			if err := n.applyChangeSet(txn, cs); err != nil {
+				failed = i
+				break
+			}
+		}
+		if failed >= 0 {
+			// The applier refuses what the checks let through as a
+			// conflict (entry.go): the same on every node, whose states
+			// are the same. Again without it.
+			txn.Abort()
+			skip[failed] = true
+			continue
+		}
+		_, err := txn.Commit()
+		if err == nil {
+			return conflicts, nil
+		}
+		if errors.Is(err, strata.ErrEarlierCommitFailed) && attempt < 1000 {
+			clear(skip) // decided on a state that was not published
+			continue
+		}
+		return nil, err
+	}
+}
+
+func (n *Node) checkChangeSet(txn strata.WriteTxn, cs *ChangeSet) bool {
+	for j := range cs.Tables {
+		tc := &cs.Tables[j]
+		if err := n.tables[tc.Table].check(txn, tc); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func (n *Node) applyChangeSet(txn strata.WriteTxn, cs *ChangeSet) error {
+	for j := range cs.Tables {
+		tc := &cs.Tables[j]
+		if err := n.tables[tc.Table].apply(txn, tc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type unboundTableError struct{ name string }
+
+func (e *unboundTableError) Error() string {
+	return "replicate: an entry writes table " + e.name + ", which this node has not bound"
+}
+
+// stop records that the node stops applying at index because of err, and
+// returns the *StoppedError.
+func (n *Node) stop(index uint64, err error) error {
+	e := &StoppedError{Index: index, Err: err}
+	if !n.stopErr.CompareAndSwap(nil, e) {
+		e = n.stopErr.Load()
+	}
+	n.appliedMu.Lock()
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	n.appliedMu.Unlock()
+	return e
+}
+
+// Snapshot is not supported yet.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return nil, ErrSnapshotsUnsupported }
+
+// Restore is not supported yet.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	_ = rc.Close()
+	return ErrSnapshotsUnsupported
+}

@@ -1,0 +1,409 @@
+package replicate
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/raft"
+	"github.com/strata-db/strata"
+)
+
+// The node's journal: a strata.QueuedBatch per commit of bound tables.
+//
+// A batch goes through these states, all changed under Node.mu:
+//
+//	queued    Enqueue placed it in the proposer's queue (pending)
+//	proposed  the proposer submitted its entry with raft.Apply (pending)
+//	done      its outcome is known and Wait returns it: marked applied
+//	          by the FSM (nil, at the entry's index), or failed
+//
+// A pending batch's writes are in the commit queue's tip, which the queue
+// publishes when Wait returns nil. So the FSM must not apply a pending
+// batch's change set again: it marks it applied instead. The FSM's marking
+// and the failure paths (a failed future, an entry the node did not
+// propose, Close) decide under Node.mu, so a change set is applied by
+// exactly one of the two: the tip (marked) or the FSM's apply (failed,
+// then applied like any other node's if it commits).
+//
+// The journal keeps QueuedBatch's rule that a failed record fails every
+// record enqueued after it: a failure fails every pending batch enqueued
+// after the failed one, and refuses new ones (ErrNotReady) until every
+// failed batch's Wait returned (journalState.unsettled), since the commit
+// queue fails every commit queued behind a failed one that it has not
+// settled (see doc.go, "Status", for the window this leaves).
+
+type batchState uint8
+
+const (
+	stateOpen batchState = iota
+	stateQueued
+	stateProposed
+	stateDone
+)
+
+// journal is the node's strata.Journal.
+type journal struct{ n *Node }
+
+// Begin starts the record of a commit.
+func (j *journal) Begin() strata.JournalBatch { return &batch{n: j.n} }
+
+// batch is a commit's change set and its outcome.
+type batch struct {
+	n  *Node
+	cs ChangeSet
+	// body is the change set's encoding, as AppendEntry writes it in an
+	// entry (after the entry's header and count).
+	body []byte
+
+	// Under Node.mu:
+	state batchState
+	seq   uint64
+	index uint64 // the entry's index, once applied
+	err   error
+	done  chan struct{}
+}
+
+// table returns the batch's part for table name, opening it (with read as
+// its ReadRevision) if the last part is another table's: a commit writes
+// its tables one after the other.
+func (b *batch) table(name string, read uint64) *TableChanges {
+	if k := len(b.cs.Tables); k > 0 && b.cs.Tables[k-1].Table == name {
+		return &b.cs.Tables[k-1]
+	}
+	b.cs.Tables = append(b.cs.Tables, TableChanges{Table: name, ReadRevision: read})
+	return &b.cs.Tables[len(b.cs.Tables)-1]
+}
+
+// noteRevision tells a Node.Write waiting for the commit that reaches
+// revision rev of table name that this is its batch.
+func (b *batch) noteRevision(name string, rev uint64) {
+	n := b.n
+	n.mu.Lock()
+	if s := n.st.wanted[slotKey{name, rev}]; s != nil && s.b == nil {
+		s.b = b
+	}
+	n.mu.Unlock()
+}
+
+// Queues reports true: the commit queue releases the tables' locks once
+// the batch is enqueued.
+func (b *batch) Queues() bool { return true }
+
+// Commit is Enqueue and Wait; the database calls them instead.
+func (b *batch) Commit() error {
+	if err := b.Enqueue(); err != nil {
+		return err
+	}
+	return b.Wait()
+}
+
+// Discard drops a batch that was not enqueued.
+func (b *batch) Discard() {}
+
+// Enqueue checks that the node may propose, encodes the change set and
+// hands it to the proposer.
+func (b *batch) Enqueue() error {
+	n := b.n
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if e := n.stopErr.Load(); e != nil {
+		return e
+	}
+	if n.raft.State() != raft.Leader {
+		addr, _ := n.raft.LeaderWithID()
+		return &NotLeaderError{Leader: addr}
+	}
+	// The database calls Enqueue for one record at a time, in commit
+	// order: the sequence, outside n.mu, follows the queue's order.
+	seq := n.nextSeq.Add(1)
+	b.cs.ID = NewChangeSetID(n.st.node, seq)
+	enc, err := AppendEntry(nil, &Entry{Kind: KindChanges, Changes: []ChangeSet{b.cs}})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.st.ready || n.st.unsettled > 0 || n.st.applyingForeign {
+		return ErrNotReady
+	}
+	b.body = enc[3:] // version, kind, a count of 1
+	b.seq, b.state, b.done = seq, stateQueued, make(chan struct{})
+	n.st.pending[b.cs.ID] = b
+	n.st.queue = append(n.st.queue, b)
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Wait returns the batch's outcome: nil once the FSM applied its entry.
+func (b *batch) Wait() error {
+	<-b.done
+	n := b.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if b.err != nil {
+		n.st.unsettled--
+	}
+	return b.err
+}
+
+// journalState is the journal's state, under Node.mu.
+type journalState struct {
+	node uint16
+	// pending holds the queued and proposed batches by id.
+	pending map[ChangeSetID]*batch
+	// queue holds the batches Enqueue queued and the proposer has not
+	// taken yet, in order.
+	queue []*batch
+	// unsettled counts the failed batches whose Wait has not returned.
+	unsettled int
+	// applyingForeign is set while the FSM applies an entry the node did
+	// not propose (or no longer waits for).
+	applyingForeign bool
+	// ready is set once the node leads and applied every entry of the
+	// earlier terms (a barrier): until then its commits would follow
+	// entries it did not propose, and fail (watchLeadership).
+	ready   bool
+	closing bool
+	wanted  map[slotKey]*slot
+}
+
+func (s *journalState) init(node uint16) {
+	s.node = node
+	s.pending = make(map[ChangeSetID]*batch)
+	s.wanted = make(map[slotKey]*slot)
+}
+
+// finish settles b with err (nil: applied at index).
+func (s *journalState) finish(b *batch, index uint64, err error) {
+	if b.state == stateDone {
+		return
+	}
+	delete(s.pending, b.cs.ID)
+	b.state, b.index, b.err = stateDone, index, err
+	if err != nil {
+		s.unsettled++
+	}
+	close(b.done)
+}
+
+// failFrom fails every pending batch enqueued at or after seq: those
+// proposed with err (ambiguous: they may still commit, and then apply as
+// any node's change sets do), those still queued with notProposed.
+func (s *journalState) failFrom(seq uint64, err, notProposed error) {
+	for _, b := range s.pending {
+		if b.seq < seq {
+			continue
+		}
+		switch b.state {
+		case stateProposed:
+			s.finish(b, 0, err)
+		case stateQueued:
+			s.finish(b, 0, notProposed)
+		}
+	}
+	s.dropQueued()
+}
+
+// failAll fails every pending batch (Close).
+func (s *journalState) failAll(err error) {
+	s.closing = true
+	s.failFrom(0, &AmbiguousError{Err: err}, err)
+}
+
+// dropQueued removes the settled batches from the proposer's queue.
+func (s *journalState) dropQueued() {
+	q := s.queue[:0]
+	for _, b := range s.queue {
+		if b.state == stateQueued {
+			q = append(q, b)
+		}
+	}
+	clear(s.queue[len(q):])
+	s.queue = q
+}
+
+// A slot is where Node.Write finds the batch of its commit: the one that
+// records revision rev of table name.
+type slotKey struct {
+	name string
+	rev  uint64
+}
+
+type slot struct {
+	key slotKey
+	b   *batch
+}
+
+func (n *Node) want(name string, rev uint64) *slot {
+	s := &slot{key: slotKey{name, rev}}
+	n.mu.Lock()
+	n.st.wanted[s.key] = s
+	n.mu.Unlock()
+	return s
+}
+
+func (n *Node) unwant(s *slot) {
+	n.mu.Lock()
+	if n.st.wanted[s.key] == s {
+		delete(n.st.wanted, s.key)
+	}
+	n.mu.Unlock()
+}
+
+// watchLeadership is the goroutine that sets journalState.ready: once
+// the node leads and a barrier of its term applied, until it loses the
+// lead.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case leader := <-n.raft.LeaderCh():
+			if leader {
+				leader = n.raft.Barrier(0).Error() == nil && n.raft.State() == raft.Leader
+			}
+			n.mu.Lock()
+			n.st.ready = leader
+			n.mu.Unlock()
+		case <-n.quit:
+			return
+		}
+	}
+}
+
+// proposal is an entry submitted to raft and the batches it carries.
+type proposal struct {
+	f       raft.ApplyFuture
+	batches []*batch
+}
+
+// propose is the proposer goroutine: it takes the queued batches in order,
+// as many as fit in an entry, and submits the entry, with at most
+// maxInFlight entries in flight; the batches queued meanwhile share the
+// next entry.
+func (n *Node) propose() {
+	defer n.wg.Done()
+	defer close(n.inflight)
+	for {
+		select {
+		case n.sem <- struct{}{}:
+		case <-n.quit:
+			return
+		}
+		var batches []*batch
+		for batches == nil {
+			n.mu.Lock()
+			batches = n.st.take()
+			n.mu.Unlock()
+			if batches != nil {
+				break
+			}
+			select {
+			case <-n.wake:
+			case <-n.quit:
+				return
+			}
+		}
+		data := []byte{EntryVersion, byte(KindChanges)}
+		data = appendUvarint(data, uint64(len(batches)))
+		for _, b := range batches {
+			data = append(data, b.body...)
+		}
+		n.entries.Add(1)
+		if len(batches) > 1 {
+			n.combined.Add(1)
+		}
+		f := n.raft.Apply(data, 0)
+		select {
+		case n.inflight <- &proposal{f: f, batches: batches}:
+		case <-n.quit:
+			return
+		}
+	}
+}
+
+// take returns the queued batches that fit in one entry, in order, now
+// proposed; nil if none is queued.
+func (s *journalState) take() []*batch {
+	size, k := 2+uvarintLen(uint64(len(s.queue))), 0
+	for k < len(s.queue) && (k == 0 || size+len(s.queue[k].body) <= MaxEntrySize) {
+		size += len(s.queue[k].body)
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	batches := append([]*batch(nil), s.queue[:k]...)
+	for _, b := range batches {
+		b.state = stateProposed
+	}
+	n := copy(s.queue, s.queue[k:])
+	clear(s.queue[n:])
+	s.queue = s.queue[:n]
+	return batches
+}
+
+// await is the goroutine that waits for the entries in flight, in order,
+// and settles the batches the FSM did not.
+func (n *Node) await() {
+	defer n.wg.Done()
+	for p := range n.inflight {
+		err := p.f.Error()
+		if err == nil {
+			if e, ok := p.f.Response().(error); ok {
+				err = e
+			}
+		}
+		<-n.sem
+		if err == nil {
+			// The FSM marked every pending batch of the entry, or
+			// failed it first.
+			continue
+		}
+		n.mu.Lock()
+		var first *batch
+		for _, b := range p.batches {
+			if b.state == stateProposed {
+				first = b
+				break
+			}
+		}
+		if first != nil {
+			// The entry's own batches learn raft's error; the later ones
+			// were submitted after it (or not at all), and may still
+			// commit if this node led again meanwhile.
+			own := classify(n, err)
+			for _, b := range p.batches {
+				if b.state == stateProposed {
+					n.st.finish(b, 0, own)
+				}
+			}
+			n.st.failFrom(first.seq, &AmbiguousError{Err: err}, fmt.Errorf("%w: an earlier proposal failed: %w", ErrNotReady, err))
+		}
+		n.mu.Unlock()
+	}
+}
+
+// classify returns the error of a batch whose entry's future failed with
+// err.
+func classify(n *Node, err error) error {
+	switch err {
+	case raft.ErrNotLeader, raft.ErrLeadershipTransferInProgress:
+		addr, _ := n.raft.LeaderWithID()
+		return &NotLeaderError{Leader: addr, Err: err}
+	}
+	if _, stopped := err.(*StoppedError); stopped {
+		return err
+	}
+	return &AmbiguousError{Err: err}
+}
+
+func appendUvarint(b []byte, x uint64) []byte {
+	for x >= 0x80 {
+		b = append(b, byte(x)|0x80)
+		x >>= 7
+	}
+	return append(b, byte(x))
+}

@@ -1,0 +1,293 @@
+package replicate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/strata-db/strata"
+)
+
+// Config configures a Node.
+type Config struct {
+	// DB is the database whose bound tables the node replicates.
+	DB *strata.DB
+	// Tables are the tables the node replicates (Bind), at least one.
+	// Every node of the cluster binds the same tables.
+	Tables []Binding
+	// NodeNumber is the node's number, unique in the cluster: the high
+	// 16 bits of its change sets' ids (NewChangeSetID).
+	NodeNumber uint16
+	// Raft is raft's configuration (LocalID and the timeouts). Snapshots
+	// are not supported yet: SnapshotThreshold and SnapshotInterval must
+	// be large enough that raft never takes one (doc.go, "Status").
+	Raft *raft.Config
+	// LogStore, StableStore, Snapshots and Transport are raft's; the node
+	// does not close them.
+	LogStore    raft.LogStore
+	StableStore raft.StableStore
+	Snapshots   raft.SnapshotStore
+	Transport   raft.Transport
+	// MaxInFlight is the most entries the node has submitted to raft and
+	// not yet seen the outcome of; 0 is 4. Change sets committed while
+	// that many are in flight are combined into the next entry.
+	MaxInFlight int
+}
+
+// Node is one member of a replicated Strata database: a raft node whose
+// state machine is the bound tables of Config.DB.
+//
+// On the leader, a commit that writes bound tables (through Node.Write or
+// an ordinary WriteTxn.Commit) is proposed to raft: its change set goes in
+// the log and Commit returns once it is applied, with the commit queue's
+// early lock release (docs/early-lock-release.md) letting the next writers
+// build on it meanwhile. On other nodes such a commit fails with a
+// *NotLeaderError and changes nothing. Every node applies the log's
+// entries to its tables at the revisions the leader gave the writes, so
+// that at the same applied index every node holds the same objects at the
+// same revisions, and its change feeds deliver the same changes.
+//
+// An entry the node cannot apply (it does not decode, names a table the
+// node has not bound, or its apply's commit fails) stops the node: raft
+// cannot refuse a committed entry, and a node that skipped one would
+// differ from the others. Apply returns a *StoppedError for it and for
+// every later entry, without applying them; the applied index stays below
+// the entry; Stopped reports it. The node must be rebuilt.
+type Node struct {
+	db     *strata.DB
+	tables map[string]Binding
+	raft   *raft.Raft
+	fsm    *fsm
+	j      *journal
+
+	maxInFlight int
+
+	// applied is the index of the last entry applied; appliedCh is closed
+	// and replaced each time it moves (under appliedMu).
+	applied   atomic.Uint64
+	appliedMu sync.Mutex
+	appliedCh chan struct{}
+
+	// mu guards the journal's state (journal.go) and everything the FSM
+	// and the proposer decide together.
+	mu sync.Mutex
+	st journalState
+
+	wake     chan struct{} // the proposer's: something was queued
+	inflight chan *proposal
+	sem      chan struct{} // a token per entry in flight
+	quit     chan struct{}
+	wg       sync.WaitGroup
+
+	// nextSeq is the sequence of the last change set's id (Enqueue).
+	nextSeq atomic.Uint64
+
+	stopErr atomic.Pointer[StoppedError]
+	closed  atomic.Bool
+
+	// entries and combined count the entries the node proposed and those
+	// that carried more than one change set.
+	entries, combined atomic.Uint64
+}
+
+// NewNode creates the node's raft node and attaches every bound table to
+// the node's journal, in one write transaction. Bootstrap or join the
+// cluster through Raft.
+func NewNode(cfg Config) (*Node, error) {
+	if cfg.DB == nil || len(cfg.Tables) == 0 || cfg.Raft == nil {
+		return nil, errors.New("replicate: NewNode needs DB, Tables and Raft")
+	}
+	n := &Node{
+		db:          cfg.DB,
+		tables:      make(map[string]Binding, len(cfg.Tables)),
+		maxInFlight: cfg.MaxInFlight,
+		appliedCh:   make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		quit:        make(chan struct{}),
+	}
+	if n.maxInFlight <= 0 {
+		n.maxInFlight = 4
+	}
+	n.inflight = make(chan *proposal, n.maxInFlight)
+	n.sem = make(chan struct{}, n.maxInFlight)
+	n.st.init(cfg.NodeNumber)
+	// A restarted node must not reuse its predecessor's ids: start from
+	// the time, 64 ids per millisecond (ChangeSetID).
+	n.nextSeq.Store(uint64(time.Now().UnixMilli()) << 6)
+	n.j = &journal{n: n}
+	n.fsm = &fsm{n: n}
+	metas := make([]strata.TableMeta, 0, len(cfg.Tables))
+	for _, b := range cfg.Tables {
+		name := string(b.Table().Name())
+		if _, dup := n.tables[name]; dup {
+			return nil, fmt.Errorf("replicate: table %q bound twice", name)
+		}
+		n.tables[name] = b
+		metas = append(metas, b.Table())
+	}
+	txn := n.db.WriteTxn(metas[0], metas[1:]...)
+	for _, b := range cfg.Tables {
+		if err := b.attach(txn, n.j); err != nil {
+			txn.Abort()
+			return nil, err
+		}
+	}
+	if _, err := txn.Commit(); err != nil {
+		return nil, err
+	}
+	r, err := raft.NewRaft(cfg.Raft, n.fsm, cfg.LogStore, cfg.StableStore, cfg.Snapshots, cfg.Transport)
+	if err != nil {
+		// The tables stay attached: their commits fail with ErrShutdown.
+		n.closed.Store(true)
+		return nil, err
+	}
+	n.raft = r
+	n.wg.Add(3)
+	go n.propose()
+	go n.await()
+	go n.watchLeadership()
+	return n, nil
+}
+
+// Raft returns the node's raft node: for bootstrap, membership and
+// leadership in this first version. The node consumes its LeaderCh: use
+// raft.Config.NotifyCh or LeadershipObservation to follow leadership.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// Close shuts the raft node down and stops the node's goroutines. Commits
+// in flight end with an *AmbiguousError (submitted) or ErrShutdown (not);
+// later commits of the bound tables fail with ErrShutdown, as the tables
+// stay attached to the node's journal. The stores and the transport are
+// the caller's to close.
+func (n *Node) Close() error {
+	if n.closed.Swap(true) {
+		return nil
+	}
+	err := n.raft.Shutdown().Error()
+	close(n.quit)
+	n.wg.Wait()
+	n.mu.Lock()
+	n.st.failAll(ErrShutdown)
+	n.mu.Unlock()
+	return err
+}
+
+// AppliedIndex returns the index of the last log entry the node applied.
+// On the leader, the node's own commits at or below it may not be
+// published yet: each is once its Commit returns.
+func (n *Node) AppliedIndex() uint64 { return n.applied.Load() }
+
+// WaitApplied returns once the node applied the entry at index, or ctx's
+// error.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		n.appliedMu.Lock()
+		ch := n.appliedCh
+		n.appliedMu.Unlock()
+		if n.applied.Load() >= index {
+			return nil
+		}
+		if e := n.stopErr.Load(); e != nil {
+			return e
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// setApplied records that the entry at index is applied.
+func (n *Node) setApplied(index uint64) {
+	n.appliedMu.Lock()
+	n.applied.Store(index)
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	n.appliedMu.Unlock()
+}
+
+// Stopped returns the error that stopped the node applying the log, or
+// nil.
+func (n *Node) Stopped() error {
+	if e := n.stopErr.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// Entries returns how many entries the node proposed, and how many of
+// them carried more than one change set.
+func (n *Node) Entries() (entries, combined uint64) {
+	return n.entries.Load(), n.combined.Load()
+}
+
+// Write runs fn in a write transaction of tables and commits it, and
+// returns the raft index its change set committed at (0 if fn wrote no
+// bound table). fn's error aborts the transaction and is returned. A
+// commit refused with ErrNotReady (nothing proposed) is retried, with fn
+// run again, until ctx is done; every other error is returned as Commit
+// returned it.
+func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error) (uint64, error) {
+	if len(tables) == 0 {
+		return 0, errors.New("replicate: Write of no table")
+	}
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		index, err := n.write(ctx, tables, fn)
+		if !errors.Is(err, ErrNotReady) || errors.Is(err, strata.ErrEarlierCommitFailed) {
+			return index, err
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return 0, err
+		}
+	}
+}
+
+func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error) (uint64, error) {
+	txn, err := n.db.WriteTxnContext(ctx, tables[0], tables[1:]...)
+	if err != nil {
+		return 0, err
+	}
+	before := make([]strata.Revision, len(tables))
+	for i, t := range tables {
+		before[i] = t.Revision(txn)
+	}
+	if err := fn(txn); err != nil {
+		txn.Abort()
+		return 0, err
+	}
+	// The commit's batch records each table's revision after it
+	// (SetRevision): find it by the first bound table written.
+	var s *slot
+	for i, t := range tables {
+		name := string(t.Name())
+		if _, bound := n.tables[name]; !bound {
+			continue
+		}
+		if rev := t.Revision(txn); rev != before[i] {
+			s = n.want(name, rev)
+			break
+		}
+	}
+	_, err = txn.Commit()
+	if s == nil {
+		return 0, err
+	}
+	n.unwant(s)
+	if err != nil {
+		return 0, err
+	}
+	n.mu.Lock()
+	b := s.b
+	n.mu.Unlock()
+	if b == nil {
+		return 0, nil
+	}
+	return b.index, nil
+}
