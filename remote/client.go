@@ -54,10 +54,28 @@ func WithBackoff(min, max time.Duration) Option {
 	return func(c *Client) { c.minBackoff, c.maxBackoff = min, max }
 }
 
+// SocketPath reports whether addr names a unix socket, and returns its
+// path: "unix:" followed by the path ("unix:/run/app.sock", or a relative
+// "unix:app.sock"), or the URL form "unix://" followed by the path
+// ("unix:///run/app.sock"), so that an address a server prints in either
+// form is one a client takes. The path is "" for "unix:" or "unix://"
+// alone.
+func SocketPath(addr string) (path string, ok bool) {
+	path, ok = strings.CutPrefix(addr, "unix:")
+	if !ok {
+		return "", false
+	}
+	if rest, url := strings.CutPrefix(path, "//"); url {
+		path = rest
+	}
+	return path, true
+}
+
 // New returns a client of the server at addr: "http://host:port" or
 // "https://host:port", whose path, if any, is where the application
-// mounted the handler ("http://host:8080/debug/strata"); or
-// "unix:///path/to/socket" for a server on a unix socket, with the handler
+// mounted the handler ("http://host:8080/debug/strata"); or a unix socket
+// in either form SocketPath reads ("unix:///path/to/socket" or
+// "unix:/path/to/socket"), for a server on a unix socket with the handler
 // at the root. New does not connect.
 func New(addr string, opts ...Option) (*Client, error) {
 	c := &Client{header: http.Header{}, hc: http.DefaultClient, logger: slog.Default(),
@@ -65,7 +83,7 @@ func New(addr string, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(c)
 	}
-	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
+	if path, ok := SocketPath(addr); ok {
 		if path == "" {
 			return nil, fmt.Errorf("address %q: %w: no socket path", addr, ErrAddress)
 		}

@@ -162,7 +162,7 @@ func TestErrors(t *testing.T) {
 	if _, err := gone.Summary(ctx); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("a closed port: %v", err)
 	}
-	for _, bad := range []string{"ftp://x", "localhost:80", "unix://", "http://", "%zz"} {
+	for _, bad := range []string{"ftp://x", "localhost:80", "unix://", "unix:", "http://", "%zz"} {
 		if _, err := New(bad); !errors.Is(err, ErrAddress) {
 			t.Errorf("New(%q): %v", bad, err)
 		}
@@ -214,7 +214,9 @@ func TestAddresses(t *testing.T) {
 	defer srv.Close()
 	defer usrv.Close()
 
-	for _, addr := range []string{"http://" + l.Addr().String() + "/debug/strata", "http://" + l.Addr().String() + "/debug/strata/", "unix://" + sock} {
+	// sock is absolute: "unix://" + sock is the URL form, "unix:" + sock
+	// the form a server prints.
+	for _, addr := range []string{"http://" + l.Addr().String() + "/debug/strata", "http://" + l.Addr().String() + "/debug/strata/", "unix://" + sock, "unix:" + sock} {
 		c, err := New(addr)
 		if err != nil {
 			t.Fatal(err)
@@ -357,6 +359,27 @@ func TestCloseIdleConnections(t *testing.T) {
 			}
 			c.CloseIdleConnections()
 			eventually(t, "the server to see the connection closed", func() bool { return closed.Load() == want })
+		}
+	}
+}
+
+// TestSocketPath: both forms of a unix socket address, and what is not one.
+func TestSocketPath(t *testing.T) {
+	for _, c := range []struct {
+		addr, path string
+		ok         bool
+	}{
+		{"unix:///run/app.sock", "/run/app.sock", true},
+		{"unix:/run/app.sock", "/run/app.sock", true},
+		{"unix:app.sock", "app.sock", true},
+		{"unix://app.sock", "app.sock", true},
+		{"unix:", "", true},
+		{"unix://", "", true},
+		{"http://host:80", "", false},
+		{"/run/app.sock", "", false},
+	} {
+		if path, ok := SocketPath(c.addr); path != c.path || ok != c.ok {
+			t.Errorf("SocketPath(%q) = %q, %v; want %q, %v", c.addr, path, ok, c.path, c.ok)
 		}
 	}
 }

@@ -152,10 +152,11 @@ func ids(t testing.TB, out string) []float64 {
 }
 
 // TestOnlineTables lists a running database's tables, over TCP and a unix
-// socket, in every format.
+// socket (in its URL form, and in the form "unix:/path" servers print),
+// in every format.
 func TestOnlineTables(t *testing.T) {
 	s := newLiveServer(t)
-	for _, addr := range []string{s.tcpAddr, s.unixAddr} {
+	for _, addr := range []string{s.tcpAddr, s.unixAddr, "unix:" + strings.TrimPrefix(s.unixAddr, "unix://")} {
 		var tables []struct {
 			Name    string
 			Objects int

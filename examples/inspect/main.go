@@ -17,13 +17,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/httpapi"
 	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/remote"
 )
 
 // Host is a machine and its load.
@@ -149,7 +149,7 @@ func run(ctx context.Context, addr string, ready func(net.Addr)) error {
 // listen listens on a TCP address, or on a unix socket only its owner
 // may connect to.
 func listen(addr string) (net.Listener, error) {
-	path, ok := strings.CutPrefix(addr, "unix:")
+	path, ok := remote.SocketPath(addr)
 	if !ok {
 		return net.Listen("tcp", addr)
 	}

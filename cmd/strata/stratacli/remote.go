@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/remote"
 )
 
 // Remote is what the online commands (--addr) need of a running database,
@@ -119,8 +120,8 @@ type RemoteChange struct {
 // dial connects to addr, with the command's logger in the context for
 // the Dialer (HTTPDialer logs a watch's reconnects with it).
 func (a *app) dial(ctx context.Context, addr string) (Remote, error) {
-	if !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") && !strings.HasPrefix(addr, "unix://") {
-		return nil, usagef("--addr %q: want http://host:port, https://host:port or unix:///path", addr)
+	if _, unix := remote.SocketPath(addr); !unix && !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") {
+		return nil, usagef("--addr %q: want http://host:port, https://host:port, unix:///path or unix:/path", addr)
 	}
 	return a.cfg.dial(context.WithValue(ctx, loggerKey{}, a.infoLogger()), addr)
 }
