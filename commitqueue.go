@@ -350,9 +350,12 @@ func (q *commitQueue) settle(h *txnCore) {
 	}
 	if h.result != nil {
 		h.failQueued()
-		return
+	} else {
+		h.published = h.publishQueued()
 	}
-	h.published = h.publishQueued()
+	if s, ok := h.record.(SettledBatch); ok {
+		s.Settled(h.result)
+	}
 }
 
 // publishQueued publishes the states of h, a commit settled by the queue,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,9 @@ type queuedJournal struct {
 	revision Revision
 	// maxPending is the most records that were pending at once.
 	maxPending int
+	// settled are the records whose commits the database settled, in
+	// the order it settled them.
+	settled []*queuedRecord
 }
 
 func newQueuedJournal() *queuedJournal {
@@ -35,6 +39,19 @@ type queuedRecord struct {
 	memBatch
 	queue *queuedJournal
 	done  chan error
+	// settled is what the database's Settled said of the record's commit
+	// (SettledBatch), set once.
+	settled error
+	settles int
+}
+
+// Settled records how the database settled the record's commit.
+func (r *queuedRecord) Settled(err error) {
+	r.queue.mu.Lock()
+	defer r.queue.mu.Unlock()
+	r.settled = err
+	r.settles++
+	r.queue.settled = append(r.queue.settled, r)
 }
 
 func (j *queuedJournal) Begin() JournalBatch {
@@ -222,6 +239,16 @@ func TestEarlyLockReleaseChain(t *testing.T) {
 	j.sync(1, nil)
 	res2 := <-r2
 	must(t, res2.err)
+	j.mu.Lock()
+	for i, r := range j.settled {
+		if r.settles != 1 || r.settled != nil {
+			t.Errorf("published record %d: settled %d times, with %v", i, r.settles, r.settled)
+		}
+	}
+	if len(j.settled) < 2 {
+		t.Errorf("%d records settled, want txn1's and txn2's", len(j.settled))
+	}
+	j.mu.Unlock()
 	if v := valueOf(t, db.ReadTxn(), tbl, 0); v != 2 {
 		t.Fatalf("after txn2 a reader sees %d", v)
 	}
@@ -276,6 +303,9 @@ func TestEarlyLockReleaseFailedChain(t *testing.T) {
 	mustInsert(t, plain, txn3, &testObject{ID: 5, Value: valueOf(t, txn3, tbl, 5)})
 
 	errSync := errors.New("sync failed")
+	j.mu.Lock()
+	rec1, rec2 := j.pending[0], j.pending[1]
+	j.mu.Unlock()
 	j.sync(1, errSync)
 	j.sync(1, nil) // the journal makes txn2 durable; the database must not publish it
 	if res := <-r1; !errors.Is(res.err, errSync) {
@@ -284,6 +314,16 @@ func TestEarlyLockReleaseFailedChain(t *testing.T) {
 	if res := <-r2; !errors.Is(res.err, ErrEarlierCommitFailed) || !errors.Is(res.err, errSync) {
 		t.Fatalf("txn2: %v", res.err)
 	}
+	// SettledBatch: the journal learns that txn2's durable record was
+	// not published, and why.
+	j.mu.Lock()
+	order := slices.Index(j.settled, rec1) < slices.Index(j.settled, rec2)
+	if !order || rec1.settles != 1 || !errors.Is(rec1.settled, errSync) ||
+		rec2.settles != 1 || !errors.Is(rec2.settled, ErrEarlierCommitFailed) {
+		t.Fatalf("txn1's record settled %d times with %v, txn2's %d times with %v, in order: %v",
+			rec1.settles, rec1.settled, rec2.settles, rec2.settled, order)
+	}
+	j.mu.Unlock()
 	if _, err := txn3.Commit(); !errors.Is(err, ErrEarlierCommitFailed) || !errors.Is(err, errSync) {
 		t.Fatalf("txn3: %v", err)
 	}

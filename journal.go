@@ -46,6 +46,24 @@ type QueuedBatch interface {
 	Wait() error
 }
 
+// SettledBatch is a QueuedBatch that is told how its commit ended. A
+// journal whose records may become durable although the database does not
+// publish their commits needs it: by invariant 4 of the commit queue, once
+// a record fails, the commits queued behind it fail too
+// (ErrEarlierCommitFailed), also those whose records the journal had made
+// durable meanwhile, until the queue drains. A replicating journal, whose
+// durable record is applied on other nodes, learns here which of its
+// records were published and which were not.
+type SettledBatch interface {
+	QueuedBatch
+	// Settled is called once per enqueued record, when the database
+	// settled its commit: with nil once it is published, or with the
+	// error its Commit returns. It is called under the database's
+	// commit queue lock, in the order of the records: it must not block
+	// or call into the database.
+	Settled(err error)
+}
+
 // TableJournal writes the changes of one table into commit records. The
 // database calls it during Commit, once per changed object (each object
 // once, in its final state), never concurrently for one batch.
