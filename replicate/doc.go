@@ -53,14 +53,6 @@
 //     waits for a change set that can conflict until writes come from
 //     followers.
 //   - Transactions that write bound and unbound tables are not refused.
-//   - One window the root cannot close yet: after a proposal fails, the
-//     commit queue fails every commit queued behind it that it has not
-//     settled, and the journal cannot tell when the failed commit is
-//     settled. It refuses new commits (ErrNotReady) until every failed
-//     commit's Wait returned; a commit enqueued between that and the
-//     failed commit's settlement could be marked applied by the FSM and
-//     then failed by the queue, and this node would lack its writes. The
-//     fix is a root hook telling a QueuedBatch its settlement.
 //
 // # Use of the log store
 //

@@ -26,10 +26,15 @@ import (
 //
 // The journal keeps QueuedBatch's rule that a failed record fails every
 // record enqueued after it: a failure fails every pending batch enqueued
-// after the failed one, and refuses new ones (ErrNotReady) until every
-// failed batch's Wait returned (journalState.unsettled), since the commit
-// queue fails every commit queued behind a failed one that it has not
-// settled (see doc.go, "Status", for the window this leaves).
+// after the failed one. And since the commit queue fails every commit
+// queued after a failed one until it drains (strata's commit queue,
+// invariant 4), also commits whose entries commit, the journal refuses
+// new batches (ErrNotReady) from a failure until the database settled
+// every batch it enqueued (strata.SettledBatch; journalState.failing and
+// queued): no batch the FSM marks applied is then failed by the queue.
+// Settled checks it: a batch marked applied that the database did not
+// publish would leave this node without writes the others have, and
+// stops the node.
 
 type batchState uint8
 
@@ -45,6 +50,9 @@ type journal struct{ n *Node }
 
 // Begin starts the record of a commit.
 func (j *journal) Begin() strata.JournalBatch { return &batch{n: j.n} }
+
+// A batch is told how the database settled its commit.
+var _ strata.SettledBatch = (*batch)(nil)
 
 // batch is a commit's change set and its outcome.
 type batch struct {
@@ -123,9 +131,10 @@ func (b *batch) Enqueue() error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.st.ready || n.st.unsettled > 0 || n.st.applyingForeign {
+	if !n.st.ready || n.st.failing || n.st.applyingForeign {
 		return ErrNotReady
 	}
+	n.st.queued++
 	b.body = enc[3:] // version, kind, a count of 1
 	b.seq, b.state, b.done = seq, stateQueued, make(chan struct{})
 	n.st.pending[b.cs.ID] = b
@@ -143,10 +152,24 @@ func (b *batch) Wait() error {
 	n := b.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if b.err != nil {
-		n.st.unsettled--
-	}
 	return b.err
+}
+
+// Settled is told, by the database, how the batch's commit ended
+// (strata.SettledBatch). It is called under the database's commit queue
+// lock, which Enqueue runs under too: n.mu is taken after it, as there.
+func (b *batch) Settled(err error) {
+	n := b.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.st.queued--; n.st.queued == 0 {
+		n.st.failing = false
+	}
+	if err != nil && b.state == stateDone && b.err == nil {
+		// The FSM marked the change set applied, but the database did
+		// not publish it: this node lacks writes the others have.
+		n.stop(b.index, fmt.Errorf("the commit of change set %#x, applied at index %d, was not published: %w", uint64(b.cs.ID), b.index, err))
+	}
 }
 
 // journalState is the journal's state, under Node.mu.
@@ -157,8 +180,12 @@ type journalState struct {
 	// queue holds the batches Enqueue queued and the proposer has not
 	// taken yet, in order.
 	queue []*batch
-	// unsettled counts the failed batches whose Wait has not returned.
-	unsettled int
+	// queued counts the batches Enqueue accepted that the database has
+	// not settled yet (Settled); failing is set by a failed batch and
+	// cleared when queued is 0: the database's commit queue then holds
+	// none of the commits it fails after a failure.
+	queued  int
+	failing bool
 	// applyingForeign is set while the FSM applies an entry the node did
 	// not propose (or no longer waits for).
 	applyingForeign bool
@@ -184,7 +211,7 @@ func (s *journalState) finish(b *batch, index uint64, err error) {
 	delete(s.pending, b.cs.ID)
 	b.state, b.index, b.err = stateDone, index, err
 	if err != nil {
-		s.unsettled++
+		s.failing = true
 	}
 	close(b.done)
 }
