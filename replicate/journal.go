@@ -167,8 +167,9 @@ func (b *batch) Settled(err error) {
 	}
 	if err != nil && b.state == stateDone && b.err == nil {
 		// The FSM marked the change set applied, but the database did
-		// not publish it: this node lacks writes the others have.
-		n.stop(b.index, fmt.Errorf("the commit of change set %#x, applied at index %d, was not published: %w", uint64(b.cs.ID), b.index, err))
+		// not publish it: this node lacks writes the others have. The
+		// node keeps the error: every later Apply and commit returns it.
+		_ = n.stop(b.index, fmt.Errorf("the commit of change set %#x, applied at index %d, was not published: %w", uint64(b.cs.ID), b.index, err))
 	}
 }
 
