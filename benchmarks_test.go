@@ -187,6 +187,29 @@ func benchmarkCommitOnly(b *testing.B, others int) {
 }
 
 func BenchmarkDB_WriteTxn_CommitOnly_100Tables(b *testing.B) { benchmarkCommitOnly(b, 99) }
+
+// BenchmarkDB_WriteTxn_1_256Tables: one insert per transaction into one of
+// 256 tables: a commit publishes a root of 256 table states (past the
+// sizes newRoot has types for; a replica with a table per client).
+func BenchmarkDB_WriteTxn_1_256Tables(b *testing.B) {
+	db := New()
+	for i := range 255 {
+		newTestTable(b, db, fmt.Sprintf("other%d", i))
+	}
+	tbl := newTestTable(b, db, "test")
+	b.ReportAllocs()
+	id := uint64(0)
+	for b.Loop() {
+		txn := db.WriteTxn(tbl)
+		if _, _, err := tbl.Insert(txn, &testObject{ID: id % 1024}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := txn.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		id++
+	}
+}
 func BenchmarkDB_WriteTxn_CommitOnly_1Table(b *testing.B)    { benchmarkCommitOnly(b, 0) }
 
 // BenchmarkDB_NewWriteTxn: create a write transaction and abort it.
