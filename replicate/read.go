@@ -313,6 +313,7 @@ type verifier struct {
 	running bool
 	next    *verifyRound
 	rounds  atomic.Uint64 // VerifyLeader calls made, for tests
+	hook    func()        // tests: called before each round; nil
 }
 
 type verifyRound struct {
@@ -349,6 +350,9 @@ func (v *verifier) run(n *Node) {
 		}
 		v.mu.Unlock()
 		v.rounds.Add(1)
+		if v.hook != nil {
+			v.hook()
+		}
 		r.termBefore = n.raft.CurrentTerm()
 		r.err = n.raft.VerifyLeader().Error()
 		r.termAfter = n.raft.CurrentTerm()
