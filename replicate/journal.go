@@ -171,7 +171,7 @@ func (b *batch) Settled(err error) {
 	if err != nil {
 		// The FSM marked the change set applied, but the database did
 		// not publish it: this node lacks writes the others have.
-		n.stop(b.index, fmt.Errorf("the commit of change set %#x, applied at index %d, was not published: %w", uint64(b.cs.ID), b.index, err))
+		_ = n.stop(b.index, fmt.Errorf("the commit of change set %#x, applied at index %d, was not published: %w", uint64(b.cs.ID), b.index, err))
 		return
 	}
 	// Published: its entry may be too (Node.advancePublished).
