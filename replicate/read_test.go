@@ -84,6 +84,10 @@ func TestReadStaleMonotonic(t *testing.T) {
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	ctx := context.Background()
+	// The followers know the leader once they applied a write of its.
+	_, err := put(ctx, ld, 0, "first")
+	must(t, err)
+	c.converge()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
