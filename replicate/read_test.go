@@ -453,12 +453,19 @@ func TestReadLinearizableSharesRounds(t *testing.T) {
 	var once sync.Once
 	v.hook = func() { once.Do(func() { <-release }) }
 	rounds := run(1, func() {
-		// Every read but the first waits for the next round.
-		for {
+		// Every read but the first waits for the next round. Never
+		// forever: the held round is released after 5 s, and the test
+		// fails.
+		for deadline := time.Now().Add(5 * time.Second); ; {
 			v.mu.Lock()
 			waiting := v.next != nil
 			v.mu.Unlock()
 			if waiting && v.rounds.Load() == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("no read waits for the next round: %d rounds, applied %d, published %d, commit %d, state %v",
+					v.rounds.Load(), ld.node.AppliedIndex(), ld.node.PublishedIndex(), ld.node.Raft().CommitIndex(), ld.node.Raft().State())
 				break
 			}
 			time.Sleep(time.Millisecond)
