@@ -313,6 +313,7 @@ type verifier struct {
 	running bool
 	next    *verifyRound
 	rounds  atomic.Uint64 // VerifyLeader calls made, for tests
+	joins   atomic.Uint64 // reads that joined a round, for tests
 	hook    func()        // tests: called before each round; nil
 }
 
@@ -325,6 +326,7 @@ type verifyRound struct {
 // join returns the round that starts next, and starts the goroutine that
 // runs rounds if none runs. The goroutine ends once no read waits.
 func (v *verifier) join(n *Node) *verifyRound {
+	v.joins.Add(1)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.next == nil {
