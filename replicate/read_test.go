@@ -218,6 +218,9 @@ func TestReadAtLeastOwnCommits(t *testing.T) {
 					}
 				}
 				mu.Unlock()
+				// Leave raft the CPU: on a small machine under -race,
+				// readers that spin cost the leader its lead.
+				time.Sleep(20 * time.Microsecond)
 			}
 		}()
 	}
