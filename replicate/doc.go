@@ -33,15 +33,24 @@
 //     Node.Write retries it), ErrShutdown, a *StoppedError.
 //   - An entry that does not decode, names a table not bound, or whose
 //     apply cannot commit stops the node (Node.Stopped).
-//   - AppliedIndex and WaitApplied.
+//   - AppliedIndex and WaitApplied; PublishedIndex, which moves only once
+//     the database published the entries (the node's own commits once
+//     settled, strata.SettledBatch).
+//   - Read modes (read.go; read_test.go): stale (ReadTxn, with
+//     MaxStaleness refused as *StaleError on a follower out of touch),
+//     at least index N (ReadAtLeast, on PublishedIndex), linearizable
+//     (ReadLinearizable: on the leader the ReadTxn, then a VerifyLeader
+//     round shared by concurrent reads; on a follower the leader's
+//     ReadIndex through Config.LeaderIndex, then ReadAtLeast).
 //
 // Not yet:
 //
-//   - Writes on followers (forwarding): they fail with *NotLeaderError.
-//   - Read modes (at least index N beyond WaitApplied, linearizable).
+//   - Writes on followers (forwarding): they fail with *NotLeaderError;
+//     and a follower's linearizable read asks the leader through
+//     Config.LeaderIndex, in-process only: forwarding comes with them.
 //   - The index published with the root (docs/replication.md, root hook
-//     2): on the leader, AppliedIndex may pass the node's own commits
-//     before their Commit returns and publishes them.
+//     2): a ReadTxn does not say which index it holds (PublishedIndex
+//     read before it is a lower bound).
 //   - Snapshots: the FSM's Snapshot and Restore return
 //     ErrSnapshotsUnsupported. Raft must be configured never to take one
 //     (a huge SnapshotThreshold and SnapshotInterval, as the tests do);

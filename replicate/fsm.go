@@ -49,7 +49,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	res := &ApplyResult{Index: l.Index}
 	if e.Skip() {
-		n.setApplied(l.Index)
+		n.mu.Lock()
+		n.setApplied(l.Index, 0)
+		n.mu.Unlock()
 		return res
 	}
 	n.mu.Lock()
@@ -62,10 +64,15 @@ func (f *fsm) Apply(l *raft.Log) any {
 		n.st.finish(b, l.Index, nil)
 	}
 	if k == len(e.Changes) {
+		// Published once the database settled the k batches marked.
+		n.setApplied(l.Index, k)
 		n.mu.Unlock()
-		n.setApplied(l.Index)
 		return res
 	}
+	// The k batches marked are settled by the database, maybe before the
+	// transaction below commits: count them now, with one more for the
+	// transaction.
+	n.st.unpublished = append(n.st.unpublished, pendingPublish{index: l.Index, left: k + 1})
 	// A change set this node does not wait for: every batch still
 	// pending comes after it in the log, or never, and was built on tips
 	// that do not hold it. Fail them all before taking the tables' locks,
@@ -85,7 +92,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return n.stop(l.Index, err)
 	}
 	res.Conflicts = conflicts
-	n.setApplied(l.Index)
+	// The transaction's Commit returned: its state is published.
+	n.mu.Lock()
+	n.st.publishedOne(l.Index)
+	n.applied.Store(l.Index)
+	n.advancePublished()
+	n.mu.Unlock()
 	return res
 }
 

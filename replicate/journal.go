@@ -165,12 +165,19 @@ func (b *batch) Settled(err error) {
 	if n.st.queued--; n.st.queued == 0 {
 		n.st.failing = false
 	}
-	if err != nil && b.state == stateDone && b.err == nil {
+	if b.state != stateDone || b.err != nil {
+		return
+	}
+	if err != nil {
 		// The FSM marked the change set applied, but the database did
 		// not publish it: this node lacks writes the others have. The
 		// node keeps the error: every later Apply and commit returns it.
 		_ = n.stop(b.index, fmt.Errorf("the commit of change set %#x, applied at index %d, was not published: %w", uint64(b.cs.ID), b.index, err))
+		return
 	}
+	// Published: its entry may be too (Node.advancePublished).
+	n.st.publishedOne(b.index)
+	n.advancePublished()
 }
 
 // journalState is the journal's state, under Node.mu.
@@ -193,9 +200,37 @@ type journalState struct {
 	// ready is set once the node leads and applied every entry of the
 	// earlier terms (a barrier): until then its commits would follow
 	// entries it did not propose, and fail (watchLeadership).
-	ready   bool
-	closing bool
-	wanted  map[slotKey]*slot
+	ready bool
+	// readyTerm is the term ready was set in: linearizable reads check
+	// it against raft's current term, so that a node that lost and
+	// regained the lead before this goroutine saw it is not taken as
+	// ready in the new term (read.go).
+	readyTerm uint64
+	closing   bool
+	wanted    map[slotKey]*slot
+	// unpublished holds the applied entries not yet published, in log
+	// order (Node.advancePublished).
+	unpublished []pendingPublish
+}
+
+// pendingPublish is an applied entry and how many of its parts (the
+// node's own batches marked applied; the FSM's transaction) are not
+// published yet.
+type pendingPublish struct {
+	index uint64
+	left  int
+}
+
+// publishedOne records that one part of the entry at index is
+// published.
+func (s *journalState) publishedOne(index uint64) {
+	for i := range s.unpublished {
+		if s.unpublished[i].index == index {
+			s.unpublished[i].left--
+			return
+		}
+	}
+	panic(fmt.Sprintf("replicate: entry %d published, but not applied", index))
 }
 
 func (s *journalState) init(node uint16) {
@@ -289,11 +324,13 @@ func (n *Node) watchLeadership() {
 	for {
 		select {
 		case leader := <-n.raft.LeaderCh():
+			term := n.raft.CurrentTerm()
 			if leader {
-				leader = n.raft.Barrier(0).Error() == nil && n.raft.State() == raft.Leader
+				leader = n.raft.Barrier(0).Error() == nil && n.raft.State() == raft.Leader &&
+					n.raft.CurrentTerm() == term
 			}
 			n.mu.Lock()
-			n.st.ready = leader
+			n.st.ready, n.st.readyTerm = leader, term
 			n.mu.Unlock()
 		case <-n.quit:
 			return

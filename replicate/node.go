@@ -36,6 +36,12 @@ type Config struct {
 	// not yet seen the outcome of; 0 is 4. Change sets committed while
 	// that many are in flight are combined into the next entry.
 	MaxInFlight int
+	// LeaderIndex is how a follower's ReadLinearizable learns the
+	// leader's read index (Node.ReadIndex, on the leader). Nil: a
+	// follower's ReadLinearizable fails with a *NotLeaderError. There is
+	// no forwarding over the network yet (it comes with writes from
+	// followers): in-process clusters call the leader's Node.ReadIndex.
+	LeaderIndex LeaderIndexer
 }
 
 // Node is one member of a replicated Strata database: a raft node whose
@@ -66,11 +72,18 @@ type Node struct {
 
 	maxInFlight int
 
-	// applied is the index of the last entry applied; appliedCh is closed
-	// and replaced each time it moves (under appliedMu).
+	// applied is the index of the last entry applied, published the
+	// index up to which the database published every entry applied
+	// (journalState.unpublished); appliedCh is closed and replaced each
+	// time either moves (under appliedMu, a leaf lock).
 	applied   atomic.Uint64
+	published atomic.Uint64
 	appliedMu sync.Mutex
 	appliedCh chan struct{}
+
+	logs        raft.LogStore
+	leaderIndex LeaderIndexer
+	verify      verifier // read.go
 
 	// mu guards the journal's state (journal.go) and everything the FSM
 	// and the proposer decide together.
@@ -105,6 +118,8 @@ func NewNode(cfg Config) (*Node, error) {
 		db:          cfg.DB,
 		tables:      make(map[string]Binding, len(cfg.Tables)),
 		maxInFlight: cfg.MaxInFlight,
+		logs:        cfg.LogStore,
+		leaderIndex: cfg.LeaderIndex,
 		appliedCh:   make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 		quit:        make(chan struct{}),
@@ -178,8 +193,20 @@ func (n *Node) Close() error {
 
 // AppliedIndex returns the index of the last log entry the node applied.
 // On the leader, the node's own commits at or below it may not be
-// published yet: each is once its Commit returns.
+// published yet: each is once its Commit returns. PublishedIndex is the
+// index a ReadTxn is sure to hold.
 func (n *Node) AppliedIndex() uint64 { return n.applied.Load() }
+
+// PublishedIndex returns the index up to which every log entry the node
+// applied is published: a ReadTxn taken after it returns holds every
+// entry up to it (and maybe more). It never exceeds AppliedIndex by more
+// than the moment between the database publishing the node's own commit
+// and the FSM recording the entry applied, and trails it only while the
+// node's own commits of applied entries wait for their publication.
+// Entries that carry no command (raft's no-ops, barriers, configuration
+// changes) never reach the state machine: PublishedIndex is always the
+// index of a command entry (or 0).
+func (n *Node) PublishedIndex() uint64 { return n.published.Load() }
 
 // WaitApplied returns once the node applied the entry at index, or ctx's
 // error.
@@ -202,10 +229,39 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
-// setApplied records that the entry at index is applied.
-func (n *Node) setApplied(index uint64) {
-	n.appliedMu.Lock()
+// setApplied records that the entry at index is applied, with
+// unpublished of the node's own batches in it that the database has not
+// published yet (Settled). n.mu is held.
+func (n *Node) setApplied(index uint64, unpublished int) {
+	n.st.unpublished = append(n.st.unpublished, pendingPublish{index: index, left: unpublished})
 	n.applied.Store(index)
+	n.advancePublished()
+}
+
+// advancePublished moves the published index past the applied entries
+// whose batches are all published, and wakes the waiters. n.mu is held.
+//
+// The rule: an applied entry is published once every batch of it that
+// the FSM marked applied (the node's own commits, whose writes the commit
+// queue publishes) is settled with nil, and, for the change sets the FSM
+// applies itself, once its transaction's Commit returned (it returns once
+// published). Entries are published in log order: the commit queue settles
+// in queue order, which is log order (the proposer submits the queued
+// batches in order, and the FSM's own transactions queue behind the tips
+// of the batches it marked), and published never passes an entry that is
+// not.
+func (n *Node) advancePublished() {
+	q := n.st.unpublished
+	k := 0
+	for k < len(q) && q[k].left == 0 {
+		k++
+	}
+	if k > 0 {
+		n.published.Store(q[k-1].index)
+		m := copy(q, q[k:])
+		n.st.unpublished = q[:m]
+	}
+	n.appliedMu.Lock()
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
 	n.appliedMu.Unlock()

@@ -98,6 +98,7 @@ func newRCluster(t *testing.T, n int) *rcluster {
 		nd.node, err = NewNode(Config{
 			DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: conf,
 			LogStore: nd.store, StableStore: nd.store, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
+			LeaderIndex: c.leaderIndexer(nd),
 		})
 		must(t, err)
 		c.nodes = append(c.nodes, nd)
