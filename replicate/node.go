@@ -211,11 +211,18 @@ func (n *Node) PublishedIndex() uint64 { return n.published.Load() }
 // WaitApplied returns once the node applied the entry at index, or ctx's
 // error.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	return n.waitIndex(ctx, &n.applied, index)
+}
+
+// waitIndex waits, on the channel that moves with the applied and
+// published indexes, until idx (one of them) is at least index, or the
+// node stops, or ctx ends.
+func (n *Node) waitIndex(ctx context.Context, idx *atomic.Uint64, index uint64) error {
 	for {
 		n.appliedMu.Lock()
 		ch := n.appliedCh
 		n.appliedMu.Unlock()
-		if n.applied.Load() >= index {
+		if idx.Load() >= index {
 			return nil
 		}
 		if e := n.stopErr.Load(); e != nil {

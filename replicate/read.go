@@ -138,25 +138,9 @@ func (n *Node) ReadAtLeast(ctx context.Context, index uint64) (strata.ReadTxn, e
 	return n.db.ReadTxn(), nil
 }
 
-// waitPublished waits, on the channel that moves with the applied and
-// published indexes, until PublishedIndex is at least index.
+// waitPublished waits until PublishedIndex is at least index.
 func (n *Node) waitPublished(ctx context.Context, index uint64) error {
-	for {
-		n.appliedMu.Lock()
-		ch := n.appliedCh
-		n.appliedMu.Unlock()
-		if n.published.Load() >= index {
-			return nil
-		}
-		if e := n.stopErr.Load(); e != nil {
-			return e
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return n.waitIndex(ctx, &n.published, index)
 }
 
 // ReadLinearizable returns a read transaction that holds every write
