@@ -210,7 +210,7 @@ func BenchmarkDB_WriteTxn_1_256Tables(b *testing.B) {
 		id++
 	}
 }
-func BenchmarkDB_WriteTxn_CommitOnly_1Table(b *testing.B)    { benchmarkCommitOnly(b, 0) }
+func BenchmarkDB_WriteTxn_CommitOnly_1Table(b *testing.B) { benchmarkCommitOnly(b, 0) }
 
 // BenchmarkDB_NewWriteTxn: create a write transaction and abort it.
 func BenchmarkDB_NewWriteTxn(b *testing.B) {
