@@ -187,6 +187,7 @@ func benchmarkCommitOnly(b *testing.B, others int) {
 }
 
 func BenchmarkDB_WriteTxn_CommitOnly_100Tables(b *testing.B) { benchmarkCommitOnly(b, 99) }
+func BenchmarkDB_WriteTxn_CommitOnly_1Table(b *testing.B)    { benchmarkCommitOnly(b, 0) }
 
 // BenchmarkDB_WriteTxn_1_256Tables: one insert per transaction into one of
 // 256 tables: a commit publishes a root of 256 table states (past the
@@ -210,7 +211,6 @@ func BenchmarkDB_WriteTxn_1_256Tables(b *testing.B) {
 		id++
 	}
 }
-func BenchmarkDB_WriteTxn_CommitOnly_1Table(b *testing.B) { benchmarkCommitOnly(b, 0) }
 
 // BenchmarkDB_NewWriteTxn: create a write transaction and abort it.
 func BenchmarkDB_NewWriteTxn(b *testing.B) {
