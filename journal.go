@@ -106,7 +106,8 @@ func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJour
 		if tt.cur.journal.attach != nil {
 			db.dropJournalClaim()
 		}
-		tt.cur.journal.tj, tt.cur.journal.attach, tt.cur.journal.every = nil, nil, nil
+		tt.cur.journal.use(nil)
+		tt.cur.journal.attach = nil
 		return nil
 	}
 	if db.journal != nil && db.journal != j {
@@ -124,8 +125,8 @@ func SetJournal[Obj any](txn WriteTxn, tbl RWTable[Obj], j Journal, tj TableJour
 	}
 	// The transaction's later writes are journaled now; later
 	// transactions only once this one commits (tableTxn.notify).
-	tt.cur.journal.tj, tt.cur.journal.attach = tj, tj
-	tt.cur.journal.every, _ = tj.(TableWriteJournal[Obj])
+	tt.cur.journal.use(tj)
+	tt.cur.journal.attach = tj
 	return nil
 }
 
@@ -180,6 +181,16 @@ type journalTxn[Obj any] struct {
 	// attach is the journal SetJournal attached in the transaction, which
 	// the table keeps if it commits.
 	attach TableJournal[Obj]
+}
+
+// use makes tj the journal that receives the transaction's writes (nil:
+// none), and every its TableWriteJournal if it is one: the one place that
+// decides whether the writes are recorded one by one.
+func (j *journalTxn[Obj]) use(tj TableJournal[Obj]) {
+	j.tj, j.every = tj, nil
+	if tj != nil {
+		j.every, _ = tj.(TableWriteJournal[Obj])
+	}
 }
 
 // note records a write for the journal: the object obj with primary key

@@ -137,10 +137,8 @@ func (tt *tableTxn[Obj]) begin(base, published *tableState[Obj], handle string) 
 	cur := &tt.cur
 	cur.base, cur.revision, cur.multiKey, cur.handle = base, base.revision, base.multiKey, handle
 	cur.newFeeds = feeds
-	cur.journal.tj, cur.journal.ops, cur.journal.opKeys, cur.journal.objs = tt.t.journal, ops, opKeys, objs
-	if tt.t.journal != nil {
-		cur.journal.every, _ = tt.t.journal.(TableWriteJournal[Obj])
-	}
+	cur.journal.ops, cur.journal.opKeys, cur.journal.objs = ops, opKeys, objs
+	cur.journal.use(tt.t.journal)
 	tt.primary.Reset(base.primary)
 	if tt.secondary == nil {
 		tt.secondary = make([]part.Txn[object[Obj]], len(base.secondary))
