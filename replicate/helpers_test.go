@@ -3,8 +3,10 @@ package replicate
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -59,4 +61,26 @@ func entries(lo, hi, term uint64) []*raft.Log {
 		ls = append(ls, entryFor(i, term))
 	}
 	return ls
+}
+
+// testRaftConfig is the raft configuration of the in-process clusters.
+//
+// The timeouts are sized for CI's shared 2-core machine, not for speed: a
+// leader steps down when it has not heard from a quorum for
+// LeaderLeaseTimeout, and at 50 ms a scheduler or GC stall under load
+// was enough to lose leadership in the middle of a test about something
+// else (TestReadAtLeastOwnCommits failed in CI that way). At 250 ms a
+// stall must last a quarter of a second; a first election still takes
+// under a second. Tests of failover choose their own.
+func testRaftConfig(id raft.ServerID) *raft.Config {
+	conf := raft.DefaultConfig()
+	conf.LocalID = id
+	conf.HeartbeatTimeout = 250 * time.Millisecond
+	conf.ElectionTimeout = 250 * time.Millisecond
+	conf.LeaderLeaseTimeout = 250 * time.Millisecond
+	conf.CommitTimeout = 5 * time.Millisecond
+	conf.SnapshotThreshold = 1 << 40 // snapshots only when a test asks
+	conf.SnapshotInterval = time.Hour
+	conf.Logger = hclog.NewNullLogger()
+	return conf
 }

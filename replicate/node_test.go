@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
@@ -86,15 +85,7 @@ func newRCluster(t *testing.T, n int) *rcluster {
 		must(t, err)
 		nd.store = openStore(t, nil, filepath.Join(t.TempDir(), "log"))
 		_, nd.trans = raft.NewInmemTransport(nd.addr)
-		conf := raft.DefaultConfig()
-		conf.LocalID = nd.id
-		conf.HeartbeatTimeout = 50 * time.Millisecond
-		conf.ElectionTimeout = 50 * time.Millisecond
-		conf.LeaderLeaseTimeout = 50 * time.Millisecond
-		conf.CommitTimeout = 5 * time.Millisecond
-		conf.SnapshotThreshold = 1 << 40 // snapshots are not supported yet
-		conf.SnapshotInterval = time.Hour
-		conf.Logger = hclog.NewNullLogger()
+		conf := testRaftConfig(nd.id)
 		nd.node, err = NewNode(Config{
 			DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: conf,
 			LogStore: nd.store, StableStore: nd.store, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,

@@ -164,16 +164,8 @@ func (c *cluster) start(t *testing.T, nd *node) {
 			nd.trans.Connect(o.addr, o.trans)
 		}
 	}
-	conf := raft.DefaultConfig()
-	conf.LocalID = nd.id
-	conf.HeartbeatTimeout = 50 * time.Millisecond
-	conf.ElectionTimeout = 50 * time.Millisecond
-	conf.LeaderLeaseTimeout = 50 * time.Millisecond
-	conf.CommitTimeout = 5 * time.Millisecond
-	conf.SnapshotThreshold = 1 << 40 // snapshots only when the test asks
-	conf.SnapshotInterval = time.Hour
+	conf := testRaftConfig(nd.id)
 	conf.TrailingLogs = c.trailing
-	conf.Logger = hclog.NewNullLogger()
 	nd.fsm = &commandFSM{}
 	nd.raft, err = raft.NewRaft(conf, nd.fsm, nd.logs, nd.store, nd.snaps, nd.trans)
 	must(t, err)
