@@ -43,6 +43,8 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	n.at(holdApply, holdFSM)
+	defer n.at(holdApplied, holdFSM)
 	var e Entry
 	if err := DecodeEntryInto(&e, l.Data); err != nil {
 		return n.stop(l.Index, err)
@@ -82,6 +84,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	n.st.applyingForeign = true
 	n.st.failFrom(0, &AmbiguousError{Err: errOvertaken}, errOvertakenNotProposed)
 	n.mu.Unlock()
+	n.at(holdForeign, holdFSM)
 	defer func() {
 		n.mu.Lock()
 		n.st.applyingForeign = false

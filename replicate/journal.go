@@ -148,11 +148,14 @@ func (b *batch) Enqueue() error {
 
 // Wait returns the batch's outcome: nil once the FSM applied its entry.
 func (b *batch) Wait() error {
-	<-b.done
 	n := b.n
+	n.atBatch(holdWait, b)
+	<-b.done
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return b.err
+	err := b.err
+	n.mu.Unlock()
+	n.atBatch(holdWaited, b)
+	return err
 }
 
 // Settled is told, by the database, how the batch's commit ended
@@ -324,11 +327,13 @@ func (n *Node) watchLeadership() {
 	for {
 		select {
 		case leader := <-n.raft.LeaderCh():
+			n.at(holdLeadership, holdWatcher)
 			term := n.raft.CurrentTerm()
 			if leader {
 				leader = n.raft.Barrier(0).Error() == nil && n.raft.State() == raft.Leader &&
 					n.raft.CurrentTerm() == term
 			}
+			n.at(holdReady, holdWatcher)
 			n.mu.Lock()
 			n.st.ready, n.st.readyTerm = leader, term
 			n.mu.Unlock()
@@ -357,6 +362,7 @@ func (n *Node) propose() {
 		case <-n.quit:
 			return
 		}
+		n.at(holdTake, holdProposer)
 		var batches []*batch
 		for batches == nil {
 			n.mu.Lock()
@@ -380,7 +386,9 @@ func (n *Node) propose() {
 		if len(batches) > 1 {
 			n.combined.Add(1)
 		}
+		n.at(holdSubmit, holdProposer)
 		f := n.raft.Apply(data, 0)
+		n.at(holdSubmitted, holdProposer)
 		select {
 		case n.inflight <- &proposal{f: f, batches: batches}:
 		case <-n.quit:
@@ -421,6 +429,7 @@ func (n *Node) await() {
 				err = e
 			}
 		}
+		n.at(holdFuture, holdAwaiter)
 		<-n.sem
 		if err == nil {
 			// The FSM marked every pending batch of the entry, or

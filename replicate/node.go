@@ -42,6 +42,10 @@ type Config struct {
 	// no forwarding over the network yet (it comes with writes from
 	// followers): in-process clusters call the leader's Node.ReadIndex.
 	LeaderIndex LeaderIndexer
+
+	// hold is the tests' hook at the hold points (holds.go); nil in
+	// production.
+	hold func(p holdPoint, who int)
 }
 
 // Node is one member of a replicated Strata database: a raft node whose
@@ -96,8 +100,13 @@ type Node struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 
-	// nextSeq is the sequence of the last change set's id (Enqueue).
+	// nextSeq is the sequence of the last change set's id (Enqueue);
+	// seqBase is its first value, from which a committer's who at a hold
+	// point counts.
 	nextSeq atomic.Uint64
+	seqBase uint64
+
+	hold func(p holdPoint, who int) // holds.go
 
 	stopErr atomic.Pointer[StoppedError]
 	closed  atomic.Bool
@@ -132,7 +141,9 @@ func NewNode(cfg Config) (*Node, error) {
 	n.st.init(cfg.NodeNumber)
 	// A restarted node must not reuse its predecessor's ids: start from
 	// the time, 64 ids per millisecond (ChangeSetID).
-	n.nextSeq.Store(uint64(time.Now().UnixMilli()) << 6)
+	n.seqBase = uint64(time.Now().UnixMilli()) << 6
+	n.nextSeq.Store(n.seqBase)
+	n.hold = cfg.hold
 	n.j = &journal{n: n}
 	n.fsm = &fsm{n: n}
 	metas := make([]strata.TableMeta, 0, len(cfg.Tables))

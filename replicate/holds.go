@@ -1,0 +1,107 @@
+package replicate
+
+// Hold points. Every hand-off between the goroutines of a Node passes
+// through a hold point: a call of Node.at, which a test sets (Config.hold)
+// to hold the goroutine that reached the point and let it go on in an
+// order of its choosing. The goroutines are:
+//
+//   - committers: the callers of WriteTxn.Commit (and Node.Write), whose
+//     batch (journal.go) the commit queue enqueued and now waits for;
+//   - the proposer (Node.propose), which takes queued batches and submits
+//     their entry to raft;
+//   - the awaiter (Node.await), which waits for each entry's future and
+//     settles the batches of an entry that failed;
+//   - raft's FSM goroutine, in fsm.Apply: it marks the node's own change
+//     sets applied, or fails the pending ones and applies a change set of
+//     another node;
+//   - the leadership watcher (Node.watchLeadership), which decides when
+//     the node may propose (journalState.ready).
+//
+// The interleaving test (node_interleave_test.go) drives them in many
+// seeded orders, with raft inside a testing/synctest bubble, and checks
+// what must hold whatever the order; see docs/interleavings.md.
+//
+// In production hold is nil and a point costs one predictable branch, a
+// few per commit and per entry (never per object).
+//
+// A point is never inside Node.mu, the commit queue's lock (Enqueue and
+// Settled run under it) or a table's lock: a goroutine held there would
+// block the others in a way that testing/synctest cannot see as durable.
+
+// holdPoint names a hold point.
+type holdPoint uint8
+
+const (
+	// holdWait: a committer's batch is queued for the proposer (the
+	// commit queue released the tables' locks), and the committer is
+	// about to wait for the batch's outcome (batch.Wait).
+	holdWait holdPoint = iota
+	// holdWaited: the committer has its batch's outcome and is about to
+	// return it to the commit queue, which publishes or fails the commit.
+	holdWaited
+	// holdTake: the proposer has a token for one more entry in flight and
+	// is about to take the queued batches (they become proposed).
+	holdTake
+	// holdSubmit: the proposer took the batches and is about to submit
+	// their entry (raft.Apply).
+	holdSubmit
+	// holdSubmitted: the entry is submitted, and the proposer is about to
+	// hand its future to the awaiter.
+	holdSubmitted
+	// holdFuture: the awaiter has an entry's outcome (its future
+	// returned), before it settles the batches the FSM did not.
+	holdFuture
+	// holdApply: raft's FSM goroutine is about to apply a command entry.
+	holdApply
+	// holdForeign: the FSM failed the pending batches before a change set
+	// this node does not wait for, and is about to apply it.
+	holdForeign
+	// holdApplied: the FSM applied an entry and is about to return to
+	// raft (which then completes the entry's future).
+	holdApplied
+	// holdLeadership: the leadership watcher received a change of
+	// leadership, before the barrier that makes a new leader ready.
+	holdLeadership
+	// holdReady: the watcher's barrier returned (or was not needed), and
+	// it is about to set or clear ready.
+	holdReady
+	numHoldPoints
+)
+
+var holdPointNames = [numHoldPoints]string{
+	"wait", "waited", "take", "submit", "submitted", "future", "apply",
+	"foreign", "applied", "leadership", "ready",
+}
+
+// String returns the point's name, as the test logs it.
+func (p holdPoint) String() string {
+	if p < numHoldPoints {
+		return holdPointNames[p]
+	}
+	return "hold-point-?"
+}
+
+// The who of the node's own goroutines at a hold point; a committer's is
+// its batch's sequence number relative to the node's first (seq - base),
+// which is 1 or more.
+const (
+	holdProposer = -1 - iota
+	holdAwaiter
+	holdFSM
+	holdWatcher
+)
+
+// at passes the hold point p, reached by who: it calls the test's hook,
+// if one is set.
+func (n *Node) at(p holdPoint, who int) {
+	if h := n.hold; h != nil {
+		h(p, who)
+	}
+}
+
+// atBatch passes the hold point p, reached by the committer of b.
+func (n *Node) atBatch(p holdPoint, b *batch) {
+	if h := n.hold; h != nil {
+		h(p, int(b.seq-n.seqBase))
+	}
+}

@@ -1,0 +1,544 @@
+package replicate
+
+// The interleaving test of a Node's goroutines (holds.go): committers,
+// the proposer, the awaiter, raft's FSM goroutine and the leadership
+// watcher, on every node of a three-node cluster that runs inside a
+// testing/synctest bubble (raft, its in-memory transport and log stores
+// too: their goroutines wait on channels and timers, which synctest sees
+// as durably blocked, and fake time drives heartbeats and elections). A
+// scheduler (internal/holdtest) holds every goroutine that reaches a hold
+// point, and each writer of the test holds at "begin" before each
+// transaction. The test, alone running once every other goroutine is held
+// or durably blocked, picks with a seeded source what happens next: a
+// held goroutine goes on, fake time passes, a node is cut off from the
+// others or the cluster heals, or a reader checks every node. A seed is
+// one order of the hand-offs the test holds (raft's own goroutines run
+// between them as the Go scheduler lets them: a seed replays the test's
+// choices, not always raft's).
+//
+// Each writer's transaction, through Node.Write on the node it takes for
+// the leader, inserts an object of its own (a new key) and increments a
+// counter object that every transaction writes, in one or two tables.
+//
+// What must hold, whatever the order:
+//
+//  1. Done only when done: a Write that returns nil returns the index of
+//     an entry that a majority of the nodes' logs hold, its node applied
+//     it, and a read on that node right after sees the object.
+//  2. Nothing lost, nothing invented: at the end every acknowledged
+//     object is on every node, and no object whose Write failed with a
+//     definite error (not ErrAmbiguous) is on any node.
+//  3. Nothing twice, no lost update: every node's counter equals the
+//     number of objects it holds (each transaction's two writes applied
+//     together, once, each on the state the one before it left).
+//  4. Order kept: a writer's objects have growing revisions, in the order
+//     it wrote them.
+//  5. Every node ends with the same objects at the same revisions, and
+//     none stopped applying.
+//  6. Reads are monotonic: a node's published index, and what its reads
+//     hold, never go back.
+//  7. No goroutine is left behind: after Close of every node the bubble
+//     ends empty (synctest fails otherwise).
+//
+// Running it: go test -run TestNodeInterleavings ./replicate runs
+// -replicate.interleavings seeds per variant (default 12);
+// -replicate.interleavings.seed=S -v runs seed S only, with its schedule on
+// failure.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/internal/holdtest"
+	"github.com/strata-db/strata/persist"
+)
+
+var (
+	nodeSeeds = flag.Int("replicate.interleavings", 12, "seeds of each variant of TestNodeInterleavings")
+	nodeSeed  = flag.Int64("replicate.interleavings.seed", -1, "run TestNodeInterleavings with this seed only")
+)
+
+// nodeVariant is one shape of the test.
+type nodeVariant struct {
+	name    string
+	writers int
+	rounds  int // transactions per writer
+	// twoTables: the counter is in table b, the objects in table a.
+	twoTables bool
+	// faults: the test cuts nodes off and heals them.
+	faults bool
+	// inFlight is Config.MaxInFlight.
+	inFlight int
+}
+
+var nodeVariants = []nodeVariant{
+	{name: "steady", writers: 3, rounds: 4, inFlight: 2},
+	{name: "steady/two-tables", writers: 3, rounds: 4, twoTables: true, inFlight: 4},
+	{name: "faults", writers: 3, rounds: 4, faults: true, inFlight: 2},
+	{name: "faults/two-tables/one-in-flight", writers: 4, rounds: 3, twoTables: true, faults: true, inFlight: 1},
+}
+
+// nodeCoverage counts the releases at each hold point, and the outcomes
+// seen, over every seed of TestNodeInterleavings.
+var nodeCoverage = &holdtest.Coverage{}
+
+func TestNodeInterleavings(t *testing.T) {
+	nodeCoverage.Reset()
+	ran := 0
+	defer func() {
+		if t.Failed() || *nodeSeed >= 0 || ran < len(nodeVariants) {
+			return
+		}
+		want := []string{"begin"}
+		for p := range numHoldPoints {
+			want = append(want, p.String())
+		}
+		want = append(want, "acked", "ambiguous", "refused", "cut")
+		t.Logf("coverage: %s", nodeCoverage)
+		least := 5
+		if testing.Short() {
+			least = 1
+		}
+		if missing := nodeCoverage.Missing(want, least); len(missing) > 0 {
+			t.Errorf("reached fewer than %d times over every seed: %v (all: %s)", least, missing, nodeCoverage)
+		}
+	}()
+	for _, v := range nodeVariants {
+		t.Run(v.name, func(t *testing.T) {
+			ran++
+			seeds := *nodeSeeds
+			if testing.Short() {
+				seeds = max(2, seeds/4)
+			}
+			for _, seed := range holdtest.Seeds(seeds, *nodeSeed) {
+				var history string
+				synctest.Test(t, func(t *testing.T) { history = runNodeModel(t, v, seed) })
+				if t.Failed() {
+					t.Logf("seed %d (replay: -replicate.interleavings.seed=%d -run 'TestNodeInterleavings/%s'); the schedule's end:\n%s",
+						seed, seed, v.name, history)
+					return
+				}
+			}
+		})
+	}
+}
+
+// nodeRig is one seed's cluster, writers and record.
+type nodeRig struct {
+	t     *testing.T
+	v     nodeVariant
+	rng   *rand.Rand
+	sched *holdtest.Scheduler[string]
+	nodes []*mnode
+
+	mu sync.Mutex
+	// outcome of each writer's transactions, by object id.
+	acked     map[uint64]uint64 // id → index
+	ambiguous map[uint64]bool
+	refused   map[uint64]error
+	done      int // writers that returned
+	cut       int // the node cut off, or -1
+	failed    bool
+}
+
+// mnode is a node of the rig.
+type mnode struct {
+	i      int
+	id     raft.ServerID
+	addr   raft.ServerAddress
+	db     *strata.DB
+	objs   strata.RWTable[*item]
+	count  strata.RWTable[*item] // objs itself, or table b
+	metas  []strata.TableMeta
+	logs   *raft.InmemStore
+	trans  *raft.InmemTransport
+	node   *Node
+	leader raft.ServerAddress // the writers' guess, under nodeRig.mu
+	// seen is the highest published index a reader saw, and the objects
+	// it held then.
+	seen     uint64
+	seenObjs int
+}
+
+const counterID = 0
+
+// objectID is writer w's object of round k.
+func objectID(w, k int) uint64 { return uint64(1000*(w+1) + k) }
+
+func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
+	r := &nodeRig{
+		t: t, v: v,
+		rng:       rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
+		sched:     &holdtest.Scheduler[string]{},
+		acked:     map[uint64]uint64{},
+		ambiguous: map[uint64]bool{},
+		refused:   map[uint64]error{},
+		cut:       -1,
+	}
+	// The hooks hold nothing until armed is closed.
+	armed := make(chan struct{})
+	for i := range 3 {
+		r.nodes = append(r.nodes, r.newNode(i, func(p holdPoint, who int) {
+			select {
+			case <-armed:
+				nodeCoverage.Add(p.String())
+				r.sched.Hold(fmt.Sprintf("%s@%d", p, i), who)
+			default:
+			}
+		}))
+	}
+	for _, a := range r.nodes {
+		for _, b := range r.nodes {
+			if a != b {
+				a.trans.Connect(b.addr, b.trans)
+			}
+		}
+	}
+	var conf raft.Configuration
+	for _, nd := range r.nodes {
+		conf.Servers = append(conf.Servers, raft.Server{ID: nd.id, Address: nd.addr})
+	}
+	must(t, r.nodes[0].node.Raft().BootstrapCluster(conf).Error())
+	// Until a node leads and is ready the hooks hold nothing: the seeds
+	// explore the writes, not the first election.
+	for r.readyLeader() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(armed)
+
+	var wg sync.WaitGroup
+	for w := range v.writers {
+		wg.Go(func() { r.writer(w, seed) })
+	}
+	for steps := 0; ; steps++ {
+		synctest.Wait()
+		if r.allDone() {
+			break
+		}
+		if steps == 20_000 || r.failed {
+			r.sched.FreeAll()
+			r.fail("the writers never finished (%d steps)", steps)
+			break
+		}
+		switch x := r.rng.IntN(40); {
+		case x < 28:
+			if !r.sched.Release(r.rng) {
+				// Everyone waits for raft: let time pass.
+				time.Sleep(time.Duration(1+r.rng.IntN(20)) * time.Millisecond)
+			}
+		case x < 33:
+			time.Sleep(time.Duration(1+r.rng.IntN(50)) * time.Millisecond)
+		case x < 36:
+			r.read()
+		case x < 38 && v.faults:
+			r.cutOff(r.rng.IntN(3))
+		case v.faults:
+			r.heal()
+		}
+	}
+	r.heal()
+	r.sched.FreeAll()
+	wg.Wait()
+	r.settle()
+	r.check()
+	for _, nd := range r.nodes {
+		if err := nd.node.Close(); err != nil {
+			r.fail("%s: Close: %v", nd.id, err)
+		}
+		nd.trans.DisconnectAll()
+		must(t, nd.trans.Close())
+	}
+	return r.sched.History()
+}
+
+func (r *nodeRig) newNode(i int, hold func(holdPoint, int)) *mnode {
+	t := r.t
+	nd := &mnode{i: i, id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), db: strata.New()}
+	a, err := strata.NewTable(nd.db, "a", itemByID, itemByTag, strata.RevisionIndex[*item]())
+	must(t, err)
+	nd.objs, nd.count = a, a
+	nd.metas = []strata.TableMeta{a}
+	binds := []Binding{Bind(a, persist.JSON[*item]())}
+	if r.v.twoTables {
+		b, err := strata.NewTable(nd.db, "b", itemByID, itemByTag)
+		must(t, err)
+		nd.count = b
+		nd.metas = append(nd.metas, b)
+		binds = append(binds, Bind(b, persist.JSON[*item]()))
+	}
+	nd.logs = raft.NewInmemStore()
+	_, nd.trans = raft.NewInmemTransport(nd.addr)
+	nd.node, err = NewNode(Config{
+		DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
+		LogStore: nd.logs, StableStore: nd.logs, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
+		MaxInFlight: r.v.inFlight, hold: hold,
+	})
+	must(t, err)
+	return nd
+}
+
+// readyLeader returns the node that leads and may propose, or nil.
+func (r *nodeRig) readyLeader() *mnode {
+	for _, nd := range r.nodes {
+		nd.node.mu.Lock()
+		ready := nd.node.st.ready
+		nd.node.mu.Unlock()
+		if ready && nd.node.Raft().State() == raft.Leader {
+			return nd
+		}
+	}
+	return nil
+}
+
+func (r *nodeRig) fail(format string, args ...any) {
+	r.t.Helper()
+	r.mu.Lock()
+	r.failed = true
+	r.mu.Unlock()
+	r.t.Errorf(format, args...)
+}
+
+func (r *nodeRig) allDone() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done == r.v.writers
+}
+
+// writer runs writer w's transactions, each through the node it takes for
+// the leader: the one a NotLeaderError named, or a random one.
+func (r *nodeRig) writer(w int, seed int64) {
+	defer func() {
+		r.mu.Lock()
+		r.done++
+		r.mu.Unlock()
+	}()
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)))
+	target := r.nodes[rng.IntN(len(r.nodes))]
+	for k := range r.v.rounds {
+		nodeCoverage.Add("begin")
+		r.sched.Hold("begin", 10_000+w)
+		id := objectID(w, k)
+		nd := target
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		index, err := nd.node.Write(ctx, nd.metas, func(txn strata.WriteTxn) error {
+			n := 0
+			if c, _, ok := nd.count.Get(txn, itemByID.Query(counterID)); ok {
+				n, _ = strconv.Atoi(c.Val)
+			}
+			if _, _, err := nd.objs.Insert(txn, &item{ID: id, Val: fmt.Sprint(w, "/", k), Tag: fmt.Sprint("w", w)}); err != nil {
+				return err
+			}
+			_, _, err := nd.count.Insert(txn, &item{ID: counterID, Val: strconv.Itoa(n + 1), Tag: "counter"})
+			return err
+		})
+		cancel()
+		switch {
+		case err == nil:
+			r.ackCheck(nd, id, index)
+		case errors.Is(err, ErrAmbiguous):
+			nodeCoverage.Add("ambiguous")
+			r.mu.Lock()
+			r.ambiguous[id] = true
+			r.mu.Unlock()
+		default:
+			nodeCoverage.Add("refused")
+			r.mu.Lock()
+			r.refused[id] = err
+			r.mu.Unlock()
+		}
+		var nle *NotLeaderError
+		switch {
+		case errors.As(err, &nle) && nle.Leader != "":
+			for _, o := range r.nodes {
+				if o.addr == nle.Leader {
+					target = o
+				}
+			}
+		case err != nil:
+			target = r.nodes[rng.IntN(len(r.nodes))]
+		}
+	}
+}
+
+// ackCheck checks invariant 1 for the object id, acknowledged by nd at
+// index.
+func (r *nodeRig) ackCheck(nd *mnode, id, index uint64) {
+	nodeCoverage.Add("acked")
+	r.mu.Lock()
+	r.acked[id] = index
+	r.mu.Unlock()
+	if index == 0 {
+		r.fail("1: the Write of object %d returned index 0", id)
+		return
+	}
+	if got := nd.node.AppliedIndex(); got < index {
+		r.fail("1: the Write of object %d returned index %d, its node applied %d", id, index, got)
+	}
+	if _, _, ok := nd.objs.Get(nd.db.ReadTxn(), itemByID.Query(id)); !ok {
+		r.fail("1: the Write of object %d returned, a read on its node does not hold it", id)
+	}
+	var own raft.Log
+	if err := nd.logs.GetLog(index, &own); err != nil {
+		r.fail("1: the Write of object %d returned index %d, its node's log lacks it: %v", id, index, err)
+		return
+	}
+	holders := 0
+	for _, o := range r.nodes {
+		var l raft.Log
+		if o.logs.GetLog(index, &l) == nil && l.Term == own.Term && bytes.Equal(l.Data, own.Data) {
+			holders++
+		}
+	}
+	if holders < 2 {
+		r.fail("1: the Write of object %d returned index %d, which %d of 3 logs hold", id, index, holders)
+	}
+}
+
+// read checks invariant 6 on every node.
+func (r *nodeRig) read() {
+	for _, nd := range r.nodes {
+		// The published index first: a ReadTxn taken after holds at
+		// least what it says.
+		pub := nd.node.PublishedIndex()
+		txn := nd.db.ReadTxn()
+		objs := nd.objs.NumObjects(txn)
+		if nd.count != nd.objs {
+			objs++
+		}
+		if pub < nd.seen {
+			r.fail("6: %s: published index went back from %d to %d", nd.id, nd.seen, pub)
+		}
+		if objs < nd.seenObjs {
+			r.fail("6: %s: a read holds %d objects, an earlier one %d", nd.id, objs, nd.seenObjs)
+		}
+		nd.seen, nd.seenObjs = max(nd.seen, pub), max(nd.seenObjs, objs)
+	}
+}
+
+// cutOff disconnects node i from the others, both ways.
+func (r *nodeRig) cutOff(i int) {
+	if r.cut >= 0 {
+		return
+	}
+	nodeCoverage.Add("cut")
+	r.sched.Note("cut n%d off", i)
+	r.cut = i
+	for _, o := range r.nodes {
+		if o.i != i {
+			o.trans.Disconnect(r.nodes[i].addr)
+			r.nodes[i].trans.Disconnect(o.addr)
+		}
+	}
+}
+
+// heal reconnects every node.
+func (r *nodeRig) heal() {
+	if r.cut < 0 {
+		return
+	}
+	r.sched.Note("heal")
+	r.cut = -1
+	for _, a := range r.nodes {
+		for _, b := range r.nodes {
+			if a != b {
+				a.trans.Connect(b.addr, b.trans)
+			}
+		}
+	}
+}
+
+// settle waits, in fake time, until a node leads and every node applied
+// its last entry.
+func (r *nodeRig) settle() {
+	for range 1000 {
+		if ld := r.readyLeader(); ld != nil {
+			if err := ld.node.Raft().Barrier(time.Second).Error(); err == nil {
+				target := ld.node.AppliedIndex()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ok := true
+				for _, nd := range r.nodes {
+					if nd.node.WaitApplied(ctx, target) != nil {
+						ok = false
+					}
+				}
+				cancel()
+				if ok {
+					return
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.fail("the cluster never settled")
+}
+
+// check checks invariants 2 to 5 at the end.
+func (r *nodeRig) check() {
+	var dumps []string
+	for _, nd := range r.nodes {
+		if err := nd.node.Stopped(); err != nil {
+			r.fail("5: %s stopped: %v", nd.id, err)
+		}
+		txn := nd.db.ReadTxn()
+		var b strings.Builder
+		objs := 0
+		lastRev := map[int]strata.Revision{}
+		lastRound := map[int]int{}
+		for o, rev := range nd.objs.All(txn) {
+			fmt.Fprintf(&b, " %d=%s@%d", o.ID, o.Val, rev)
+			if o.ID == counterID {
+				continue
+			}
+			objs++
+			_, acked := r.acked[o.ID]
+			if !acked && !r.ambiguous[o.ID] {
+				r.fail("2: %s holds object %d, whose Write failed: %v", nd.id, o.ID, r.refused[o.ID])
+			}
+			w, k := int(o.ID/1000)-1, int(o.ID%1000)
+			if prev, ok := lastRev[w]; ok && rev <= prev {
+				r.fail("4: %s: writer %d's object of round %d at revision %d, of round %d at %d", nd.id, w, k, rev, lastRound[w], prev)
+			}
+			lastRev[w], lastRound[w] = rev, k
+			if o.ID != 0 && r.ambiguous[o.ID] {
+				nodeCoverage.Add("ambiguous-committed")
+			}
+		}
+		for id := range r.acked {
+			if _, _, ok := nd.objs.Get(txn, itemByID.Query(id)); !ok {
+				r.fail("2: %s lacks object %d, acknowledged at index %d", nd.id, id, r.acked[id])
+			}
+		}
+		c, crev, ok := nd.count.Get(txn, itemByID.Query(counterID))
+		n := 0
+		if ok {
+			n, _ = strconv.Atoi(c.Val)
+		}
+		if n != objs {
+			r.fail("3: %s holds %d objects and a counter of %d", nd.id, objs, n)
+		}
+		if nd.count != nd.objs {
+			fmt.Fprintf(&b, " | counter=%d@%d", n, crev)
+		}
+		for _, m := range nd.metas {
+			fmt.Fprintf(&b, " | %s@%d", m.Name(), m.Revision(txn))
+		}
+		dumps = append(dumps, b.String())
+	}
+	for i := 1; i < len(dumps); i++ {
+		if dumps[i] != dumps[0] {
+			r.fail("5: nodes differ at index %d:\n n0:%s\n n%d:%s", r.nodes[0].node.AppliedIndex(), dumps[0], i, dumps[i])
+		}
+	}
+}
