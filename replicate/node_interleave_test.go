@@ -239,11 +239,22 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 				time.Sleep(time.Duration(1+r.rng.IntN(20)) * time.Millisecond)
 			}
 		case x < 33:
-			time.Sleep(time.Duration(1+r.rng.IntN(50)) * time.Millisecond)
+			// While a node is cut off, long enough for its lease to
+			// lapse and an election to run.
+			d := time.Duration(1+r.rng.IntN(50)) * time.Millisecond
+			if r.cut >= 0 {
+				d = time.Duration(50+r.rng.IntN(400)) * time.Millisecond
+			}
+			time.Sleep(d)
 		case x < 36:
 			r.read()
 		case x < 38 && v.faults:
-			r.cutOff(r.rng.IntN(3))
+			// Mostly the leader, with whatever it has in flight.
+			i := r.rng.IntN(3)
+			if ld := r.readyLeader(); ld != nil && r.rng.IntN(3) > 0 {
+				i = ld.i
+			}
+			r.cutOff(i)
 		case v.faults:
 			r.heal()
 		}
