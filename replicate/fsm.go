@@ -104,6 +104,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return res
 }
 
+// maxApplyRetries bounds the FSM's attempts at an entry's transaction
+// (applyChanges). After waitDrained one retry succeeds, unless a commit of
+// another table of the transaction failed meanwhile: a handful is plenty;
+// more is a bug, which stops the node rather than spin.
+const maxApplyRetries = 16
+
 var (
 	errOvertaken            = errors.New("an entry this node did not propose was applied before the commit's")
 	errOvertakenNotProposed = errors.Join(ErrNotReady, errOvertaken)
@@ -121,7 +127,12 @@ var (
 // again on the published state. That is sound because the published state
 // is then exactly the log's up to this entry: the commit queue settles in
 // order, so every marked commit queued before the failed one is published
-// by the time this commit fails, and nothing of a failed commit is.
+// by the time this commit fails, and nothing of a failed commit is. Before
+// it retries, it waits until the database settled every batch the node
+// enqueued (waitDrained): until then the commit queue fails every commit
+// behind the failed ones, the retry's too. (It once retried at once, up to
+// 1000 times: a committer slow to return from Wait made every attempt fail,
+// and the node stopped; TestNodeInterleavings found it.)
 func (n *Node) applyChanges(changes []ChangeSet) ([]ChangeSetID, error) {
 	var binds []Binding
 	for i := range changes {
@@ -182,8 +193,9 @@ func (n *Node) applyChanges(changes []ChangeSet) ([]ChangeSetID, error) {
 		if err == nil {
 			return conflicts, nil
 		}
-		if errors.Is(err, strata.ErrEarlierCommitFailed) && attempt < 1000 {
+		if errors.Is(err, strata.ErrEarlierCommitFailed) && attempt < maxApplyRetries {
 			clear(skip) // decided on a state that was not published
+			n.waitDrained()
 			continue
 		}
 		return nil, err

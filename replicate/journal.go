@@ -167,6 +167,10 @@ func (b *batch) Settled(err error) {
 	defer n.mu.Unlock()
 	if n.st.queued--; n.st.queued == 0 {
 		n.st.failing = false
+		if n.st.drained != nil {
+			close(n.st.drained)
+			n.st.drained = nil
+		}
 	}
 	if b.state != stateDone || b.err != nil {
 		return
@@ -197,6 +201,9 @@ type journalState struct {
 	// none of the commits it fails after a failure.
 	queued  int
 	failing bool
+	// drained, if not nil, is closed when queued next drops to 0
+	// (Node.waitDrained).
+	drained chan struct{}
 	// applyingForeign is set while the FSM applies an entry the node did
 	// not propose (or no longer waits for).
 	applyingForeign bool
@@ -315,6 +322,29 @@ func (n *Node) unwant(s *slot) {
 	n.mu.Lock()
 	if n.st.wanted[s.key] == s {
 		delete(n.st.wanted, s.key)
+	}
+	n.mu.Unlock()
+}
+
+// waitDrained returns once the database settled every batch of this node
+// it enqueued: its commit queue then holds none of the commits it fails
+// after a failed one. The FSM waits for it before it applies a change set
+// again after its commit failed behind a failed tip (applyChanges): the
+// failed commits settle only once their committers return from Wait, which
+// may take as long as the scheduler makes them wait, and a retry before
+// that fails again. It never waits on raft: the batches still queued are
+// failed (Apply failed them before the change set), and their committers
+// return without it.
+func (n *Node) waitDrained() {
+	n.mu.Lock()
+	for n.st.queued > 0 {
+		if n.st.drained == nil {
+			n.st.drained = make(chan struct{})
+		}
+		ch := n.st.drained
+		n.mu.Unlock()
+		<-ch
+		n.mu.Lock()
 	}
 	n.mu.Unlock()
 }

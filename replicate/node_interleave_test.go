@@ -66,7 +66,7 @@ import (
 )
 
 var (
-	nodeSeeds = flag.Int("replicate.interleavings", 12, "seeds of each variant of TestNodeInterleavings")
+	nodeSeeds = flag.Int("replicate.interleavings", 60, "seeds of each variant of TestNodeInterleavings")
 	nodeSeed  = flag.Int64("replicate.interleavings.seed", -1, "run TestNodeInterleavings with this seed only")
 )
 
@@ -86,7 +86,7 @@ type nodeVariant struct {
 var nodeVariants = []nodeVariant{
 	{name: "steady", writers: 3, rounds: 4, inFlight: 2},
 	{name: "steady/two-tables", writers: 3, rounds: 4, twoTables: true, inFlight: 4},
-	{name: "faults", writers: 3, rounds: 4, faults: true, inFlight: 2},
+	{name: "faults", writers: 4, rounds: 4, faults: true, inFlight: 2},
 	{name: "faults/two-tables/one-in-flight", writers: 4, rounds: 3, twoTables: true, faults: true, inFlight: 1},
 }
 
@@ -105,7 +105,7 @@ func TestNodeInterleavings(t *testing.T) {
 		for p := range numHoldPoints {
 			want = append(want, p.String())
 		}
-		want = append(want, "acked", "ambiguous", "refused", "cut")
+		want = append(want, "acked", "ambiguous", "refused", "overtaken", "cut")
 		t.Logf("coverage: %s", nodeCoverage)
 		least := 5
 		if testing.Short() {
@@ -123,12 +123,11 @@ func TestNodeInterleavings(t *testing.T) {
 				seeds = max(2, seeds/4)
 			}
 			for _, seed := range holdtest.Seeds(seeds, *nodeSeed) {
-				var history string
-				synctest.Test(t, func(t *testing.T) { history = runNodeModel(t, v, seed) })
-				if t.Failed() {
-					t.Logf("seed %d (replay: -replicate.interleavings.seed=%d -run 'TestNodeInterleavings/%s'); the schedule's end:\n%s",
-						seed, seed, v.name, history)
-					return
+				var report string
+				synctest.Test(t, func(t *testing.T) { report = runNodeModel(t, v, seed) })
+				if report != "" {
+					t.Fatalf("seed %d (replay: -replicate.interleavings.seed=%d -run 'TestNodeInterleavings/%s'); the schedule's end:\n%s",
+						seed, seed, v.name, report)
 				}
 			}
 		})
@@ -149,8 +148,18 @@ type nodeRig struct {
 	ambiguous map[uint64]bool
 	refused   map[uint64]error
 	done      int // writers that returned
+	writers   int // writers started
+	wg        sync.WaitGroup
 	cut       int // the node cut off, or -1
-	failed    bool
+	cuts      int // how many times a node was cut off
+	healAt    time.Time
+	// awaiter, if not -1, is a node cut off (and maybe healed since)
+	// whose awaiter the test does not release until the node applied
+	// awaiterIndex, or until awaiterUntil (mayRelease).
+	awaiter      int
+	awaiterIndex uint64
+	awaiterUntil time.Time
+	failed       bool
 }
 
 // mnode is a node of the rig.
@@ -177,6 +186,8 @@ const counterID = 0
 // objectID is writer w's object of round k.
 func objectID(w, k int) uint64 { return uint64(1000*(w+1) + k) }
 
+// runNodeModel runs one seed of variant v and returns, if it failed, the
+// end of its schedule.
 func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 	r := &nodeRig{
 		t: t, v: v,
@@ -186,6 +197,7 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 		ambiguous: map[uint64]bool{},
 		refused:   map[uint64]error{},
 		cut:       -1,
+		awaiter:   -1,
 	}
 	// The hooks hold nothing until armed is closed.
 	armed := make(chan struct{})
@@ -218,23 +230,23 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 	}
 	close(armed)
 
-	var wg sync.WaitGroup
+	r.writers = v.writers
 	for w := range v.writers {
-		wg.Go(func() { r.writer(w, seed) })
+		r.wg.Go(func() { r.writer(w, seed) })
 	}
 	for steps := 0; ; steps++ {
 		synctest.Wait()
 		if r.allDone() {
 			break
 		}
-		if steps == 20_000 || r.failed {
+		if steps == 20_000 || r.hasFailed() {
 			r.sched.FreeAll()
 			r.fail("the writers never finished (%d steps)", steps)
 			break
 		}
 		switch x := r.rng.IntN(40); {
 		case x < 28:
-			if !r.sched.Release(r.rng) {
+			if !r.sched.ReleaseWhere(r.rng, r.mayRelease) {
 				// Everyone waits for raft: let time pass.
 				time.Sleep(time.Duration(1+r.rng.IntN(20)) * time.Millisecond)
 			}
@@ -255,13 +267,23 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 				i = ld.i
 			}
 			r.cutOff(i)
-		case v.faults:
+		case v.faults && time.Now().After(r.healAt):
 			r.heal()
 		}
 	}
 	r.heal()
 	r.sched.FreeAll()
-	wg.Wait()
+	returned := make(chan struct{})
+	go func() { r.wg.Wait(); close(returned) }()
+	select {
+	case <-returned:
+	case <-time.After(time.Minute):
+		// A commit that never settles: its writer is stuck, and so is
+		// the bubble (synctest reports the goroutines left when the
+		// seed's function returns). Report the schedule now.
+		r.fail("the writers never returned, a minute after every goroutine was let go:\n%s", r.sched.History())
+		return ""
+	}
 	r.settle()
 	r.check()
 	for _, nd := range r.nodes {
@@ -271,7 +293,10 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 		nd.trans.DisconnectAll()
 		must(t, nd.trans.Close())
 	}
-	return r.sched.History()
+	if r.hasFailed() {
+		return r.sched.History()
+	}
+	return ""
 }
 
 func (r *nodeRig) newNode(i int, hold func(holdPoint, int)) *mnode {
@@ -321,54 +346,28 @@ func (r *nodeRig) fail(format string, args ...any) {
 	r.t.Errorf(format, args...)
 }
 
+func (r *nodeRig) hasFailed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
 func (r *nodeRig) allDone() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.done == r.v.writers
+	return r.done == r.writers
 }
 
 // writer runs writer w's transactions, each through the node it takes for
 // the leader: the one a NotLeaderError named, or a random one.
 func (r *nodeRig) writer(w int, seed int64) {
-	defer func() {
-		r.mu.Lock()
-		r.done++
-		r.mu.Unlock()
-	}()
+	defer r.writerDone()
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)))
 	target := r.nodes[rng.IntN(len(r.nodes))]
 	for k := range r.v.rounds {
 		nodeCoverage.Add("begin")
 		r.sched.Hold("begin", 10_000+w)
-		id := objectID(w, k)
-		nd := target
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		index, err := nd.node.Write(ctx, nd.metas, func(txn strata.WriteTxn) error {
-			n := 0
-			if c, _, ok := nd.count.Get(txn, itemByID.Query(counterID)); ok {
-				n, _ = strconv.Atoi(c.Val)
-			}
-			if _, _, err := nd.objs.Insert(txn, &item{ID: id, Val: fmt.Sprint(w, "/", k), Tag: fmt.Sprint("w", w)}); err != nil {
-				return err
-			}
-			_, _, err := nd.count.Insert(txn, &item{ID: counterID, Val: strconv.Itoa(n + 1), Tag: "counter"})
-			return err
-		})
-		cancel()
-		switch {
-		case err == nil:
-			r.ackCheck(nd, id, index)
-		case errors.Is(err, ErrAmbiguous):
-			nodeCoverage.Add("ambiguous")
-			r.mu.Lock()
-			r.ambiguous[id] = true
-			r.mu.Unlock()
-		default:
-			nodeCoverage.Add("refused")
-			r.mu.Lock()
-			r.refused[id] = err
-			r.mu.Unlock()
-		}
+		err := r.transact(target, w, k)
 		var nle *NotLeaderError
 		switch {
 		case errors.As(err, &nle) && nle.Leader != "":
@@ -377,10 +376,75 @@ func (r *nodeRig) writer(w int, seed int64) {
 					target = o
 				}
 			}
-		case err != nil:
+		case err != nil || rng.IntN(3) == 0:
 			target = r.nodes[rng.IntN(len(r.nodes))]
 		}
 	}
+}
+
+// outsider writes once, as writer w, through a leader other than the node
+// cut off: while an old leader is cut off with commits pending (their
+// writers wait for them), it makes the entries the old leader meets at the
+// heal.
+func (r *nodeRig) outsider(w, cut int) {
+	defer r.writerDone()
+	nodeCoverage.Add("begin")
+	r.sched.Hold("begin", 10_000+w)
+	for range 100 {
+		for _, nd := range r.nodes {
+			if nd.i != cut && nd.node.Raft().State() == raft.Leader {
+				_ = r.transact(nd, w, 0)
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *nodeRig) writerDone() {
+	r.mu.Lock()
+	r.done++
+	r.mu.Unlock()
+}
+
+// transact writes, as writer w in its round k, through nd: an object of
+// its own and the counter, incremented. It records the outcome and
+// returns the error.
+func (r *nodeRig) transact(nd *mnode, w, k int) error {
+	id := objectID(w, k)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	index, err := nd.node.Write(ctx, nd.metas, func(txn strata.WriteTxn) error {
+		n := 0
+		if c, _, ok := nd.count.Get(txn, itemByID.Query(counterID)); ok {
+			n, _ = strconv.Atoi(c.Val)
+		}
+		if _, _, err := nd.objs.Insert(txn, &item{ID: id, Val: fmt.Sprint(w, "/", k), Tag: fmt.Sprint("w", w)}); err != nil {
+			return err
+		}
+		_, _, err := nd.count.Insert(txn, &item{ID: counterID, Val: strconv.Itoa(n + 1), Tag: "counter"})
+		return err
+	})
+	if errors.Is(err, errOvertaken) {
+		// An entry this node did not wait for was applied while the
+		// commit was pending: the FSM failed it.
+		nodeCoverage.Add("overtaken")
+	}
+	switch {
+	case err == nil:
+		r.ackCheck(nd, id, index)
+	case errors.Is(err, ErrAmbiguous):
+		nodeCoverage.Add("ambiguous")
+		r.mu.Lock()
+		r.ambiguous[id] = true
+		r.mu.Unlock()
+	default:
+		nodeCoverage.Add("refused")
+		r.mu.Lock()
+		r.refused[id] = err
+		r.mu.Unlock()
+	}
+	return err
 }
 
 // ackCheck checks invariant 1 for the object id, acknowledged by nd at
@@ -444,8 +508,27 @@ func (r *nodeRig) cutOff(i int) {
 		return
 	}
 	nodeCoverage.Add("cut")
-	r.sched.Note("cut n%d off", i)
+	{
+		nd := r.nodes[i].node
+		nd.mu.Lock()
+		np := len(nd.st.pending)
+		nd.mu.Unlock()
+		r.sched.Note("cut n%d off (state %v, pending %d)", i, nd.raft.State(), np)
+	}
 	r.cut = i
+	r.cuts++
+	r.mu.Lock()
+	r.writers++
+	r.mu.Unlock()
+	w := 100 + r.cuts
+	r.wg.Go(func() { r.outsider(w, i) })
+	// Cut off for a while: long enough, mostly, for the others to elect
+	// a leader and commit entries this node has not seen.
+	r.healAt = time.Now().Add(time.Duration(100+r.rng.IntN(1500)) * time.Millisecond)
+	r.awaiter, r.awaiterIndex = -1, 0
+	if r.rng.IntN(2) == 0 {
+		r.awaiter, r.awaiterUntil = i, time.Now().Add(5*time.Second)
+	}
 	for _, o := range r.nodes {
 		if o.i != i {
 			o.trans.Disconnect(r.nodes[i].addr)
@@ -454,12 +537,43 @@ func (r *nodeRig) cutOff(i int) {
 	}
 }
 
+// mayRelease tells which held goroutines the test may release: not the
+// awaiter of a node cut off with commits pending, until the node applied
+// what the others had at the heal. Raft fails the futures of a leader that
+// steps down at once; held so, the node's FSM meets the new leader's
+// entries while its batches are still pending, the order in which the FSM
+// must fail them itself (errOvertaken).
+func (r *nodeRig) mayRelease(p string, _ int) bool {
+	if r.awaiter < 0 || p != fmt.Sprint("future@", r.awaiter) {
+		return true
+	}
+	if r.cut == r.awaiter || r.awaiterIndex == 0 {
+		return false
+	}
+	if r.nodes[r.awaiter].node.AppliedIndex() >= r.awaiterIndex || time.Now().After(r.awaiterUntil) {
+		r.awaiter = -1
+		return true
+	}
+	return false
+}
+
 // heal reconnects every node.
 func (r *nodeRig) heal() {
 	if r.cut < 0 {
 		return
 	}
-	r.sched.Note("heal")
+	if r.awaiter == r.cut {
+		for _, nd := range r.nodes {
+			r.awaiterIndex = max(r.awaiterIndex, nd.node.AppliedIndex())
+		}
+	}
+	{
+		nd := r.nodes[r.cut].node
+		nd.mu.Lock()
+		np := len(nd.st.pending)
+		nd.mu.Unlock()
+		r.sched.Note("heal (n%d state %v, pending %d, applied %d; others applied %d %d)", r.cut, nd.raft.State(), np, nd.AppliedIndex(), r.nodes[(r.cut+1)%3].node.AppliedIndex(), r.nodes[(r.cut+2)%3].node.AppliedIndex())
+	}
 	r.cut = -1
 	for _, a := range r.nodes {
 		for _, b := range r.nodes {
