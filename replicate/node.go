@@ -102,6 +102,10 @@ type Node struct {
 	stopErr atomic.Pointer[StoppedError]
 	closed  atomic.Bool
 
+	// lead is the leadership watch and what the leader knows of its
+	// followers (membership.go).
+	lead membership
+
 	// entries and combined count the entries the node proposed and those
 	// that carried more than one change set.
 	entries, combined atomic.Uint64
@@ -161,6 +165,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.raft = r
+	n.lead.init(cfg, r)
 	n.wg.Add(3)
 	go n.propose()
 	go n.await()
@@ -168,9 +173,9 @@ func NewNode(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// Raft returns the node's raft node: for bootstrap, membership and
-// leadership in this first version. The node consumes its LeaderCh: use
-// raft.Config.NotifyCh or LeadershipObservation to follow leadership.
+// Raft returns the node's raft node, for what membership.go does not
+// offer. The node consumes its LeaderCh: follow leadership with Leading
+// (or raft.Config.NotifyCh, LeadershipObservation).
 func (n *Node) Raft() *raft.Raft { return n.raft }
 
 // Close shuts the raft node down and stops the node's goroutines. Commits
