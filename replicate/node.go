@@ -112,8 +112,8 @@ type Node struct {
 }
 
 // NewNode creates the node's raft node and attaches every bound table to
-// the node's journal, in one write transaction. Bootstrap or join the
-// cluster through Raft.
+// the node's journal, in one write transaction. Start a cluster with
+// Bootstrap, or have the leader add the node (AddVoter, AddNonvoter).
 func NewNode(cfg Config) (*Node, error) {
 	if cfg.DB == nil || len(cfg.Tables) == 0 || cfg.Raft == nil {
 		return nil, errors.New("replicate: NewNode needs DB, Tables and Raft")
