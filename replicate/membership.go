@@ -57,9 +57,10 @@ var (
 type membership struct {
 	localID   raft.ServerID
 	localAddr raft.ServerAddress
-	// lease is raft's LeaderLeaseTimeout: how long a deposed leader may
-	// go on believing it leads (RunWhileLeader).
-	lease time.Duration
+	// handover is how long RunWhileLeader waits after the node became
+	// ready as leader: twice raft's LeaderLeaseTimeout, which bounds how
+	// long a deposed leader goes on believing it leads.
+	handover time.Duration
 
 	mu sync.Mutex
 	// leading: the node leads and its barrier of term applied
@@ -94,7 +95,7 @@ func (m *membership) init(cfg Config, r *raft.Raft) {
 	if cfg.Transport != nil {
 		m.localAddr = cfg.Transport.LocalAddr()
 	}
-	m.lease = cfg.Raft.LeaderLeaseTimeout
+	m.handover = 2 * cfg.Raft.LeaderLeaseTimeout
 	m.changed = make(chan struct{})
 	m.peers = make(map[raft.ServerID]*peerState)
 	r.RegisterObserver(raft.NewObserver(nil, false, m.observe))
@@ -214,21 +215,22 @@ func LeaderTerm(ctx context.Context) (uint64, bool) {
 // Run on every node, it runs a leader-only job on one node at a time,
 // within the bound raft allows. Raft cannot promise that two nodes never
 // believe they lead at once: a deposed leader cut off from the others
-// steps down only when it has not heard from a quorum for
+// steps down only once it has not heard from a quorum for
 // LeaderLeaseTimeout (raft checks at that deadline, then every 10 ms).
-// The followers cannot elect a new leader before one of them has not
-// heard from the old one for HeartbeatTimeout, which raft requires to be
-// at least LeaderLeaseTimeout. So RunWhileLeader starts fn on a new leader
-// only once LeaderLeaseTimeout has passed since the node became ready as
-// leader: the old leader's fn is then cancelled at least
-// LeaderLeaseTimeout before (less the 10 ms), and has that long to
-// return. The promise needs that fn returns within that time once
-// cancelled, and that the old leader's process runs: a process stalled
-// (paused, swapping) for longer than the lease does not step down in
-// time, and no lease-based scheme can notice. Writes through the node
-// need no such care: a deposed leader's commits are refused or never
-// commit. For effects outside the database, LeaderTerm gives a fencing
-// token.
+// Every quorum shares a voter with the quorum that elected the new
+// leader, and that voter stopped answering the old leader as its follower
+// when it voted, before the new leader was elected: so the old leader
+// steps down at most LeaderLeaseTimeout and 10 ms after the new one was
+// elected. RunWhileLeader starts fn on a new leader only twice
+// LeaderLeaseTimeout after the node became ready as leader: the old
+// leader's fn is cancelled at least LeaderLeaseTimeout less 10 ms before,
+// and has that long to return. The promise needs that every node has the
+// same LeaderLeaseTimeout, that fn returns within that time once
+// cancelled, and that the old leader's process runs: one
+// stalled (paused, swapping) past its lease check does not step down in
+// time, and no lease can notice. Writes through the node need no such
+// care: a deposed leader's commits are refused or never commit. For
+// effects outside the database, LeaderTerm gives a fencing token.
 func (n *Node) RunWhileLeader(ctx context.Context, fn func(ctx context.Context) error) error {
 	for {
 		leading, term, since, changed, closed := n.lead.state()
@@ -245,7 +247,7 @@ func (n *Node) RunWhileLeader(ctx context.Context, fn func(ctx context.Context) 
 			}
 			continue
 		}
-		if wait := time.Until(since.Add(n.lead.lease)); wait > 0 {
+		if wait := time.Until(since.Add(n.lead.handover)); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
