@@ -226,11 +226,11 @@ func LeaderTerm(ctx context.Context) (uint64, bool) {
 // leader's fn is cancelled at least LeaderLeaseTimeout less 10 ms before,
 // and has that long to return. The promise needs that every node has the
 // same LeaderLeaseTimeout, that fn returns within that time once
-// cancelled, and that the old leader's process runs: one
-// stalled (paused, swapping) past its lease check does not step down in
-// time, and no lease can notice. Writes through the node need no such
-// care: a deposed leader's commits are refused or never commit. For
-// effects outside the database, LeaderTerm gives a fencing token.
+// cancelled, and that the old leader's process runs: one stalled
+// (paused, swapping) past its lease check does not step down in time, and
+// no lease can notice. Writes through the node need no such care: a
+// deposed leader's commits are refused or never commit. For effects
+// outside the database, LeaderTerm gives a fencing token.
 func (n *Node) RunWhileLeader(ctx context.Context, fn func(ctx context.Context) error) error {
 	for {
 		leading, term, since, changed, closed := n.lead.state()
@@ -291,9 +291,12 @@ func runLeading(ctx context.Context, term uint64, changed <-chan struct{}, fn fu
 		case <-done:
 		}
 	}()
+	// Deferred, so that the goroutine ends if fn panics too.
+	defer func() {
+		close(done)
+		<-watched
+	}()
 	err := fn(jobCtx)
-	close(done)
-	<-watched
 	if jobCtx.Err() != nil {
 		return nil
 	}
