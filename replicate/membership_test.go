@@ -521,7 +521,7 @@ func (l *jobLog) waitNewRun(c *rcluster, after int, how string) (int, jobRun) {
 }
 
 // TestRunWhileLeader: every node runs the same job with RunWhileLeader;
-// across a leadership transfer, a partition of the leader, and a graceful
+// across a leadership transfer, two partitions of the leader, and a graceful
 // Shutdown of the leader, the job runs again on the new leader, and at no
 // moment do two nodes run it: each run starts in a newer term than the
 // one before, after the one before ended (on the partitioned leader too),
@@ -547,22 +547,25 @@ func TestRunWhileLeader(t *testing.T) {
 	must(t, c.byID(r.node).node.TransferLeadership(ctx, ""))
 	runs, r = log.waitNewRun(c, runs, "a transfer")
 
-	// The leader is cut off: its run goes on until it learns that it no
-	// longer leads; the others elect a leader, which runs the job only
-	// after the old run ended.
-	old := c.byID(r.node)
-	cut := time.Now()
-	c.partition(old)
-	runs, r = log.waitNewRun(c, runs, "a partition of the leader")
-	if r.node == old.id {
-		t.Fatalf("the partitioned leader %s runs the job again", old.id)
+	// The leader is cut off, twice: its run goes on until it learns that
+	// it no longer leads; the others elect a leader, which runs the job
+	// only after the old run ended.
+	for range 2 {
+		old := c.byID(r.node)
+		cut := time.Now()
+		c.partition(old)
+		runs, r = log.waitNewRun(c, runs, "a partition of the leader")
+		if r.node == old.id {
+			t.Fatalf("the partitioned leader %s runs the job again", old.id)
+		}
+		log.mu.Lock()
+		prev := log.runs[runs-2]
+		log.mu.Unlock()
+		t.Logf("the partitioned leader ran the job for %v after it was cut off; the new run started %v after the cut",
+			prev.end.Sub(cut), r.start.Sub(cut))
+		c.heal(old)
+		c.converge()
 	}
-	log.mu.Lock()
-	prev := log.runs[runs-2]
-	log.mu.Unlock()
-	t.Logf("the partitioned leader ran the job for %v after it was cut off; the new run started %v after the cut",
-		prev.end.Sub(cut), r.start.Sub(cut))
-	c.heal(old)
 
 	// A graceful shutdown hands the job over.
 	ld := c.byID(r.node)
