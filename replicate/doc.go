@@ -42,6 +42,16 @@
 //     (ReadLinearizable: on the leader the ReadTxn, then a VerifyLeader
 //     round shared by concurrent reads; on a follower the leader's
 //     ReadIndex through Config.LeaderIndex, then ReadAtLeast).
+//   - Membership and leadership (membership.go; membership_test.go):
+//     Bootstrap, AddVoter, AddNonvoter (read replicas), RemoveServer,
+//     TransferLeadership, with bad input refused by typed errors before
+//     raft sees it; Members (the configuration, the node's state and
+//     indexes, and what the leader knows of each follower's heartbeats:
+//     raft v1.7.2 exposes no more); Leading, a leadership watch any
+//     number of callers share, true only once the node is ready in its
+//     term; RunWhileLeader, a leader-only job on one node at a time within
+//     the bound of raft's leader lease (its doc says which); Shutdown,
+//     which hands the leadership over before closing; Health for probes.
 //
 // Not yet:
 //

@@ -359,6 +359,13 @@ func (n *Node) watchLeadership() {
 		case leader := <-n.raft.LeaderCh():
 			n.at(holdLeadership, holdWatcher)
 			term := n.raft.CurrentTerm()
+			// Whatever the news, the node is not ready in a new term
+			// before its barrier applied (Leading's subscribers learn it
+			// at once: a lost and regained lead arrives as one true).
+			n.mu.Lock()
+			n.st.ready = false
+			n.mu.Unlock()
+			n.lead.set(false, term)
 			if leader {
 				leader = n.raft.Barrier(0).Error() == nil && n.raft.State() == raft.Leader &&
 					n.raft.CurrentTerm() == term
@@ -367,7 +374,9 @@ func (n *Node) watchLeadership() {
 			n.mu.Lock()
 			n.st.ready, n.st.readyTerm = leader, term
 			n.mu.Unlock()
+			n.lead.set(leader, term)
 		case <-n.quit:
+			n.lead.close()
 			return
 		}
 	}

@@ -111,14 +111,18 @@ type Node struct {
 	stopErr atomic.Pointer[StoppedError]
 	closed  atomic.Bool
 
+	// lead is the leadership watch and what the leader knows of its
+	// followers (membership.go).
+	lead membership
+
 	// entries and combined count the entries the node proposed and those
 	// that carried more than one change set.
 	entries, combined atomic.Uint64
 }
 
 // NewNode creates the node's raft node and attaches every bound table to
-// the node's journal, in one write transaction. Bootstrap or join the
-// cluster through Raft.
+// the node's journal, in one write transaction. Start a cluster with
+// Bootstrap, or have the leader add the node (AddVoter, AddNonvoter).
 func NewNode(cfg Config) (*Node, error) {
 	if cfg.DB == nil || len(cfg.Tables) == 0 || cfg.Raft == nil {
 		return nil, errors.New("replicate: NewNode needs DB, Tables and Raft")
@@ -172,6 +176,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.raft = r
+	n.lead.init(cfg, r)
 	n.wg.Add(3)
 	go n.propose()
 	go n.await()
@@ -179,9 +184,9 @@ func NewNode(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// Raft returns the node's raft node: for bootstrap, membership and
-// leadership in this first version. The node consumes its LeaderCh: use
-// raft.Config.NotifyCh or LeadershipObservation to follow leadership.
+// Raft returns the node's raft node, for what membership.go does not
+// offer. The node consumes its LeaderCh: follow leadership with Leading
+// (or raft.Config.NotifyCh, LeadershipObservation).
 func (n *Node) Raft() *raft.Raft { return n.raft }
 
 // Close shuts the raft node down and stops the node's goroutines. Commits
