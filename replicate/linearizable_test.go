@@ -219,6 +219,7 @@ func (h *linHarness) get(cl *linClient, key uint64) {
 		h.hmu.Lock()
 		h.readErrors[readErrorKind(err)]++
 		h.hmu.Unlock()
+		time.Sleep(5 * time.Millisecond) // no leader yet, most likely
 		return
 	}
 	val := get(nd, txn, key)
@@ -544,7 +545,7 @@ func (h *linHarness) restart(old *rnode) *rnode {
 // inject runs one fault from start to healed.
 func (h *linHarness) inject(f linFault, rng *rand.Rand) {
 	h.t.Helper()
-	hold := func() { time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond) }
+	hold := func() { time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond) }
 	ld := h.waitLeader()
 	h.faults = append(h.faults, f.String())
 	switch f {
