@@ -22,7 +22,8 @@ import (
 // The linearizability tests: clients put, get, compare-and-swap and
 // delete a few keys of one table of an in-process cluster while a nemesis
 // partitions the leader, a follower or a minority with the leader, cuts
-// the leader's links one way, and crashes and restarts the leader. The
+// the leader's links one way, makes links fail for milliseconds at a
+// time, and crashes and restarts the leader. The
 // history is checked with porcupine against linModel (linmodel_test.go),
 // and, beside it:
 //
@@ -420,10 +421,11 @@ const (
 	faultOneWay                            // the leader cannot send to anyone; it hears them
 	faultCrashLeader                       // the leader's node closed, and restarted on its log
 	faultSplitMinority                     // the leader and one follower cut off from the rest (5 nodes)
+	faultFlakyLinks                        // links cut one way and restored at random, every few ms
 )
 
 func (f linFault) String() string {
-	return [...]string{"partition leader", "partition follower", "one-way leader", "crash+restart leader", "split minority"}[f]
+	return [...]string{"partition leader", "partition follower", "one-way leader", "crash+restart leader", "split minority", "flaky links"}[f]
 }
 
 // waitNewLeader waits until a live node other than the ones in old
@@ -588,6 +590,26 @@ func (h *linHarness) inject(f linFault, rng *rand.Rand) {
 		h.waitNewLeader(minority...)
 		hold()
 		h.healAll()
+	case faultFlakyLinks:
+		// The in-memory transport cannot delay a message; a link that
+		// fails for a few milliseconds at a time loses the RPCs sent
+		// meanwhile, which raft sends again (heartbeats, appends, votes)
+		// later: delays, losses, and now and then an election.
+		live := h.c.live()
+		for end := time.Now().Add(time.Duration(300+rng.IntN(400)) * time.Millisecond); time.Now().Before(end); {
+			a, b := live[rng.IntN(len(live))], live[rng.IntN(len(live))]
+			if a == b {
+				continue
+			}
+			h.mu.Lock()
+			a.trans.Disconnect(b.addr)
+			h.mu.Unlock()
+			time.Sleep(time.Duration(1+rng.IntN(10)) * time.Millisecond)
+			h.mu.Lock()
+			a.trans.Connect(b.addr, b.trans)
+			h.mu.Unlock()
+		}
+		h.healAll()
 	}
 	h.waitLeader()
 	hold() // the clients work on a whole cluster for a while
@@ -730,21 +752,24 @@ func readLinearizable(t *testing.T, ctx context.Context, nd *rnode) strata.ReadT
 
 // TestLinearizable3: a 3-node cluster, 5 clients, under each fault of a
 // single node in turn (with -short, two of them; with
-// -replicate.lin.long, random ones).
+// -replicate.lin.long, random ones, and flaky links).
 func TestLinearizable3(t *testing.T) {
 	faults := []linFault{faultPartitionLeader, faultOneWay, faultCrashLeader, faultPartitionFollower}
 	if testing.Short() && *linLong == 0 {
 		faults = []linFault{faultPartitionLeader, faultCrashLeader}
 	}
+	if *linLong > 0 {
+		faults = append(faults, faultFlakyLinks)
+	}
 	runLin(t, 3, 5, faults)
 }
 
 // TestLinearizable5: a 5-node cluster, 5 clients, with the leader cut
-// off with one follower, and a follower cut off (with -short, the
-// first); with -replicate.lin.long, crashes and the faults of
-// TestLinearizable3 too.
+// off with one follower, a follower cut off, and flaky links (with
+// -short, the first); with -replicate.lin.long, crashes and the faults
+// of TestLinearizable3 too.
 func TestLinearizable5(t *testing.T) {
-	faults := []linFault{faultSplitMinority, faultPartitionFollower}
+	faults := []linFault{faultSplitMinority, faultPartitionFollower, faultFlakyLinks}
 	if testing.Short() && *linLong == 0 {
 		faults = faults[:1]
 	}
