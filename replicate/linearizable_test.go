@@ -23,9 +23,8 @@ import (
 // delete a few keys of one table of an in-process cluster while a nemesis
 // partitions the leader, a follower or a minority with the leader, cuts
 // the leader's links one way, makes links fail for milliseconds at a
-// time, and crashes and restarts the leader. The
-// history is checked with porcupine against linModel (linmodel_test.go),
-// and, beside it:
+// time, and crashes and restarts the leader. The history is checked with
+// porcupine against linModel (linmodel_test.go), and, beside it:
 //
 //   - every acknowledged write's index, read with ReadAtLeast on a node
 //     picked at random, shows the write (the client's token, below);
@@ -183,25 +182,30 @@ func (h *linHarness) runClient(cl *linClient, stop <-chan struct{}) {
 		default:
 		}
 		key := uint64(cl.rng.IntN(linKeys))
+		var backOff bool
 		switch r := cl.rng.IntN(100); {
 		case r < 40:
-			h.get(cl, key)
+			backOff = h.get(cl, key)
 		case r < 65:
-			h.write(cl, linInput{Op: linPut, Key: key, Val: fmt.Sprintf("%d.%d", cl.id, cl.n)})
+			backOff = h.write(cl, linInput{Op: linPut, Key: key, Val: fmt.Sprintf("%d.%d", cl.id, cl.n)})
 		case r < 85:
 			old := cl.seen[key]
 			if cl.rng.IntN(5) == 0 {
 				old = fmt.Sprintf("%d.%d", cl.rng.IntN(len(h.outcomes)), cl.rng.IntN(cl.n+1))
 			}
-			h.write(cl, linInput{Op: linCAS, Key: key, Old: old, Val: fmt.Sprintf("%d.%d", cl.id, cl.n)})
+			backOff = h.write(cl, linInput{Op: linCAS, Key: key, Old: old, Val: fmt.Sprintf("%d.%d", cl.id, cl.n)})
 		default:
-			h.write(cl, linInput{Op: linDelete, Key: key})
+			backOff = h.write(cl, linInput{Op: linDelete, Key: key})
+		}
+		if backOff {
+			time.Sleep(5 * time.Millisecond) // no leader yet, most likely
 		}
 	}
 }
 
-// get reads key with ReadLinearizable on a live node picked at random.
-func (h *linHarness) get(cl *linClient, key uint64) {
+// get reads key with ReadLinearizable on a live node picked at random,
+// and reports whether the read failed.
+func (h *linHarness) get(cl *linClient, key uint64) (failed bool) {
 	h.readGate.RLock()
 	defer h.readGate.RUnlock()
 	h.mu.RLock()
@@ -220,14 +224,14 @@ func (h *linHarness) get(cl *linClient, key uint64) {
 		h.hmu.Lock()
 		h.readErrors[readErrorKind(err)]++
 		h.hmu.Unlock()
-		time.Sleep(5 * time.Millisecond) // no leader yet, most likely
-		return
+		return true
 	}
 	val := get(nd, txn, key)
 	ret := h.now()
 	cl.seen[key] = val
 	h.readsOK.Add(1)
 	h.record(porcupine.Operation{ClientId: cl.id, Input: linInput{Op: linGet, Key: key}, Call: call, Output: linOutput{Val: val}, Return: ret})
+	return false
 }
 
 // writer returns the node cl writes through: the one it was sent to, or
@@ -247,14 +251,14 @@ func (h *linHarness) writer(cl *linClient) *rnode {
 
 // write makes in through the node cl writes through, with cl's token,
 // records it, and reads the token back with ReadAtLeast on a node picked
-// at random.
-func (h *linHarness) write(cl *linClient, in linInput) {
+// at random. It reports whether it found no node to write through, or
+// the write was not made.
+func (h *linHarness) write(cl *linClient, in linInput) (failed bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	nd := h.writer(cl)
 	if nd == nil {
-		time.Sleep(5 * time.Millisecond) // elections take a while
-		return
+		return true
 	}
 	counter := cl.n
 	cl.n++
@@ -309,7 +313,7 @@ func (h *linHarness) write(cl *linClient, in linInput) {
 		outcome = linNotDone
 	default:
 		h.t.Errorf("client %d: %v through %s: %v", cl.id, in.Op, nd.id, err)
-		return
+		return true
 	}
 	h.hmu.Lock()
 	h.outcomes[cl.id][counter] = outcome
@@ -321,17 +325,17 @@ func (h *linHarness) write(cl *linClient, in linInput) {
 		if nd.node.Raft().State() != raft.Leader {
 			cl.target = ""
 		}
-		return
+		return true
 	case linAmbiguous:
 		h.writesUnknown.Add(1)
 		cl.target = ""
 		if in.Op == linCAS && !swapped {
 			// No effect on the key either way.
-			return
+			return false
 		}
 		op.Output, op.Return = linOutput{Unknown: true}, linUnknownReturn
 		h.record(op)
-		return
+		return false
 	}
 	h.writesOK.Add(1)
 	switch in.Op {
@@ -370,6 +374,7 @@ func (h *linHarness) write(cl *linClient, in linInput) {
 	}
 	// Else the node is cut off, or restarting, and behind: it is not
 	// the node's fault that it cannot be read from yet.
+	return false
 }
 
 // staleReader reads the table with ReadTxn on node i in a loop, and
