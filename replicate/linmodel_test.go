@@ -341,12 +341,23 @@ func TestLinModelBites(t *testing.T) {
 	if len(ft.errors) != 1 || !strings.Contains(ft.errors[0], ".html") {
 		t.Fatalf("linCheck of an illegal history reported %q", ft.errors)
 	}
-	name := ft.errors[0][strings.Index(ft.errors[0], " in ")+4 : strings.Index(ft.errors[0], ".html")+5]
+	name := linVizPath(t, ft.errors[0])
 	data, err := os.ReadFile(name)
 	if err != nil || !strings.Contains(string(data), "put(1") {
 		t.Errorf("visualization %s: %d bytes, %v", name, len(data), err)
 	}
 	_ = os.Remove(name)
+}
+
+// linVizPath returns the visualization's file that linCheck's error
+// message names.
+func linVizPath(t *testing.T, msg string) string {
+	t.Helper()
+	i, j := strings.Index(msg, " in "), strings.Index(msg, ".html")
+	if i < 0 || j < i {
+		t.Fatalf("no visualization named in %q", msg)
+	}
+	return msg[i+4 : j+5]
 }
 
 // fakeTB records a testing.TB's errors instead of failing.
