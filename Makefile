@@ -146,10 +146,13 @@ models-long:
 	cd persist && $(GO) test -count=1 -run 'TestGroupInterleavings' . -persist.interleavings=300
 
 # replicate/ at length: 500 SIGKILL cycles of each crash test of the raft
-# log store, and a minute of each fuzz target of the entry format. Not
-# part of test: about five minutes on two cores. Run it before changing
-# the log store or the entry format.
+# log store, a minute of each fuzz target of the entry format, and two
+# minutes of random faults under each linearizability test (3 and 5
+# nodes, histories checked with porcupine). Not part of test: about ten
+# minutes on two cores. Run it before changing the log store, the entry
+# format or the node.
 replicate-long:
 	cd replicate && $(GO) test -count=1 -run 'TestCrash' . -replicate.crash.cycles=500
+	cd replicate && $(GO) test -count=1 -timeout 30m -run 'TestLinearizable' . -replicate.lin.long=2m
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryDecode$$' -fuzztime 60s .
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryRoundTrip$$' -fuzztime 60s .

@@ -14,6 +14,8 @@ require (
 
 require github.com/hashicorp/go-memdb v1.3.5
 
+require github.com/anishathalye/porcupine v1.3.1
+
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect
