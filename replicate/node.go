@@ -198,6 +198,9 @@ func (n *Node) Close() error {
 	if n.closed.Swap(true) {
 		return nil
 	}
+	// Before raft stops: a VerifyLeader that meets Shutdown may never be
+	// answered (verifier, read.go).
+	n.verify.close()
 	err := n.raft.Shutdown().Error()
 	close(n.quit)
 	n.wg.Wait()
