@@ -39,6 +39,8 @@ import (
 // The outcomes a follower's Write can return:
 //
 //	index, nil          committed at index, and published on this node
+//	index, error        committed at index; ctx ended (or the node stopped)
+//	                    before this node published it
 //	ErrConflict         the table changed between the follower's read and
 //	                    the leader's check: nothing applied; run it again
 //	*NotLeaderError     no leader took the change set within the hold
@@ -162,10 +164,68 @@ func forwardHold(cfg *Config) time.Duration {
 	return cfg.Raft.HeartbeatTimeout + 2*cfg.Raft.ElectionTimeout
 }
 
+// WriteOption is an option of Node.Write.
+type WriteOption func(*writeMode)
+
+// writeMode is how Node.write commits.
+type writeMode struct {
+	forward bool // forward a change set this node cannot propose
+	objects bool // ObjectConflicts
+}
+
+// ObjectConflicts makes a forwarded Write conflict only with writes to
+// the objects it wrote, rather than with every write to the tables it
+// wrote: per table, the change set carries the revision of each object it
+// writes or deletes as the transaction found it (Reads, CompareAndSwap's
+// semantics) instead of the table's revision, and the leader writes it on
+// its tip at the next revisions if those objects did not change. Writers
+// of one table through a follower then conflict only when they write the
+// same objects. The price: reads fn made of other objects are not
+// checked (a write decided on them may apply after they changed), and a
+// table part that deletes every object keeps the table's revision as its
+// precondition. It changes nothing on the leader, whose commits build on
+// its tip and never conflict.
+func ObjectConflicts() WriteOption { return func(m *writeMode) { m.objects = true } }
+
+// objectPreconditions replaces cs's table preconditions by preconditions
+// on the objects it writes (ObjectConflicts), found in the node's
+// published state, for each table that state still holds at the revision
+// the transaction read (on a node that does not lead, only the FSM writes
+// bound tables; if it did since, the transaction's reads cannot be told
+// apart and the table's revision stays the precondition), and that has no
+// OpDeleteAll.
+func (n *Node) objectPreconditions(cs *ChangeSet) {
+	txn := n.db.ReadTxn()
+	for j := range cs.Tables {
+		tc := &cs.Tables[j]
+		b := n.tables[tc.Table]
+		if uint64(b.Table().Revision(txn)) != tc.ReadRevision || len(tc.Reads) > 0 {
+			continue
+		}
+		if slices.ContainsFunc(tc.Ops, func(op Op) bool { return op.Kind == OpDeleteAll }) {
+			continue
+		}
+		seen := map[string]bool{}
+		var reads []ObjectRead
+		for _, op := range tc.Ops {
+			if (op.Kind == OpUpsert || op.Kind == OpDelete) && !seen[string(op.Key)] {
+				seen[string(op.Key)] = true
+				reads = append(reads, ObjectRead{Key: op.Key, Revision: b.revisionOf(txn, op.Key)})
+			}
+		}
+		if len(reads) > 0 {
+			tc.ReadRevision, tc.Reads = 0, reads
+		}
+	}
+}
+
 // forward sends the change set cs, which a Write on this node recorded
 // and did not publish, to the leader, and waits until this node published
 // the index it committed at.
-func (n *Node) forward(ctx context.Context, cs ChangeSet) (uint64, error) {
+func (n *Node) forward(ctx context.Context, cs ChangeSet, objects bool) (uint64, error) {
+	if objects {
+		n.objectPreconditions(&cs)
+	}
 	cs.ID = NewChangeSetID(n.st.node, n.nextSeq.Add(1))
 	data, err := AppendEntry(nil, &Entry{Kind: KindChanges, Changes: []ChangeSet{cs}})
 	if err != nil {
@@ -284,7 +344,9 @@ func retryable(err error) bool {
 // node's tip (the tables' revisions and the objects read), replays its
 // writes at the revisions they carry (strata.ApplyWrite), and commits
 // through the node's journal, so that it shares the leader's pipeline
-// with local commits.
+// with local commits. A table part with object preconditions and no
+// table revision (ObjectConflicts) has its writes moved to the tip's
+// next revisions, keeping their spacing.
 //
 // A precondition that does not hold, or a write that does not follow the
 // tip, is ErrConflict; changes that do not decode, hold more or fewer
@@ -330,6 +392,11 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 		for j := range cs.Tables {
 			tc := &cs.Tables[j]
 			b := n.tables[tc.Table]
+			if tc.ReadRevision == 0 && len(tc.Reads) > 0 {
+				// Object preconditions only (ObjectConflicts): the
+				// writes take the tip's next revisions.
+				tc = rebase(tc, uint64(b.Table().Revision(txn)))
+			}
 			if err := b.check(txn, tc); err != nil {
 				return &ConflictError{Table: tc.Table, Revision: b.Table().Revision(txn), Err: err}
 			}
@@ -340,7 +407,7 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 		return nil
 	}
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		index, b, err := n.write(ctx, metas, replay, false)
+		index, b, err := n.write(ctx, metas, replay, writeMode{})
 		if err == nil {
 			return index, nil
 		}
@@ -367,6 +434,31 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 			return 0, err
 		}
 	}
+}
+
+// rebase returns a copy of tc whose writes follow revision cur: each
+// revision moved by the distance between cur and the revision tc's writes
+// followed (the first write's, less one), so that the writes keep their
+// spacing (a revision a transaction skipped stays skipped). A tc whose
+// writes followed a revision above cur is returned as it is: check
+// refuses it.
+func rebase(tc *TableChanges, cur uint64) *TableChanges {
+	if len(tc.Ops) == 0 {
+		return tc
+	}
+	base := tc.Ops[0].Revision
+	if tc.Ops[0].Kind != OpSetRevision {
+		base--
+	}
+	if base > cur {
+		return tc
+	}
+	c := *tc
+	c.Ops = slices.Clone(tc.Ops)
+	for i := range c.Ops {
+		c.Ops[i].Revision += cur - base
+	}
+	return &c
 }
 
 // LocalForwarder is the Forwarder of an in-process cluster: it calls the

@@ -134,6 +134,14 @@ func forEachForwarder(t *testing.T, test func(t *testing.T, mode string)) {
 	}
 }
 
+// putWith is put with Write's options.
+func putWith(ctx context.Context, nd *rnode, id uint64, val string, opts ...WriteOption) (uint64, error) {
+	return nd.node.Write(ctx, nd.metas[:1], func(txn strata.WriteTxn) error {
+		_, _, err := nd.tables[0].Insert(txn, &item{ID: id, Val: val})
+		return err
+	}, opts...)
+}
+
 // has reports whether nd holds item id in table tbl, in a fresh read.
 func has(nd *rnode, tbl int, id uint64) bool {
 	_, _, found := nd.tables[tbl].Get(nd.db.ReadTxn(), itemByID.Query(id))
@@ -217,57 +225,62 @@ func entryInserts(t *testing.T, nd *rnode, e *Entry, id uint64) bool {
 // and the nodes converge to the same objects at the same revisions.
 func TestForwardConcurrent(t *testing.T) {
 	forEachForwarder(t, func(t *testing.T, mode string) {
-		c, _ := newForwardCluster(t, 3, mode)
-		c.leader()
-		const perNode, commits = 3, 15
-		var (
-			wg        sync.WaitGroup
-			conflicts atomic.Int64
-			mu        sync.Mutex
-			acked     = map[uint64]uint64{} // id: index
-		)
-		for i, nd := range c.nodes {
-			for w := range perNode {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for k := range commits {
-						id := uint64(i*10000 + w*100 + k)
-						for {
-							index, err := put(context.Background(), nd, id, fmt.Sprint(nd.id, "/", w))
-							if errors.Is(err, ErrConflict) {
-								conflicts.Add(1)
-								continue
-							}
-							if err != nil {
-								t.Errorf("%s writer %d: %v", nd.id, w, err)
-								return
-							}
-							mu.Lock()
-							acked[id] = index
-							mu.Unlock()
-							break
-						}
-					}
-				}()
-			}
-		}
-		wg.Wait()
-		t.Logf("%d writes acknowledged, %d conflicts run again", len(acked), conflicts.Load())
-		c.converge()
-		c.checkEqual(true)
-		for _, nd := range c.nodes {
-			txn := nd.db.ReadTxn()
-			if got := nd.tables[0].NumObjects(txn); got != len(acked) {
-				t.Errorf("%s holds %d objects, %d writes were acknowledged", nd.id, got, len(acked))
-			}
-			for id := range acked {
-				if get(nd, txn, id) == "" {
-					t.Errorf("%s: acknowledged write %d lost", nd.id, id)
-				}
-			}
-		}
+		t.Run("table", func(t *testing.T) { testForwardConcurrent(t, mode) })
+		t.Run("objects", func(t *testing.T) { testForwardConcurrent(t, mode, ObjectConflicts()) })
 	})
+}
+
+func testForwardConcurrent(t *testing.T, mode string, opts ...WriteOption) {
+	c, _ := newForwardCluster(t, 3, mode)
+	c.leader()
+	const perNode, commits = 3, 15
+	var (
+		wg        sync.WaitGroup
+		conflicts atomic.Int64
+		mu        sync.Mutex
+		acked     = map[uint64]uint64{} // id: index
+	)
+	for i, nd := range c.nodes {
+		for w := range perNode {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range commits {
+					id := uint64(i*10000 + w*100 + k)
+					for {
+						index, err := putWith(context.Background(), nd, id, fmt.Sprint(nd.id, "/", w), opts...)
+						if errors.Is(err, ErrConflict) {
+							conflicts.Add(1)
+							continue
+						}
+						if err != nil {
+							t.Errorf("%s writer %d: %v", nd.id, w, err)
+							return
+						}
+						mu.Lock()
+						acked[id] = index
+						mu.Unlock()
+						break
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	t.Logf("%d writes acknowledged, %d conflicts run again", len(acked), conflicts.Load())
+	c.converge()
+	c.checkEqual(true)
+	for _, nd := range c.nodes {
+		txn := nd.db.ReadTxn()
+		if got := nd.tables[0].NumObjects(txn); got != len(acked) {
+			t.Errorf("%s holds %d objects, %d writes were acknowledged", nd.id, got, len(acked))
+		}
+		for id := range acked {
+			if get(nd, txn, id) == "" {
+				t.Errorf("%s: acknowledged write %d lost", nd.id, id)
+			}
+		}
+	}
 }
 
 // TestForwardConflict: a follower's transaction whose table changed
@@ -353,6 +366,56 @@ func TestForwardConflict(t *testing.T) {
 	})
 }
 
+// TestForwardObjectConflicts: with ObjectConflicts, a follower's write
+// commits although its table changed since it read it, when the objects
+// it writes did not, at the leader's next revisions (the nodes converge
+// to the same revisions); it conflicts when one of them changed, and then
+// nothing of it applies.
+func TestForwardObjectConflicts(t *testing.T) {
+	forEachForwarder(t, func(t *testing.T, mode string) {
+		c, _ := newForwardCluster(t, 3, mode)
+		ld := c.leader()
+		ctx := context.Background()
+		_, err := put(ctx, ld, 1, "first")
+		must(t, err)
+		c.converge()
+		f := c.followers(ld)[0]
+		// write inserts id through f, after the leader wrote other (in
+		// the same table) once f's transaction read the table.
+		write := func(id, other uint64) error {
+			first := true
+			_, err := f.node.Write(ctx, f.metas[:1], func(txn strata.WriteTxn) error {
+				if first {
+					first = false
+					if _, err := put(ctx, ld, other, "leader"); err != nil {
+						return err
+					}
+				}
+				_, _, err := f.tables[0].Insert(txn, &item{ID: id, Val: "follower"})
+				return err
+			}, ObjectConflicts())
+			return err
+		}
+		if err := write(2, 3); err != nil {
+			t.Fatalf("a write of an object the leader did not write meanwhile: %v", err)
+		}
+		if !has(f, 0, 2) {
+			t.Error("the follower does not read its write")
+		}
+		if err := write(1, 1); !errors.Is(err, ErrConflict) {
+			t.Fatalf("a write of an object the leader wrote meanwhile: %v, want ErrConflict", err)
+		}
+		c.converge()
+		c.checkEqual(true)
+		for _, nd := range c.nodes {
+			o, _, found := nd.tables[0].Get(nd.db.ReadTxn(), itemByID.Query(1))
+			if !found || o.Val != "leader" {
+				t.Errorf("%s: object 1 is %+v, want the leader's", nd.id, o)
+			}
+		}
+	})
+}
+
 // TestForwardLeaderLoss: writers on the followers forward continuously
 // while the leader is stopped (or partitioned away). Each Write returns
 // an index, or ErrConflict, ErrNotLeader or ErrAmbiguous, nothing else;
@@ -404,8 +467,12 @@ func testForwardLeaderLoss(t *testing.T, mode, how string) {
 			}()
 		}
 	}
-	for acked.Load() < 30 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); acked.Load() < 30; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("%d writes acknowledged before the leader was lost", acked.Load())
+		}
 	}
 	if how == "stop" {
 		c.stop(ld)
@@ -503,7 +570,8 @@ func TestForwardNoLeader(t *testing.T) {
 
 // BenchmarkForwardWrite: 16 clients commit inserts into one table
 // through the leader, and through a follower (which forwards them, and
-// runs a transaction again after a conflict), in one in-process cluster
+// runs a transaction again after a conflict; with the table's revision as
+// the precondition, then with ObjectConflicts), in one in-process cluster
 // (the in-memory raft transport and forwarder, a LogStore each).
 func BenchmarkForwardWrite(b *testing.B) {
 	f := startForwardNodes(b, 3, fwdLocal)
@@ -542,7 +610,8 @@ func BenchmarkForwardWrite(b *testing.B) {
 	for _, via := range []struct {
 		name string
 		nd   *rnode
-	}{{"leader", ld}, {"follower", fl}} {
+		opts []WriteOption
+	}{{"leader", ld, nil}, {"follower", fl, nil}, {"follower-objects", fl, []WriteOption{ObjectConflicts()}}} {
 		b.Run(via.name, func(b *testing.B) {
 			const clients = 16
 			var conflicts atomic.Int64
@@ -556,7 +625,7 @@ func BenchmarkForwardWrite(b *testing.B) {
 					for done.Add(1) <= int64(b.N) {
 						id := next.Add(1)
 						for {
-							_, err := put(context.Background(), via.nd, id, "v")
+							_, err := putWith(context.Background(), via.nd, id, "v", via.opts...)
 							if errors.Is(err, ErrConflict) {
 								conflicts.Add(1)
 								continue

@@ -336,13 +336,18 @@ func (n *Node) Entries() (entries, combined uint64) {
 // wrote did not change since (else ErrConflict); Write returns once this
 // node published the index, so that a read here sees the write. The
 // errors are listed in forward.go. Without a Forwarder, Write on a
-// follower fails with a *NotLeaderError.
-func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error) (uint64, error) {
+// follower fails with a *NotLeaderError. ObjectConflicts relaxes what a
+// forwarded write conflicts with.
+func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error, opts ...WriteOption) (uint64, error) {
+	mode := writeMode{forward: n.fwd != nil}
+	for _, o := range opts {
+		o(&mode)
+	}
 	if len(tables) == 0 {
 		return 0, errors.New("replicate: Write of no table")
 	}
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		index, _, err := n.write(ctx, tables, fn, n.fwd != nil)
+		index, _, err := n.write(ctx, tables, fn, mode)
 		if !errors.Is(err, ErrNotReady) || errors.Is(err, strata.ErrEarlierCommitFailed) {
 			return index, err
 		}
@@ -354,10 +359,10 @@ func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(str
 	}
 }
 
-// write runs fn and commits, once; with forward, a change set this node
-// cannot propose is forwarded to the leader. It returns the commit's
+// write runs fn and commits, once; with mode.forward, a change set this
+// node cannot propose is forwarded to the leader. It returns the commit's
 // batch, if it had one.
-func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error, forward bool) (uint64, *batch, error) {
+func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error, mode writeMode) (uint64, *batch, error) {
 	txn, err := n.db.WriteTxnContext(ctx, tables[0], tables[1:]...)
 	if err != nil {
 		return 0, nil, err
@@ -382,7 +387,7 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 			continue
 		}
 		if rev != before[i] && s == nil {
-			s = n.want(name, rev, forward)
+			s = n.want(name, rev, mode.forward)
 		}
 	}
 	_, err = txn.Commit()
@@ -399,7 +404,7 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 			if unbound {
 				return 0, nil, ErrMixedWrite
 			}
-			index, err := n.forward(ctx, b.cs)
+			index, err := n.forward(ctx, b.cs, mode.objects)
 			return index, nil, err
 		}
 		return 0, b, err
