@@ -645,3 +645,44 @@ func BenchmarkForwardWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestForwardMixedWrite: a follower's Write of a bound and an unbound
+// table fails with ErrMixedWrite and changes neither; of the unbound
+// table alone it commits locally, unreplicated.
+func TestForwardMixedWrite(t *testing.T) {
+	c, _ := newForwardCluster(t, 3, fwdLocal)
+	ld := c.leader()
+	f := c.followers(ld)[0]
+	local, err := strata.NewTable(f.db, "local", itemByID)
+	must(t, err)
+	ctx := context.Background()
+	before := f.dump()
+	_, err = f.node.Write(ctx, []strata.TableMeta{f.metas[0], local}, func(txn strata.WriteTxn) error {
+		if _, _, err := f.tables[0].Insert(txn, &item{ID: 1}); err != nil {
+			return err
+		}
+		_, _, err := local.Insert(txn, &item{ID: 2})
+		return err
+	})
+	if !errors.Is(err, ErrMixedWrite) {
+		t.Fatalf("a forwarded Write of a bound and an unbound table: %v, want ErrMixedWrite", err)
+	}
+	if got := f.dump(); got != before {
+		t.Errorf("the follower changed:\n%s\nwas\n%s", got, before)
+	}
+	if n := local.NumObjects(f.db.ReadTxn()); n != 0 {
+		t.Errorf("the unbound table holds %d objects", n)
+	}
+	index, err := f.node.Write(ctx, []strata.TableMeta{local}, func(txn strata.WriteTxn) error {
+		_, _, err := local.Insert(txn, &item{ID: 3})
+		return err
+	})
+	if err != nil || index != 0 {
+		t.Fatalf("a Write of the unbound table alone: %d, %v; want 0, nil", index, err)
+	}
+	if n := local.NumObjects(f.db.ReadTxn()); n != 1 {
+		t.Errorf("the unbound table holds %d objects, want 1", n)
+	}
+	c.converge()
+	c.checkEqual(false)
+}
