@@ -41,10 +41,13 @@ import (
 //	index, nil          committed at index, and published on this node
 //	index, error        committed at index; ctx ended (or the node stopped)
 //	                    before this node published it
-//	ErrConflict         the table changed between the follower's read and
-//	                    the leader's check: nothing applied; run it again
+//	ErrConflict         a *ConflictError: the table (with ObjectConflicts,
+//	                    an object written) changed between the follower's
+//	                    read and the leader's check: nothing applied; run
+//	                    it again
 //	*NotLeaderError     no leader took the change set within the hold
-//	                    (Config.ForwardHold): nothing was proposed
+//	                    (Config.ForwardHold), or ctx ended while waiting
+//	                    for one (Err is ctx's): nothing was proposed
 //	*AmbiguousError     the leader took it, and lost the lead, timed out or
 //	                    could not be reached afterwards: it may commit
 //	ErrShutdown         this node is closing: nothing was proposed
@@ -153,7 +156,7 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string { return "replicate: the leader refused the change set: " + e.Msg }
 
-// ForwardHold returns how long a Write with no leader to take its change
+// forwardHold returns how long a Write with no leader to take its change
 // set waits for one: Config.ForwardHold, or by default the heartbeat
 // timeout (a follower's time to notice a lost leader) and two election
 // timeouts (raft's randomised election wait is up to one).
@@ -242,7 +245,24 @@ func (n *Node) forward(ctx context.Context, cs ChangeSet, objects bool) (uint64,
 	if err != nil {
 		return 0, err
 	}
-	if err := n.waitPublished(ctx, index); err != nil {
+	if n.published.Load() >= index {
+		return index, nil
+	}
+	// Until ctx ends or the node closes (Close does not wake the waiters
+	// of the published index).
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-n.quit:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if err := n.waitPublished(wctx, index); err != nil {
+		if n.closed.Load() {
+			err = errors.New("the node closed") // not ErrShutdown: committed
+		}
 		// Committed: never report it as failed.
 		return index, fmt.Errorf("replicate: committed at index %d, not yet published on this node: %w", index, err)
 	}
@@ -270,6 +290,8 @@ func (n *Node) waitRevision(ctx context.Context, name string, rev uint64) {
 		case <-timer.C:
 			return
 		case <-ctx.Done():
+			return
+		case <-n.quit:
 			return
 		}
 	}
