@@ -28,6 +28,9 @@ type Binding interface {
 	check(txn strata.WriteTxn, tc *TableChanges) error
 	// apply makes tc's operations in txn, at their revisions.
 	apply(txn strata.WriteTxn, tc *TableChanges) error
+	// revisionOf returns the revision of the object with primary key
+	// key in txn, 0 if there is none.
+	revisionOf(txn strata.ReadTxn, key []byte) uint64
 }
 
 // Bind binds tbl, whose objects codec encodes, for replication by a Node.
@@ -138,6 +141,13 @@ func (b *binding[Obj]) check(txn strata.WriteTxn, tc *TableChanges) error {
 		}
 	}
 	return nil
+}
+
+func (b *binding[Obj]) revisionOf(txn strata.ReadTxn, key []byte) uint64 {
+	if _, rev, found := b.tbl.Get(txn, b.primary(key)); found {
+		return rev
+	}
+	return 0
 }
 
 func (b *binding[Obj]) primary(key []byte) strata.Query[Obj] {

@@ -41,7 +41,17 @@
 //     at least index N (ReadAtLeast, on PublishedIndex), linearizable
 //     (ReadLinearizable: on the leader the ReadTxn, then a VerifyLeader
 //     round shared by concurrent reads; on a follower the leader's
-//     ReadIndex through Config.LeaderIndex, then ReadAtLeast).
+//     ReadIndex through Config.LeaderIndex or the Config.Forwarder, then
+//     ReadAtLeast).
+//   - Writes from any node (forward.go, forward_net.go;
+//     forward_test.go): Node.Write on a follower runs fn there and
+//     forwards its change set to the leader (Config.Forwarder:
+//     LocalForwarder in-process, NetForwarder to a ForwardServer over
+//     HTTP), which commits it as its own transaction if its
+//     preconditions hold on its tip (ErrConflict otherwise; with
+//     ObjectConflicts, per object written rather than per table);
+//     Write returns the index once this node published it. A plain
+//     WriteTxn.Commit on a follower still fails with *NotLeaderError.
 //   - Membership and leadership (membership.go; membership_test.go):
 //     Bootstrap, AddVoter, AddNonvoter (read replicas), RemoveServer,
 //     TransferLeadership, with bad input refused by typed errors before
@@ -55,9 +65,6 @@
 //
 // Not yet:
 //
-//   - Writes on followers (forwarding): they fail with *NotLeaderError;
-//     and a follower's linearizable read asks the leader through
-//     Config.LeaderIndex, in-process only: forwarding comes with them.
 //   - The index published with the root (docs/replication.md, root hook
 //     2): a ReadTxn does not say which index it holds (PublishedIndex
 //     read before it is a lower bound).

@@ -68,6 +68,10 @@ type batch struct {
 	index uint64 // the entry's index, once applied
 	err   error
 	done  chan struct{}
+
+	// forward: a Node.Write that forwards waits for the batch
+	// (forward.go); proposed: it was submitted to raft (under Node.mu).
+	forward, proposed bool
 }
 
 // table returns the batch's part for table name, opening it (with read as
@@ -87,7 +91,7 @@ func (b *batch) noteRevision(name string, rev uint64) {
 	n := b.n
 	n.mu.Lock()
 	if s := n.st.wanted[slotKey{name, rev}]; s != nil && s.b == nil {
-		s.b = b
+		s.b, b.forward = b, s.forward
 	}
 	n.mu.Unlock()
 }
@@ -118,6 +122,9 @@ func (b *batch) Enqueue() error {
 		return e
 	}
 	if n.raft.State() != raft.Leader {
+		if b.forward {
+			return errForward
+		}
 		addr, _ := n.raft.LeaderWithID()
 		return &NotLeaderError{Leader: addr}
 	}
@@ -306,12 +313,13 @@ type slotKey struct {
 }
 
 type slot struct {
-	key slotKey
-	b   *batch
+	key     slotKey
+	b       *batch
+	forward bool // the Write forwards a change set it cannot propose
 }
 
-func (n *Node) want(name string, rev uint64) *slot {
-	s := &slot{key: slotKey{name, rev}}
+func (n *Node) want(name string, rev uint64, forward bool) *slot {
+	s := &slot{key: slotKey{name, rev}, forward: forward}
 	n.mu.Lock()
 	n.st.wanted[s.key] = s
 	n.mu.Unlock()
@@ -449,7 +457,7 @@ func (s *journalState) take() []*batch {
 	}
 	batches := append([]*batch(nil), s.queue[:k]...)
 	for _, b := range batches {
-		b.state = stateProposed
+		b.state, b.proposed = stateProposed, true
 	}
 	n := copy(s.queue, s.queue[k:])
 	clear(s.queue[n:])

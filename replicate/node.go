@@ -37,11 +37,20 @@ type Config struct {
 	// that many are in flight are combined into the next entry.
 	MaxInFlight int
 	// LeaderIndex is how a follower's ReadLinearizable learns the
-	// leader's read index (Node.ReadIndex, on the leader). Nil: a
-	// follower's ReadLinearizable fails with a *NotLeaderError. There is
-	// no forwarding over the network yet (it comes with writes from
-	// followers): in-process clusters call the leader's Node.ReadIndex.
+	// leader's read index (Node.ReadIndex, on the leader). Nil: through
+	// the Forwarder, or, without one, a follower's ReadLinearizable fails
+	// with a *NotLeaderError.
 	LeaderIndex LeaderIndexer
+	// Forwarder carries Node.Write's change sets from a follower to the
+	// leader (forward.go), and a follower's linearizable reads' read
+	// index when LeaderIndex is nil. Nil: a Write on a follower fails
+	// with a *NotLeaderError, as a plain WriteTxn.Commit always does.
+	Forwarder Forwarder
+	// ForwardHold is how long a forwarded Write (or read index) with no
+	// leader to take it waits for one (an election) before it fails
+	// with a *NotLeaderError; 0 is Raft.HeartbeatTimeout plus twice
+	// Raft.ElectionTimeout.
+	ForwardHold time.Duration
 
 	// hold is the tests' hook at the hold points (holds.go); nil in
 	// production.
@@ -56,8 +65,10 @@ type Config struct {
 // the log and Commit returns once it is applied, with the commit queue's
 // early lock release (docs/early-lock-release.md) letting the next writers
 // build on it meanwhile. On other nodes such a commit fails with a
-// *NotLeaderError and changes nothing. Every node applies the log's
-// entries to its tables at the revisions the leader gave the writes, so
+// *NotLeaderError and changes nothing, except through Node.Write with a
+// Config.Forwarder, which forwards it to the leader (forward.go). Every
+// node applies the log's entries to its tables at the revisions the
+// leader gave the writes, so
 // that at the same applied index every node holds the same objects at the
 // same revisions, and its change feeds deliver the same changes.
 //
@@ -88,6 +99,9 @@ type Node struct {
 	logs        raft.LogStore
 	leaderIndex LeaderIndexer
 	verify      verifier // read.go
+
+	fwd     Forwarder     // forward.go; nil: no forwarding
+	fwdHold time.Duration // forwardHold
 
 	// mu guards the journal's state (journal.go) and everything the FSM
 	// and the proposer decide together.
@@ -133,12 +147,17 @@ func NewNode(cfg Config) (*Node, error) {
 		maxInFlight: cfg.MaxInFlight,
 		logs:        cfg.LogStore,
 		leaderIndex: cfg.LeaderIndex,
+		fwd:         cfg.Forwarder,
+		fwdHold:     forwardHold(&cfg),
 		appliedCh:   make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 		quit:        make(chan struct{}),
 	}
 	if n.maxInFlight <= 0 {
 		n.maxInFlight = 4
+	}
+	if n.leaderIndex == nil && n.fwd != nil {
+		n.leaderIndex = n.forwardReadIndex
 	}
 	n.inflight = make(chan *proposal, n.maxInFlight)
 	n.sem = make(chan struct{}, n.maxInFlight)
@@ -314,12 +333,24 @@ func (n *Node) Entries() (entries, combined uint64) {
 // commit refused with ErrNotReady (nothing proposed) is retried, with fn
 // run again, until ctx is done; every other error is returned as Commit
 // returned it.
-func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error) (uint64, error) {
+//
+// On a follower with a Config.Forwarder, fn runs on the node's state and
+// its change set goes to the leader, which commits it if the tables it
+// wrote did not change since (else ErrConflict); Write returns once this
+// node published the index, so that a read here sees the write. The
+// errors are listed in forward.go. Without a Forwarder, Write on a
+// follower fails with a *NotLeaderError. ObjectConflicts relaxes what a
+// forwarded write conflicts with.
+func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error, opts ...WriteOption) (uint64, error) {
+	mode := writeMode{forward: n.fwd != nil}
+	for _, o := range opts {
+		o(&mode)
+	}
 	if len(tables) == 0 {
 		return 0, errors.New("replicate: Write of no table")
 	}
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		index, err := n.write(ctx, tables, fn)
+		index, _, err := n.write(ctx, tables, fn, mode)
 		if !errors.Is(err, ErrNotReady) || errors.Is(err, strata.ErrEarlierCommitFailed) {
 			return index, err
 		}
@@ -331,10 +362,13 @@ func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(str
 	}
 }
 
-func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error) (uint64, error) {
+// write runs fn and commits, once; with mode.forward, a change set this
+// node cannot propose is forwarded to the leader. It returns the commit's
+// batch, if it had one.
+func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error, mode writeMode) (uint64, *batch, error) {
 	txn, err := n.db.WriteTxnContext(ctx, tables[0], tables[1:]...)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	before := make([]strata.Revision, len(tables))
 	for i, t := range tables {
@@ -342,34 +376,44 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 	}
 	if err := fn(txn); err != nil {
 		txn.Abort()
-		return 0, err
+		return 0, nil, err
 	}
 	// The commit's batch records each table's revision after it
 	// (SetRevision): find it by the first bound table written.
 	var s *slot
+	unbound := false // fn wrote an unbound table
 	for i, t := range tables {
 		name := string(t.Name())
+		rev := t.Revision(txn)
 		if _, bound := n.tables[name]; !bound {
+			unbound = unbound || rev != before[i]
 			continue
 		}
-		if rev := t.Revision(txn); rev != before[i] {
-			s = n.want(name, rev)
-			break
+		if rev != before[i] && s == nil {
+			s = n.want(name, rev, mode.forward)
 		}
 	}
 	_, err = txn.Commit()
 	if s == nil {
-		return 0, err
+		return 0, nil, err
 	}
 	n.unwant(s)
-	if err != nil {
-		return 0, err
-	}
 	n.mu.Lock()
 	b := s.b
 	n.mu.Unlock()
-	if b == nil {
-		return 0, nil
+	if err != nil {
+		if b != nil && errors.Is(err, errForward) {
+			// Discarded here: the leader commits it (forward.go).
+			if unbound {
+				return 0, nil, ErrMixedWrite
+			}
+			index, err := n.forward(ctx, b.cs, mode.objects)
+			return index, nil, err
+		}
+		return 0, b, err
 	}
-	return b.index, nil
+	if b == nil {
+		return 0, nil, nil
+	}
+	return b.index, b, nil
 }
