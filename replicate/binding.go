@@ -28,6 +28,10 @@ type Binding interface {
 	check(txn strata.WriteTxn, tc *TableChanges) error
 	// apply makes tc's operations in txn, at their revisions.
 	apply(txn strata.WriteTxn, tc *TableChanges) error
+	// snapshotTable and loader write and read the table in the node's
+	// raft snapshots (snapshot.go).
+	snapshotTable() persist.TableBinding
+	loader(info persist.SnapshotTableInfo) (tableLoad, error)
 }
 
 // Bind binds tbl, whose objects codec encodes, for replication by a Node.
