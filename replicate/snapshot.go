@@ -189,13 +189,16 @@ func readSnapshotHeader(r io.Reader) (uint64, error) {
 // restore the latest snapshot when a node starts, and for raft.Restore.
 //
 // The snapshot is read and verified whole, and every object decoded,
-// before any table is touched: a snapshot refused (a *SnapshotError)
-// changes nothing, and the node goes on as it was. Then the commits this
-// node has pending are failed, as when it applies an entry it did not
-// propose (a node that restores a snapshot is not leading; it may just
-// have lost the lead): those submitted with an *AmbiguousError, the
-// others with ErrNotReady; and new ones are refused with ErrNotReady until
-// the restore is done. Every bound table is replaced (strata.Replace): it
+// before anything is touched: a snapshot refused then (a *SnapshotError:
+// damaged, of other tables, older than the node's applied index) changes
+// nothing, and the node goes on as it was. Then the commits this node has
+// pending are failed, as when it applies an entry it did not propose (a
+// node that restores a snapshot is not leading; it may just have lost the
+// lead): those submitted with an *AmbiguousError, the others with
+// ErrNotReady; new ones are refused with ErrNotReady until the restore is
+// done; and Restore waits until the database settled them all. A table
+// that refuses the snapshot's state then (strata.Replace's errors) fails
+// the restore with no table changed. Every bound table is replaced: it
 // holds exactly the snapshot's objects, at their revisions, and the
 // snapshot's table revision, every watch channel of its old state closes,
 // and its change feeds deliver the deletions of the objects gone and the
