@@ -55,22 +55,14 @@ func Replace[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 	if revision < from {
 		return fmt.Errorf("table %q: replaced by a state at revision %d, the table at %d: %w", t.meta.name, revision, from, ErrWriteOrder)
 	}
-	r := replacing[Obj]{tt: tt, old: tt.primary.Snapshot(), from: from}
+	r := replacing[Obj]{tt: tt, old: tt.primary.Snapshot(), from: from, multiKey: tt.cur.multiKey}
+	// The journal records nothing until the Replace succeeded (r.record):
+	// restore notes nothing while tj is nil.
 	j := &tt.cur.journal
-	r.ops, r.objs, r.truncated, r.multiKey = len(j.ops), len(j.objs), j.truncated, tt.cur.multiKey
+	r.tj, j.tj = j.tj, nil
 	defer r.end()
 	tt.cur.restore.keepLock = true
 	tt.empty()
-	if r.old.Len() > 0 {
-		// The journal's record: as removeAll makes it.
-		if j.every != nil {
-			var none Obj
-			j.ops = append(j.ops, journalOp{rev: from + 1, all: true})
-			j.objs = append(j.objs, none)
-		} else if j.tj != nil {
-			j.truncate()
-		}
-	}
 	var (
 		revs   revisionSet
 		maxRev Revision
@@ -93,24 +85,48 @@ func Replace[Obj any](txn WriteTxn, tbl RWTable[Obj], objects iter.Seq2[Obj, Rev
 	if err := r.changes(revision); err != nil {
 		return err
 	}
+	r.done = true
+	r.record()
 	tt.cur.revision = revision
 	tt.cur.dirty, tt.cur.written = true, true
-	r.done = true
 	return nil
 }
 
-// replacing is one Replace under way: what the table held before it, and
-// the transaction's journal as it was, to undo it if it fails.
+// replacing is one Replace under way: what the table held before it, to
+// put it back if the Replace fails.
 type replacing[Obj any] struct {
 	tt   *tableTxn[Obj]
 	old  part.Tree[object[Obj]]
 	from Revision
-	// ops, objs, truncated and multiKey are the transaction's before the
-	// Replace.
-	ops, objs int
-	truncated bool
-	multiKey  uint64
-	done      bool
+	// multiKey is the transaction's before the Replace.
+	multiKey uint64
+	// tj is the table's journal in the transaction, set aside meanwhile.
+	tj   TableJournal[Obj]
+	done bool
+}
+
+// record records the Replace for the table's journal, if it has one, as
+// removeAll and Restore would: a DeleteAll of the old objects, then each
+// new object at its revision.
+func (r *replacing[Obj]) record() {
+	tt := r.tt
+	j := &tt.cur.journal
+	j.tj = r.tj
+	if j.tj == nil {
+		return
+	}
+	if r.old.Len() > 0 {
+		if j.every != nil {
+			var none Obj
+			j.ops = append(j.ops, journalOp{rev: r.from + 1, all: true})
+			j.objs = append(j.objs, none)
+		} else {
+			j.truncate()
+		}
+	}
+	for pk, o := range tt.primary.All() {
+		j.note(pk, o.rev, false, o.obj)
+	}
 }
 
 // empty takes every object out of the table's trees, logging nothing.
@@ -126,24 +142,18 @@ func (tt *tableTxn[Obj]) empty() {
 func (r *replacing[Obj]) end() {
 	tt := r.tt
 	clear(tt.scratch.newKeys)
-	if r.done {
-		return
-	}
-	tt.empty()
-	for _, o := range r.old.All() {
-		// They were in the table: they fit it again.
-		if err := tt.restore(o.obj, o.rev, nil, false, nil); err != nil {
-			panic(fmt.Sprintf("strata: Replace failed, and putting back the object at revision %d failed: %v", o.rev, err))
+	if !r.done {
+		tt.empty()
+		for _, o := range r.old.All() {
+			// They were in the table: they fit it again.
+			if err := tt.restore(o.obj, o.rev, nil, false, nil); err != nil {
+				panic(fmt.Sprintf("strata: Replace failed, and putting back the object at revision %d failed: %v", o.rev, err))
+			}
 		}
+		clear(tt.scratch.newKeys)
+		tt.cur.multiKey = r.multiKey
 	}
-	clear(tt.scratch.newKeys)
-	j := &tt.cur.journal
-	clear(j.ops[r.ops:])
-	j.ops, j.truncated, tt.cur.multiKey = j.ops[:r.ops], r.truncated, r.multiKey
-	if j.every != nil {
-		clear(j.objs[r.objs:])
-		j.objs = j.objs[:r.objs]
-	}
+	tt.cur.journal.tj = r.tj
 }
 
 // changes checks that the table's new state follows its old one (see

@@ -214,3 +214,45 @@ func TestReplaceRefuses(t *testing.T) {
 	}
 	checkIndexesAgree(t, tbl, rtxn)
 }
+
+// TestReplaceJournal: a table attached to a journal records a Replace as
+// a DeleteAll and the objects given, so the journal holds what the table
+// does; a failed Replace records nothing.
+func TestReplaceJournal(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t", nameIndex)
+	j := &memJournal{objects: map[string]int{}}
+	txn := db.WriteTxn(tbl)
+	must(t, SetJournal(txn, tbl, j, memTableJournal{}))
+	for i := range uint64(5) {
+		mustInsert(t, tbl, txn, &testObject{ID: i, Name: fmt.Sprint(i), Value: int(i)})
+	}
+	mustCommit(t, txn) // revisions 1..5
+	objs := func(yield func(*testObject, Revision) bool) {
+		_ = yield(&testObject{ID: 1, Name: "1", Value: 1}, 2) &&
+			yield(&testObject{ID: 7, Name: "7", Value: 70}, 6) &&
+			yield(&testObject{ID: 3, Name: "3", Value: 30}, 8)
+	}
+	// A failed one first, in the transaction that then succeeds.
+	txn = db.WriteTxn(tbl)
+	mustInsert(t, tbl, txn, &testObject{ID: 9, Name: "9", Value: 9}) // revision 6
+	if err := Replace(txn, tbl, objs, 10); !errors.Is(err, ErrWriteOrder) {
+		t.Fatalf("Replace over a state at revision 6 with an object new at 6: %v", err)
+	}
+	rtxn := mustCommit(t, txn)
+	if want := tableContents(rtxn, tbl); !maps.Equal(j.objects, want) || j.revision != 6 {
+		t.Fatalf("after a failed Replace the journal holds %v at %d, the table %v at 6", j.objects, j.revision, want)
+	}
+	objs = func(yield func(*testObject, Revision) bool) {
+		_ = yield(&testObject{ID: 1, Name: "1", Value: 1}, 2) &&
+			yield(&testObject{ID: 7, Name: "7", Value: 70}, 7) &&
+			yield(&testObject{ID: 3, Name: "3", Value: 30}, 9)
+	}
+	txn = db.WriteTxn(tbl)
+	must(t, Replace(txn, tbl, objs, 12))
+	rtxn = mustCommit(t, txn)
+	want := tableContents(rtxn, tbl)
+	if len(want) != 3 || !maps.Equal(j.objects, want) || j.revision != 12 {
+		t.Fatalf("after Replace the journal holds %v at %d, the table %v at %d", j.objects, j.revision, want, tbl.Revision(rtxn))
+	}
+}
