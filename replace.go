@@ -206,7 +206,7 @@ func (r *replacing[Obj]) changes(revision Revision) error {
 			oldKey, oldO, okOld = oldIt.Next()
 		}
 	}
-	for ; okOld; oldKey, oldO, okOld = oldIt.Next() {
+	for ; okOld; _, oldO, okOld = oldIt.Next() {
 		nGone++
 		if logged {
 			gone = append(gone, oldO)
