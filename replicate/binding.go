@@ -31,6 +31,10 @@ type Binding interface {
 	// revisionOf returns the revision of the object with primary key
 	// key in txn, 0 if there is none.
 	revisionOf(txn strata.ReadTxn, key []byte) uint64
+	// snapshotTable and loader write and read the table in the node's
+	// raft snapshots (snapshot.go).
+	snapshotTable() persist.TableBinding
+	loader(info persist.SnapshotTableInfo) (tableLoad, error)
 }
 
 // Bind binds tbl, whose objects codec encodes, for replication by a Node.

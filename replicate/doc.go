@@ -62,19 +62,21 @@
 //     term; RunWhileLeader, a leader-only job on one node at a time within
 //     the bound of raft's leader lease (its doc says which); Shutdown,
 //     which hands the leadership over before closing; Health for probes.
+//   - Raft snapshots (snapshot.go; snapshot_test.go; "Snapshots" below):
+//     raft compacts the log behind them, installs them on nodes that fell
+//     behind its first entry, and restores the latest when a node starts.
 //
 // Not yet:
 //
 //   - The index published with the root (docs/replication.md, root hook
 //     2): a ReadTxn does not say which index it holds (PublishedIndex
 //     read before it is a lower bound).
-//   - Snapshots: the FSM's Snapshot and Restore return
-//     ErrSnapshotsUnsupported. Raft must be configured never to take one
-//     (a huge SnapshotThreshold and SnapshotInterval, as the tests do);
-//     the log is never compacted, and a node that falls behind the log
-//     cannot catch up.
-//   - persist underneath a node; restarting a node (it replays its whole
-//     log into tables that must start empty).
+//   - persist underneath a node: a node restarts on an empty in-memory
+//     database, restores raft's latest snapshot and applies the log after
+//     it (or the whole log, without a snapshot).
+//   - raft.Restore of a snapshot older than the node's state: the FSM
+//     refuses it (strata.Replace cannot take the tables back), and raft
+//     v1.7.2 panics when the FSM refuses a user restore.
 //   - Conflicts are reported in the FSM's ApplyResult only: no commit
 //     waits for a change set that can conflict until writes come from
 //     followers.
@@ -206,6 +208,45 @@
 // (Entry.Skip), and without it, after every node is upgraded, when they
 // may not. AppendEntry refuses an entry above MaxEntrySize (1 MiB) with
 // ErrEntryTooLarge; DecodeEntry has no limit.
+//
+// # Snapshots
+//
+// The FSM's Snapshot is a ReadTxn of the bound tables with the node's
+// AppliedIndex (free: a ReadTxn holds its state while writers go on); the
+// snapshot's Persist, on raft's snapshot goroutine, writes it:
+//
+//	magic     8 bytes   "STRATARS"
+//	version   4 bytes   big-endian SnapshotVersion (1); another is refused
+//	index     8 bytes   big-endian: the applied index the tables hold
+//	checksum  4 bytes   big-endian CRC-32C of the 20 bytes before it
+//	tables              persist.WriteSnapshot of every bound table, in
+//	                    name order: blocks with checksums, a footer with
+//	                    the counts and a checksum of the whole
+//
+// raft calls Snapshot on its FSM goroutine, between two Applies. On the
+// leader, the node's own commits of entries already applied are published
+// by their writers a moment after the FSM marks them applied, so Snapshot
+// takes the ReadTxn once PublishedIndex reached AppliedIndex: the ReadTxn
+// then holds exactly the state at the index recorded, since nothing later
+// is applied until Snapshot returns. Every node's tables at the same
+// applied index give the same persist.WriteSnapshot bytes
+// (TestSnapshotInstall checks it).
+//
+// The FSM's Restore reads the snapshot whole, verifying every checksum and
+// decoding every object, before it touches anything: a damaged snapshot is
+// a *SnapshotError (ErrSnapshotRefused) matching
+// persist.ErrCorruptSnapshot, and changes nothing. Then it fails the
+// node's pending commits, as the apply of an entry it did not propose
+// does, waits until the database settled them, and replaces every bound
+// table in one write transaction (strata.Replace): each holds exactly the
+// snapshot's objects, at their revisions, with the snapshot's table
+// revision; every watch channel of the old state closes; change feeds
+// deliver the writes that lead from the old state to the new (deletions
+// of the objects gone, the objects new or changed). The node's applied
+// and published indexes become the snapshot's index, and WaitApplied's
+// waiters wake. strata.Replace refuses a state that cannot follow the
+// tables' (ErrWriteOrder): a snapshot older than what the node applied,
+// which raft never installs, is refused.
 //
 // # Stable store and raft
 //

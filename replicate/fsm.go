@@ -2,17 +2,11 @@ package replicate
 
 import (
 	"errors"
-	"io"
 	"slices"
 
 	"github.com/hashicorp/raft"
 	"github.com/strata-db/strata"
 )
-
-// ErrSnapshotsUnsupported is what the node's FSM returns from Snapshot and
-// Restore in this first version: configure raft so that it takes none
-// (Config.Raft).
-var ErrSnapshotsUnsupported = errors.New("replicate: snapshots are not supported yet")
 
 // ApplyResult is what the node's FSM returns for an entry it applied
 // (raft.ApplyFuture.Response); an entry it could not apply returns a
@@ -240,13 +234,4 @@ func (n *Node) stop(index uint64, err error) error {
 	n.appliedCh = make(chan struct{})
 	n.appliedMu.Unlock()
 	return e
-}
-
-// Snapshot is not supported yet.
-func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return nil, ErrSnapshotsUnsupported }
-
-// Restore is not supported yet.
-func (f *fsm) Restore(rc io.ReadCloser) error {
-	_ = rc.Close()
-	return ErrSnapshotsUnsupported
 }

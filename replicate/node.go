@@ -22,9 +22,10 @@ type Config struct {
 	// NodeNumber is the node's number, unique in the cluster: the high
 	// 16 bits of its change sets' ids (NewChangeSetID).
 	NodeNumber uint16
-	// Raft is raft's configuration (LocalID and the timeouts). Snapshots
-	// are not supported yet: SnapshotThreshold and SnapshotInterval must
-	// be large enough that raft never takes one (doc.go, "Status").
+	// Raft is raft's configuration (LocalID, the timeouts, and when to
+	// take snapshots: SnapshotThreshold, SnapshotInterval, TrailingLogs).
+	// A snapshot holds every bound table (snapshot.go); a node that falls
+	// behind the log's first entry is sent one.
 	Raft *raft.Config
 	// LogStore, StableStore, Snapshots and Transport are raft's; the node
 	// does not close them.

@@ -60,8 +60,6 @@ func ExampleNode() {
 	conf.HeartbeatTimeout = 50 * time.Millisecond
 	conf.ElectionTimeout = 50 * time.Millisecond
 	conf.LeaderLeaseTimeout = 50 * time.Millisecond
-	conf.SnapshotThreshold = 1 << 40 // snapshots are not supported yet
-	conf.SnapshotInterval = time.Hour
 	conf.Logger = hclog.NewNullLogger()
 	node, err := replicate.NewNode(replicate.Config{
 		DB: db, Tables: []replicate.Binding{replicate.Bind(hosts, persist.JSON[*Host]())},

@@ -44,6 +44,9 @@ var tableNames = []string{"a", "b", "c"}
 type rnode struct {
 	id     raft.ServerID
 	addr   raft.ServerAddress
+	num    uint16 // NodeNumber
+	dir    string // the log store's directory
+	snaps  raft.SnapshotStore
 	db     *strata.DB
 	tables []strata.RWTable[*item]
 	metas  []strata.TableMeta
@@ -57,41 +60,26 @@ type rnode struct {
 type rcluster struct {
 	t     *testing.T
 	nodes []*rnode
+	// conf, if not nil, changes each node's raft configuration.
+	conf func(*raft.Config)
 }
 
 // newRCluster starts n nodes on the in-memory transport, each on a
 // LogStore of its own, with a change feed on each table opened before
 // any write, and bootstraps them.
-func newRCluster(t *testing.T, n int) *rcluster {
+func newRCluster(t *testing.T, n int) *rcluster { return newRClusterWith(t, n, nil) }
+
+// newRClusterWith is newRCluster with conf changing each node's raft
+// configuration.
+func newRClusterWith(t *testing.T, n int, conf func(*raft.Config)) *rcluster {
 	t.Helper()
-	c := &rcluster{t: t}
+	c := &rcluster{t: t, conf: conf}
 	for i := range n {
-		nd := &rnode{id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), db: strata.New()}
-		var binds []Binding
-		for _, name := range tableNames {
-			tbl, err := strata.NewTable(nd.db, name, itemByID, itemByTag, strata.RevisionIndex[*item]())
-			must(t, err)
-			nd.tables = append(nd.tables, tbl)
-			nd.metas = append(nd.metas, tbl)
-			binds = append(binds, Bind(tbl, persist.JSON[*item]()))
+		nd := &rnode{
+			id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), num: uint16(i + 1),
+			dir: filepath.Join(t.TempDir(), "log"), snaps: raft.NewInmemSnapshotStore(),
 		}
-		txn := nd.db.WriteTxn(nd.metas[0], nd.metas[1:]...)
-		for _, tbl := range nd.tables {
-			it, err := tbl.Changes(txn)
-			must(t, err)
-			nd.feeds = append(nd.feeds, it)
-		}
-		_, err := txn.Commit()
-		must(t, err)
-		nd.store = openStore(t, nil, filepath.Join(t.TempDir(), "log"))
-		_, nd.trans = raft.NewInmemTransport(nd.addr)
-		conf := testRaftConfig(nd.id)
-		nd.node, err = NewNode(Config{
-			DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: conf,
-			LogStore: nd.store, StableStore: nd.store, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
-			LeaderIndex: c.leaderIndexer(nd),
-		})
-		must(t, err)
+		c.start(nd)
 		c.nodes = append(c.nodes, nd)
 	}
 	for _, a := range c.nodes {
@@ -101,13 +89,50 @@ func newRCluster(t *testing.T, n int) *rcluster {
 			}
 		}
 	}
-	var conf raft.Configuration
+	var cfg raft.Configuration
 	for _, nd := range c.nodes {
-		conf.Servers = append(conf.Servers, raft.Server{ID: nd.id, Address: nd.addr})
+		cfg.Servers = append(cfg.Servers, raft.Server{ID: nd.id, Address: nd.addr})
 	}
-	must(t, c.nodes[0].node.Raft().BootstrapCluster(conf).Error())
+	must(t, c.nodes[0].node.Raft().BootstrapCluster(cfg).Error())
 	t.Cleanup(c.close)
 	return c
+}
+
+// start gives nd a new in-memory database with the bound tables and a
+// change feed on each, opens its log store (in nd.dir, which may hold the
+// log of a node stopped before) and a transport, and starts its node.
+func (c *rcluster) start(nd *rnode) {
+	t := c.t
+	t.Helper()
+	nd.db, nd.tables, nd.metas, nd.feeds, nd.closed = strata.New(), nil, nil, nil, false
+	var binds []Binding
+	for _, name := range tableNames {
+		tbl, err := strata.NewTable(nd.db, name, itemByID, itemByTag, strata.RevisionIndex[*item]())
+		must(t, err)
+		nd.tables = append(nd.tables, tbl)
+		nd.metas = append(nd.metas, tbl)
+		binds = append(binds, Bind(tbl, persist.JSON[*item]()))
+	}
+	txn := nd.db.WriteTxn(nd.metas[0], nd.metas[1:]...)
+	for _, tbl := range nd.tables {
+		it, err := tbl.Changes(txn)
+		must(t, err)
+		nd.feeds = append(nd.feeds, it)
+	}
+	_, err := txn.Commit()
+	must(t, err)
+	nd.store = openStore(t, nil, nd.dir)
+	_, nd.trans = raft.NewInmemTransport(nd.addr)
+	conf := testRaftConfig(nd.id)
+	if c.conf != nil {
+		c.conf(conf)
+	}
+	nd.node, err = NewNode(Config{
+		DB: nd.db, Tables: binds, NodeNumber: nd.num, Raft: conf,
+		LogStore: nd.store, StableStore: nd.store, Snapshots: nd.snaps, Transport: nd.trans,
+		LeaderIndex: c.leaderIndexer(nd),
+	})
+	must(t, err)
 }
 
 func (c *rcluster) close() {
