@@ -352,6 +352,14 @@ func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(str
 	}
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		index, _, err := n.write(ctx, tables, fn, mode)
+		if errors.Is(err, errReread) {
+			// fn's reads were not confirmed current (confirmRead):
+			// again, on a state that is.
+			if ctx.Err() != nil {
+				return 0, fmt.Errorf("replicate: %w: the write function's reads could not be confirmed current", ctx.Err())
+			}
+			continue
+		}
 		if !errors.Is(err, ErrNotReady) || errors.Is(err, strata.ErrEarlierCommitFailed) {
 			return index, err
 		}
@@ -366,7 +374,87 @@ func (n *Node) Write(ctx context.Context, tables []strata.TableMeta, fn func(str
 // write runs fn and commits, once; with mode.forward, a change set this
 // node cannot propose is forwarded to the leader. It returns the commit's
 // batch, if it had one.
+// errReread is what write returns when fn's reads could not be confirmed
+// current: Write runs fn again.
+var errReread = errors.New("replicate: the write function's reads were not current")
+
+// settleTips waits until the commits a transaction of tables read from
+// (their tables' tips: commits enqueued, not yet published) are settled,
+// with an empty commit of the same tables, which the commit queue settles
+// after them. If one failed, the transaction may have read writes that
+// never commit: errReread.
+func (n *Node) settleTips(ctx context.Context, tables []strata.TableMeta) error {
+	txn, err := n.db.WriteTxnContext(ctx, tables[0], tables[1:]...)
+	if err != nil {
+		return err
+	}
+	if _, err := txn.Commit(); err != nil {
+		if errors.Is(err, strata.ErrEarlierCommitFailed) {
+			return errReread
+		}
+		return err
+	}
+	return nil
+}
+
+// confirmRead confirms that what a Write's transaction read, which
+// committed nothing (fn wrote no bound table, or failed), was the
+// cluster's state at a moment within the call: a Write is linearizable
+// even when it only reads. A Write that commits needs no more: its
+// preconditions are checked against the log. The transaction's tips are
+// settled already.
+//
+// On a node that led (ready in term) when the transaction began, its state
+// then held every entry committed before (the earlier terms' by the
+// barrier that made it ready, its own in the tips): a VerifyLeader round
+// that starts now confirms that no other leader committed since. On
+// another node, the leader's read index, asked for now, must not exceed
+// the index the node had published before the transaction began; if it
+// does, the node waits until it published it and fn runs again
+// (errReread). A node that cannot learn the read index, or does not reach
+// it within the forward hold (Config.ForwardHold), returns a
+// *NotLeaderError. (Tests: TestLinDirtyReadOfAbortedWrite,
+// TestLinReadOnlyWriteIsStale.)
+func (n *Node) confirmRead(ctx context.Context, published uint64, leading bool, term uint64) error {
+	if leading {
+		err := n.verifyLeader(ctx, term)
+		if errors.Is(err, ErrNotLeader) {
+			return errReread // as a follower, the next time
+		}
+		return err
+	}
+	if n.leaderIndex == nil {
+		addr, _ := n.raft.LeaderWithID()
+		return &NotLeaderError{Leader: addr}
+	}
+	index, err := n.leaderIndex(ctx)
+	if err != nil {
+		return err
+	}
+	if index <= published {
+		return nil
+	}
+	// Behind: catch up, for as long as a forwarded write may wait for
+	// a leader. A node cut off from the leader's log would wait for good.
+	wctx, cancel := context.WithTimeout(ctx, n.fwdHold)
+	defer cancel()
+	if err := n.waitPublished(wctx, index); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		addr, _ := n.raft.LeaderWithID()
+		return &NotLeaderError{Leader: addr, Err: fmt.Errorf("the node did not reach the leader's read index %d within %v (at %d)", index, n.fwdHold, n.published.Load())}
+	}
+	return errReread
+}
+
 func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(strata.WriteTxn) error, mode writeMode) (uint64, *batch, error) {
+	// What confirmRead needs of the state the transaction reads: the
+	// published index before it began, and whether the node led.
+	published := n.published.Load()
+	n.mu.Lock()
+	leading, term := n.st.ready, n.st.readyTerm
+	n.mu.Unlock()
 	txn, err := n.db.WriteTxnContext(ctx, tables[0], tables[1:]...)
 	if err != nil {
 		return 0, nil, err
@@ -377,6 +465,14 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 	}
 	if err := fn(txn); err != nil {
 		txn.Abort()
+		// fn may have decided on what it read (a compare-and-swap that
+		// found another value): that must have been current.
+		if cerr := n.settleTips(ctx, tables); cerr != nil {
+			return 0, nil, cerr
+		}
+		if cerr := n.confirmRead(ctx, published, leading, term); cerr != nil {
+			return 0, nil, cerr
+		}
 		return 0, nil, err
 	}
 	// The commit's batch records each table's revision after it
@@ -396,7 +492,16 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 	}
 	_, err = txn.Commit()
 	if s == nil {
-		return 0, nil, err
+		// No bound table written: nothing is proposed, and the caller
+		// learns only what fn read. The commit waited for the tips the
+		// transaction read; a failed one may be in what fn read.
+		if errors.Is(err, strata.ErrEarlierCommitFailed) {
+			return 0, nil, errReread
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		return 0, nil, n.confirmRead(ctx, published, leading, term)
 	}
 	n.unwant(s)
 	n.mu.Lock()
