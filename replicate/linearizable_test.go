@@ -98,7 +98,7 @@ type linHarness struct {
 	// fields (crash, restart) or its links: the nodes' LeaderIndexer
 	// (rcluster.leaderIndexer) reads c.nodes from inside the reads.
 	mu sync.RWMutex
-	t0       time.Time
+	t0 time.Time
 
 	hmu     sync.Mutex
 	history []porcupine.Operation
