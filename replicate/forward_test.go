@@ -45,22 +45,8 @@ func startForwardNodes(tb testing.TB, n int, mode string) *fwdNodes {
 	)
 	for i := range n {
 		nd := &rnode{id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), db: strata.New()}
-		var binds []Binding
-		for _, name := range tableNames {
-			tbl, err := strata.NewTable(nd.db, name, itemByID, itemByTag, strata.RevisionIndex[*item]())
-			must(tb, err)
-			nd.tables = append(nd.tables, tbl)
-			nd.metas = append(nd.metas, tbl)
-			binds = append(binds, Bind(tbl, persist.JSON[*item]()))
-		}
-		txn := nd.db.WriteTxn(nd.metas[0], nd.metas[1:]...)
-		for _, tbl := range nd.tables {
-			it, err := tbl.Changes(txn)
-			must(tb, err)
-			nd.feeds = append(nd.feeds, it)
-		}
-		_, err := txn.Commit()
-		must(tb, err)
+		binds := nd.addTables(tb)
+		var err error
 		nd.store = openStore(tb, nil, filepath.Join(tb.TempDir(), "log"))
 		_, nd.trans = raft.NewInmemTransport(nd.addr)
 		var fwd Forwarder = f.local

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/strata-db/strata"
-	"github.com/strata-db/strata/persist"
 )
 
 // addNode starts one more node, as newRCluster starts its nodes, connected
@@ -24,22 +23,8 @@ func (c *rcluster) addNode() *rnode {
 	t.Helper()
 	i := len(c.nodes)
 	nd := &rnode{id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), db: strata.New()}
-	var binds []Binding
-	for _, name := range tableNames {
-		tbl, err := strata.NewTable(nd.db, name, itemByID, itemByTag, strata.RevisionIndex[*item]())
-		must(t, err)
-		nd.tables = append(nd.tables, tbl)
-		nd.metas = append(nd.metas, tbl)
-		binds = append(binds, Bind(tbl, persist.JSON[*item]()))
-	}
-	txn := nd.db.WriteTxn(nd.metas[0], nd.metas[1:]...)
-	for _, tbl := range nd.tables {
-		it, err := tbl.Changes(txn)
-		must(t, err)
-		nd.feeds = append(nd.feeds, it)
-	}
-	_, err := txn.Commit()
-	must(t, err)
+	binds := nd.addTables(t)
+	var err error
 	nd.store = openStore(t, nil, filepath.Join(t.TempDir(), "log"))
 	_, nd.trans = raft.NewInmemTransport(nd.addr)
 	nd.node, err = NewNode(Config{

@@ -98,17 +98,14 @@ func newRClusterWith(t *testing.T, n int, conf func(*raft.Config)) *rcluster {
 	return c
 }
 
-// start gives nd a new in-memory database with the bound tables and a
-// change feed on each, opens its log store (in nd.dir, which may hold the
-// log of a node stopped before) and a transport, and starts its node.
-func (c *rcluster) start(nd *rnode) {
-	t := c.t
-	t.Helper()
-	nd.db, nd.tables, nd.metas, nd.feeds, nd.closed = strata.New(), nil, nil, nil, false
+// addTables creates the test tables in nd's database, each with a change
+// feed opened before any write (nd.feeds), and returns their bindings.
+func (nd *rnode) addTables(tb testing.TB) []Binding {
+	tb.Helper()
 	var binds []Binding
 	for _, name := range tableNames {
 		tbl, err := strata.NewTable(nd.db, name, itemByID, itemByTag, strata.RevisionIndex[*item]())
-		must(t, err)
+		must(tb, err)
 		nd.tables = append(nd.tables, tbl)
 		nd.metas = append(nd.metas, tbl)
 		binds = append(binds, Bind(tbl, persist.JSON[*item]()))
@@ -116,11 +113,23 @@ func (c *rcluster) start(nd *rnode) {
 	txn := nd.db.WriteTxn(nd.metas[0], nd.metas[1:]...)
 	for _, tbl := range nd.tables {
 		it, err := tbl.Changes(txn)
-		must(t, err)
+		must(tb, err)
 		nd.feeds = append(nd.feeds, it)
 	}
 	_, err := txn.Commit()
-	must(t, err)
+	must(tb, err)
+	return binds
+}
+
+// start gives nd a new in-memory database with the bound tables and a
+// change feed on each, opens its log store (in nd.dir, which may hold the
+// log of a node stopped before) and a transport, and starts its node.
+func (c *rcluster) start(nd *rnode) {
+	t := c.t
+	t.Helper()
+	nd.db, nd.tables, nd.metas, nd.feeds, nd.closed = strata.New(), nil, nil, nil, false
+	binds := nd.addTables(t)
+	var err error
 	nd.store = openStore(t, nil, nd.dir)
 	_, nd.trans = raft.NewInmemTransport(nd.addr)
 	conf := testRaftConfig(nd.id)
