@@ -154,5 +154,6 @@ models-long:
 replicate-long:
 	cd replicate && $(GO) test -count=1 -run 'TestCrash' . -replicate.crash.cycles=500
 	cd replicate && $(GO) test -count=1 -timeout 30m -run 'TestLinearizable' . -replicate.lin.long=2m
+	cd replicate && $(GO) test -count=1 -run 'TestNodeInterleavings' . -replicate.interleavings=2000
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryDecode$$' -fuzztime 60s .
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryRoundTrip$$' -fuzztime 60s .
