@@ -126,10 +126,16 @@ func reopenItems(t *testing.T, dir string) (int, string) {
 	return tbl.NumObjects(db.ReadTxn()), logs.String()
 }
 
-// warnings returns the lines of logs at Warn level or above.
+// warnings returns the lines of logs at Warn level or above, but for
+// Pebble's warning that the disk is nearly full: it is about the machine
+// the test runs on (a CI run failed on it with 8% of the disk free), not
+// about the log the test damaged.
 func warnings(logs string) []string {
 	var w []string
 	for line := range strings.Lines(logs) {
+		if strings.Contains(line, "low disk space") {
+			continue
+		}
 		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
 			w = append(w, line)
 		}
