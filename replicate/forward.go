@@ -174,6 +174,11 @@ type WriteOption func(*writeMode)
 type writeMode struct {
 	forward bool // forward a change set this node cannot propose
 	objects bool // ObjectConflicts
+	// replay: the leader's replay of a forwarded change set
+	// (ApplyForwarded), whose function is the node's own: its refusal
+	// is a conflict, which the follower retries, and a commit of nothing
+	// reports nothing read, so neither is confirmed (Node.confirmRead).
+	replay bool
 }
 
 // ObjectConflicts makes a forwarded Write conflict only with writes to
@@ -429,7 +434,7 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 		return nil
 	}
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
-		index, b, err := n.write(ctx, metas, replay, writeMode{})
+		index, b, err := n.write(ctx, metas, replay, writeMode{replay: true})
 		if err == nil {
 			return index, nil
 		}

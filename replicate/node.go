@@ -465,6 +465,9 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 	}
 	if err := fn(txn); err != nil {
 		txn.Abort()
+		if mode.replay {
+			return 0, nil, err
+		}
 		// fn may have decided on what it read (a compare-and-swap that
 		// found another value): that must have been current.
 		if cerr := n.settleTips(ctx, tables); cerr != nil {
@@ -495,6 +498,9 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 		// No bound table written: nothing is proposed, and the caller
 		// learns only what fn read. The commit waited for the tips the
 		// transaction read; a failed one may be in what fn read.
+		if mode.replay {
+			return 0, nil, err
+		}
 		if errors.Is(err, strata.ErrEarlierCommitFailed) {
 			return 0, nil, errReread
 		}
