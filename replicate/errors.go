@@ -218,3 +218,10 @@ func (e *StoppedError) Is(target error) bool { return target == ErrStopped }
 
 // Unwrap returns the cause.
 func (e *StoppedError) Unwrap() error { return e.Err }
+
+// notLeader returns the *NotLeaderError of this node, naming the leader it
+// knows, with raft's error err.
+func (n *Node) notLeader(err error) error {
+	addr, _ := n.raft.LeaderWithID()
+	return &NotLeaderError{Leader: addr, Err: err}
+}

@@ -408,8 +408,7 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 		return 0, fmt.Errorf("%w: a change set of no table", ErrInvalidForward)
 	}
 	if n.raft.State() != raft.Leader {
-		addr, _ := n.raft.LeaderWithID()
-		return 0, &NotLeaderError{Leader: addr}
+		return 0, n.notLeader(nil)
 	}
 	metas := make([]strata.TableMeta, len(binds))
 	for i, b := range binds {

@@ -125,8 +125,7 @@ func (b *batch) Enqueue() error {
 		if b.forward {
 			return errForward
 		}
-		addr, _ := n.raft.LeaderWithID()
-		return &NotLeaderError{Leader: addr}
+		return n.notLeader(nil)
 	}
 	// The database calls Enqueue for one record at a time, in commit
 	// order: the sequence, outside n.mu, follows the queue's order.
@@ -512,8 +511,7 @@ func (n *Node) await() {
 func classify(n *Node, err error) error {
 	switch err {
 	case raft.ErrNotLeader, raft.ErrLeadershipTransferInProgress:
-		addr, _ := n.raft.LeaderWithID()
-		return &NotLeaderError{Leader: addr, Err: err}
+		return n.notLeader(err)
 	}
 	if _, stopped := err.(*StoppedError); stopped {
 		return err

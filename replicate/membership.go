@@ -564,18 +564,9 @@ func findServer(c raft.Configuration, id raft.ServerID, addr raft.ServerAddress)
 // is checked again.
 func (n *Node) changeMembership(ctx context.Context, check func(raft.Configuration) (bool, error), apply func(prev uint64, timeout time.Duration) raft.IndexFuture) error {
 	for {
-		if n.closed.Load() {
-			return ErrShutdown
-		}
-		if err := ctx.Err(); err != nil {
+		f, err := n.leaderConfiguration(ctx)
+		if err != nil {
 			return err
-		}
-		if n.raft.State() != raft.Leader {
-			return n.notLeader(nil)
-		}
-		f := n.raft.GetConfiguration()
-		if err := f.Error(); err != nil {
-			return n.membershipErr(err)
 		}
 		done, err := check(f.Configuration())
 		if err != nil || done {
@@ -597,6 +588,26 @@ func (n *Node) changeMembership(ctx context.Context, check func(raft.Configurati
 	}
 }
 
+// leaderConfiguration returns the latest configuration, on a node that is
+// open and leads, within ctx: what every change of the membership starts
+// from.
+func (n *Node) leaderConfiguration(ctx context.Context) (raft.ConfigurationFuture, error) {
+	if n.closed.Load() {
+		return nil, ErrShutdown
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n.raft.State() != raft.Leader {
+		return nil, n.notLeader(nil)
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, n.membershipErr(err)
+	}
+	return f, nil
+}
+
 // TransferLeadership hands the leadership from this node to the voter id,
 // or to the most up-to-date voter if id is "". It returns once this node
 // stepped down (the new leader is elected next; Leading's channel closes
@@ -606,18 +617,9 @@ func (n *Node) changeMembership(ctx context.Context, check func(raft.Configurati
 // if there is no other voter, or raft's error if the transfer did not
 // happen within its election timeout (this node then still leads).
 func (n *Node) TransferLeadership(ctx context.Context, id raft.ServerID) error {
-	if n.closed.Load() {
-		return ErrShutdown
-	}
-	if err := ctx.Err(); err != nil {
+	f, err := n.leaderConfiguration(ctx)
+	if err != nil {
 		return err
-	}
-	if n.raft.State() != raft.Leader {
-		return n.notLeader(nil)
-	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return n.membershipErr(err)
 	}
 	var target *raft.Server
 	others := 0
@@ -668,13 +670,6 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(herr, n.Close())
-}
-
-// notLeader returns the *NotLeaderError of this node, naming the leader it
-// knows, with raft's error err.
-func (n *Node) notLeader(err error) error {
-	addr, _ := n.raft.LeaderWithID()
-	return &NotLeaderError{Leader: addr, Err: err}
 }
 
 // membershipErr maps raft's errors to the node's: not leading, a change

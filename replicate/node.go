@@ -424,8 +424,7 @@ func (n *Node) confirmRead(ctx context.Context, published uint64, leading bool, 
 		return err
 	}
 	if n.leaderIndex == nil {
-		addr, _ := n.raft.LeaderWithID()
-		return &NotLeaderError{Leader: addr}
+		return n.notLeader(nil)
 	}
 	index, err := n.leaderIndex(ctx)
 	if err != nil {
@@ -442,8 +441,7 @@ func (n *Node) confirmRead(ctx context.Context, published uint64, leading bool, 
 		if ctx.Err() != nil {
 			return err
 		}
-		addr, _ := n.raft.LeaderWithID()
-		return &NotLeaderError{Leader: addr, Err: fmt.Errorf("the node did not reach the leader's read index %d within %v (at %d)", index, n.fwdHold, n.published.Load())}
+		return n.notLeader(fmt.Errorf("the node did not reach the leader's read index %d within %v (at %d)", index, n.fwdHold, n.published.Load()))
 	}
 	return errReread
 }

@@ -165,8 +165,7 @@ func (n *Node) waitPublished(ctx context.Context, index uint64) error {
 func (n *Node) ReadLinearizable(ctx context.Context) (strata.ReadTxn, error) {
 	if n.raft.State() != raft.Leader {
 		if n.leaderIndex == nil {
-			addr, _ := n.raft.LeaderWithID()
-			return nil, &NotLeaderError{Leader: addr}
+			return nil, n.notLeader(nil)
 		}
 		index, err := n.leaderIndex(ctx)
 		if err != nil {
@@ -244,8 +243,7 @@ func (n *Node) awaitReady(ctx context.Context) (uint64, error) {
 			return 0, e
 		}
 		if n.raft.State() != raft.Leader {
-			addr, _ := n.raft.LeaderWithID()
-			return 0, &NotLeaderError{Leader: addr}
+			return 0, n.notLeader(nil)
 		}
 		term := n.raft.CurrentTerm()
 		n.mu.Lock()
