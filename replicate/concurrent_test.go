@@ -17,6 +17,7 @@ import (
 // writer deleted it since), but never missing from inside the range it
 // read (a *CorruptLogError), and every entry it finds is whole.
 func TestConcurrentReads(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, nil, t.TempDir())
 	defer closeStore(t, st)
 	ops := 200

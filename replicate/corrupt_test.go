@@ -26,6 +26,7 @@ func wantCorrupt(t *testing.T, err error, index uint64, what string) {
 // TestCorruptRecord flips each byte of a stored record in turn, and cuts
 // it short at every length: GetLog must refuse every version.
 func TestCorruptRecord(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, nil, t.TempDir())
 	defer closeStore(t, st)
 	must(t, st.StoreLogs(entries(1, 10, 3)))
@@ -73,6 +74,7 @@ func TestCorruptRecord(t *testing.T) {
 // inside it, is refused by Open; damage inside the log only by Open with
 // VerifyOnOpen, and otherwise by GetLog of the entry.
 func TestCorruptOnOpen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		index     uint64 // the entry damaged
@@ -115,6 +117,7 @@ func TestCorruptOnOpen(t *testing.T) {
 // TestCorruptStable: a stable value whose record is damaged is a
 // *CorruptStableError, for Get and GetUint64 alike.
 func TestCorruptStable(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, nil, t.TempDir())
 	defer closeStore(t, st)
 	must(t, st.SetUint64([]byte("CurrentTerm"), 9))
@@ -134,6 +137,7 @@ func TestCorruptStable(t *testing.T) {
 // TestUnknownFormat: a store whose format is newer than this package's is
 // refused.
 func TestUnknownFormat(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st := openStore(t, nil, dir)
 	must(t, st.db.Set([]byte(formatKey), []byte{storeFormat + 1}, pebble.Sync))

@@ -141,6 +141,7 @@ func has(nd *rnode, tbl int, id uint64) bool {
 // follower (its read index through the forwarder) sees the last write
 // made through another node. The nodes converge.
 func TestForwardWriteEveryNode(t *testing.T) {
+	t.Parallel()
 	forEachForwarder(t, func(t *testing.T, mode string) {
 		c, _ := newForwardCluster(t, 3, mode)
 		ld := c.leader()
@@ -210,6 +211,7 @@ func entryInserts(t *testing.T, nd *rnode, e *Entry, id uint64) bool {
 // is acknowledged once, none is lost, nothing that conflicted applies,
 // and the nodes converge to the same objects at the same revisions.
 func TestForwardConcurrent(t *testing.T) {
+	t.Parallel()
 	forEachForwarder(t, func(t *testing.T, mode string) {
 		t.Run("table", func(t *testing.T) { testForwardConcurrent(t, mode) })
 		t.Run("objects", func(t *testing.T) { testForwardConcurrent(t, mode, ObjectConflicts()) })
@@ -275,6 +277,7 @@ func testForwardConcurrent(t *testing.T, mode string, opts ...WriteOption) {
 // the same transaction run again commits. Bad input to ApplyForwarded is
 // refused with ErrInvalidForward, changing nothing.
 func TestForwardConflict(t *testing.T) {
+	t.Parallel()
 	forEachForwarder(t, func(t *testing.T, mode string) {
 		c, _ := newForwardCluster(t, 3, mode)
 		ld := c.leader()
@@ -358,6 +361,7 @@ func TestForwardConflict(t *testing.T) {
 // to the same revisions); it conflicts when one of them changed, and then
 // nothing of it applies.
 func TestForwardObjectConflicts(t *testing.T) {
+	t.Parallel()
 	forEachForwarder(t, func(t *testing.T, mode string) {
 		c, _ := newForwardCluster(t, 3, mode)
 		ld := c.leader()
@@ -409,6 +413,7 @@ func TestForwardObjectConflicts(t *testing.T) {
 // every acknowledged write, and no write reported as a conflict or as
 // not leader applied anywhere: a failure is never false.
 func TestForwardLeaderLoss(t *testing.T) {
+	t.Parallel()
 	forEachForwarder(t, func(t *testing.T, mode string) {
 		for _, how := range []string{"stop", "partition"} {
 			t.Run(how, func(t *testing.T) { testForwardLeaderLoss(t, mode, how) })
@@ -514,6 +519,7 @@ func testForwardLeaderLoss(t *testing.T, mode, how string) {
 // ErrNotLeader, and changes nothing; a plain commit on a follower is
 // still refused with ErrNotLeader.
 func TestForwardNoLeader(t *testing.T) {
+	t.Parallel()
 	c, fwd := newForwardCluster(t, 3, fwdLocal)
 	fw := fwd.local
 	ld := c.leader()
@@ -636,6 +642,7 @@ func BenchmarkForwardWrite(b *testing.B) {
 // table fails with ErrMixedWrite and changes neither; of the unbound
 // table alone it commits locally, unreplicated.
 func TestForwardMixedWrite(t *testing.T) {
+	t.Parallel()
 	c, _ := newForwardCluster(t, 3, fwdLocal)
 	ld := c.leader()
 	f := c.followers(ld)[0]

@@ -743,6 +743,7 @@ func readLinearizable(t *testing.T, ctx context.Context, nd *rnode) strata.ReadT
 // single node in turn (with -short, two of them; with
 // -replicate.lin.long, random ones, and flaky links).
 func TestLinearizable3(t *testing.T) {
+	t.Parallel()
 	faults := []linFault{faultPartitionLeader, faultOneWay, faultCrashLeader, faultPartitionFollower}
 	if testing.Short() && *linLong == 0 {
 		faults = []linFault{faultPartitionLeader, faultCrashLeader}
@@ -758,6 +759,7 @@ func TestLinearizable3(t *testing.T) {
 // -short, the first); with -replicate.lin.long, crashes and the faults
 // of TestLinearizable3 too.
 func TestLinearizable5(t *testing.T) {
+	t.Parallel()
 	faults := []linFault{faultSplitMinority, faultPartitionFollower, faultFlakyLinks}
 	if testing.Short() && *linLong == 0 {
 		faults = faults[:1]
@@ -775,6 +777,7 @@ func TestLinearizable5(t *testing.T) {
 // recorded as a linearizable get. The check must fail, naming the
 // visualization.
 func TestLinHarnessCatchesStaleRead(t *testing.T) {
+	t.Parallel()
 	h := newLinHarness(t, 3, 1)
 	ld := h.waitLeader()
 	cl := &linClient{id: 0, rng: rand.New(rand.NewPCG(1, 2))}
@@ -822,6 +825,7 @@ var errCASMismatch = errors.New("cas: another value")
 // (settleTips): the put fails, fn runs again and reads x, and the cas ends
 // as the cut-off leader can end it (not the leader, or ambiguous).
 func TestLinDirtyReadOfAbortedWrite(t *testing.T) {
+	t.Parallel()
 	h := newLinHarness(t, 3, 3)
 	ld := h.waitLeader()
 	const key = 1
@@ -901,6 +905,7 @@ func TestLinDirtyReadOfAbortedWrite(t *testing.T) {
 // Write confirms such reads (confirmRead): the follower asks the leader's
 // read index, which it cannot reach, and the Write fails instead.
 func TestLinReadOnlyWriteIsStale(t *testing.T) {
+	t.Parallel()
 	h := newLinHarness(t, 3, 2)
 	ld := h.waitLeader()
 	const key = 1
@@ -952,6 +957,7 @@ func TestLinReadOnlyWriteIsStale(t *testing.T) {
 // stops the verifier, waiting for its round in flight, before raft's
 // Shutdown), 5 closes of 20 left the goroutine; after it, none.
 func TestLinVerifierOutlivesClose(t *testing.T) {
+	t.Parallel()
 	leaked, cycles := 0, 20
 	if testing.Short() {
 		cycles = 6

@@ -229,6 +229,7 @@ func linHistory(t *testing.T, lines ...string) []porcupine.Operation {
 // unknown write seen and then unseen, a cas that swapped a value that was
 // not there): the checker is known to catch them.
 func TestLinModelBites(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		ok    bool

@@ -88,6 +88,7 @@ func TestCrashAppend(t *testing.T) { testCrash(t, "append") }
 func TestCrashTruncate(t *testing.T) { testCrash(t, "truncate") }
 
 func testCrash(t *testing.T, mode string) {
+	t.Parallel()
 	if testing.Short() && raceEnabled {
 		t.Log("fewer cycles under the race detector")
 	}

@@ -11,6 +11,7 @@ import (
 // runs its operations on a new store, checks the log it leaves, then
 // closes and reopens the store and checks the log again.
 func TestLogStore(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		op      logOp
 		wantErr error // nil: the step must succeed
@@ -93,6 +94,7 @@ func model(runs ...uint64) logModel {
 // TestLogStoreEntries: an entry reads back exactly as stored, every field,
 // nil and empty slices apart; StoreLog stores one.
 func TestLogStoreEntries(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, nil, t.TempDir())
 	defer closeStore(t, st)
 	ls := []*raft.Log{
@@ -122,6 +124,7 @@ func TestLogStoreEntries(t *testing.T) {
 
 // TestLogStoreEmpty: an empty store reads 0 and 0, and no entry.
 func TestLogStoreEmpty(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, nil, t.TempDir())
 	defer closeStore(t, st)
 	if first, last := bounds(t, st); first != 0 || last != 0 {
@@ -138,6 +141,7 @@ func TestLogStoreEmpty(t *testing.T) {
 // TestStableStore: values round-trip and survive a reopen; a missing key
 // is ErrKeyNotFound, whose text raft compares with "not found".
 func TestStableStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st := openStore(t, nil, dir)
 	if v, err := st.Get([]byte("nope")); err == nil || err.Error() != "not found" || v != nil {
@@ -196,6 +200,7 @@ func TestStableStore(t *testing.T) {
 // TestClosed: every method of a closed store returns ErrClosed, and none
 // panics.
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, nil, t.TempDir())
 	must(t, st.StoreLogs(entries(1, 3, 1)))
 	closeStore(t, st)

@@ -116,6 +116,7 @@ func (c *rcluster) other(not ...*rnode) *rnode {
 // writes after it; repeated adds change nothing; bad adds are refused with
 // typed errors and leave the configuration as it was.
 func TestMembershipAddVoterNonvoter(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.waitLeading(nil)
 	for i := range 10 {
@@ -209,6 +210,7 @@ func TestMembershipAddVoterNonvoter(t *testing.T) {
 // non-voters commits with the voter alone, and the non-voters, with the
 // voter gone, never elect a leader among themselves.
 func TestMembershipNonvoterDoesNotCount(t *testing.T) {
+	t.Parallel()
 	c := newBareCluster(t, 3)
 	must(t, c.nodes[0].node.BootstrapSelf())
 	ld := c.waitLeading(nil)
@@ -244,6 +246,7 @@ func TestMembershipNonvoterDoesNotCount(t *testing.T) {
 // a bootstrapped node refuses a second bootstrap with
 // ErrAlreadyBootstrapped; voters added to a one-node cluster replicate.
 func TestMembershipBootstrap(t *testing.T) {
+	t.Parallel()
 	c := newBareCluster(t, 3)
 	n0 := c.nodes[0]
 	self := raft.Server{ID: n0.id, Address: n0.addr, Suffrage: raft.Voter}
@@ -294,6 +297,7 @@ func TestMembershipBootstrap(t *testing.T) {
 // the others go on; then the leader removes itself, steps down, and the
 // remaining two elect a leader and take writes.
 func TestMembershipRemove(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 4)
 	ld := c.waitLeading(nil)
 	ctx := context.Background()
@@ -338,6 +342,7 @@ func TestMembershipRemove(t *testing.T) {
 // for (and then to any), the old leader's Leading channel closes, writes go
 // on through the new leader, and the old one refuses them naming it.
 func TestMembershipTransferLeadership(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ctx := context.Background()
 	old := c.waitLeading(nil)
@@ -394,6 +399,7 @@ func TestMembershipTransferLeadership(t *testing.T) {
 // ready in raft's current term (its barrier applied), and only one node
 // reports it once the cluster settled.
 func TestLeadingMeansReady(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.waitLeading(nil)
 	for range 3 {
@@ -513,6 +519,7 @@ func (l *jobLog) waitNewRun(c *rcluster, after int, how string) (int, jobRun) {
 // and at least twice the lease after its node became ready (the bound
 // RunWhileLeader documents).
 func TestRunWhileLeader(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	handover := 2 * testRaftConfig("").LeaderLeaseTimeout
 	var log jobLog
@@ -603,6 +610,7 @@ func TestRunWhileLeader(t *testing.T) {
 // RunWhileLeader's; one returned after its context was cancelled is not.
 // A job that returns nil runs again only in a new term.
 func TestRunWhileLeaderFnError(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 1)
 	ld := c.waitLeading(nil)
 	boom := errors.New("boom")
@@ -636,6 +644,7 @@ func TestRunWhileLeaderFnError(t *testing.T) {
 // failing its heartbeats, with the last time it answered, and as healthy
 // again once it is back; the cut-off follower's Health turns stale.
 func TestMembersHeartbeats(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.waitLeading(nil)
 	f := c.other(ld)
@@ -679,6 +688,7 @@ func TestMembersHeartbeats(t *testing.T) {
 // TestHealth: a leader's and a follower's health, a stopped node's, and a
 // closed one's.
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.waitLeading(nil)
 	_, err := put(context.Background(), ld, 1, "x")
@@ -727,6 +737,7 @@ func TestHealth(t *testing.T) {
 // (its transfer succeeded: Shutdown reports nil), closes the node, and the
 // others take writes; Shutdown of a follower only closes it.
 func TestShutdownTransfers(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ctx := context.Background()
 	ld := c.waitLeading(nil)

@@ -95,6 +95,7 @@ var nodeVariants = []nodeVariant{
 var nodeCoverage = &holdtest.Coverage{}
 
 func TestNodeInterleavings(t *testing.T) {
+	t.Parallel()
 	nodeCoverage.Reset()
 	ran := 0
 	defer func() {

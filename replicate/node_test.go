@@ -304,6 +304,7 @@ func randomWrite(rng *rand.Rand, txn strata.WriteTxn, tbls []strata.RWTable[*ite
 // tables, inserts, deletes, DeleteAll), then every node holds the same
 // objects at the same revisions, and its feeds deliver the same changes.
 func TestNodeConverges(t *testing.T) {
+	t.Parallel()
 	seed := testSeed(t)
 	c := newRCluster(t, 3)
 	ld := c.leader()
@@ -348,6 +349,7 @@ func TestNodeConverges(t *testing.T) {
 // leader; each gets a distinct index, increasing per writer, and change
 // sets queued while entries were in flight shared entries.
 func TestNodePipelining(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	writers, commits := 16, 40
@@ -400,6 +402,7 @@ func TestNodePipelining(t *testing.T) {
 // TestNodeFollowerWrite: a write on a follower fails with ErrNotLeader,
 // naming the leader, and changes nothing on any node.
 func TestNodeFollowerWrite(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	_, err := ld.node.Write(context.Background(), ld.metas[:1], func(txn strata.WriteTxn) error {
@@ -453,6 +456,7 @@ func proposeRaw(t *testing.T, ld *rnode, data []byte) any {
 // revision is skipped, as a conflict, on every node, and the change set
 // after it in the entry applies.
 func TestNodeConflict(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	for i := range 3 {
@@ -505,6 +509,7 @@ func TestNodeConflict(t *testing.T) {
 // Apply returns a *StoppedError, the applied index stays below it, and the
 // node refuses later commits.
 func TestNodeCorruptEntry(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	c.converge()
@@ -545,6 +550,7 @@ func TestNodeCorruptEntry(t *testing.T) {
 // skips a change set whose ReadRevision is wrong, and would differ from
 // the leader, which marks it applied.
 func TestReadRevisionIsFirstWriteMinusOne(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 1)
 	ld := c.leader()
 	tbl := ld.tables[0]
@@ -589,6 +595,7 @@ func TestReadRevisionIsFirstWriteMinusOne(t *testing.T) {
 // after a new leader is elected the remaining nodes converge, hold every
 // acknowledged write, and take new writes.
 func TestNodeLeaderLoss(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	const writers = 8
@@ -670,6 +677,7 @@ func TestNodeLeaderLoss(t *testing.T) {
 // its commit with ErrEntryTooLarge before it is proposed, and the next
 // commit goes through.
 func TestNodeEntryTooLarge(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	c.converge()

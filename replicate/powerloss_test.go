@@ -18,6 +18,7 @@ import (
 // clone left, or the one an operation in flight during the clone would
 // have left: acknowledged entries all there, the tail whole or absent.
 func TestPowerLoss(t *testing.T) {
+	t.Parallel()
 	fs := vfs.NewCrashableMem()
 	st := openStore(t, fs, "/db")
 	defer closeStore(t, st)

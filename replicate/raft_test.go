@@ -31,6 +31,7 @@ import (
 //
 // after each step every FSM must hold the same commands, in order.
 func TestRaftCluster(t *testing.T) {
+	t.Parallel()
 	const trailing = 50
 	c := newCluster(t, 3, trailing)
 	defer c.shutdown(t)

@@ -81,6 +81,7 @@ func (c *rcluster) followers(ld *rnode) []*rnode {
 // revision a ReadTxn holds decreases from one read to the next; and a
 // follower in contact with the leader passes MaxStaleness.
 func TestReadStaleMonotonic(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	ctx := context.Background()
@@ -130,6 +131,7 @@ func TestReadStaleMonotonic(t *testing.T) {
 // TestReadYourWritesOnFollowers: a write through the leader returns its
 // index N; ReadAtLeast(N) on every follower sees it.
 func TestReadYourWritesOnFollowers(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -180,6 +182,7 @@ func entryRevision(t *testing.T, nd *rnode, index uint64, name string) uint64 {
 // publishes them, so a ReadAtLeast that waited for AppliedIndex rather
 // than PublishedIndex reads without them: this test fails then.
 func TestReadAtLeastOwnCommits(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -256,6 +259,7 @@ func TestReadAtLeastOwnCommits(t *testing.T) {
 // TestReadLinearizableSeesWrite: after a write through the leader returns,
 // a linearizable read on the leader and on every follower sees it.
 func TestReadLinearizableSeesWrite(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -280,6 +284,7 @@ func TestReadLinearizableSeesWrite(t *testing.T) {
 // partition on (before and after it learns it lost the lead), and never
 // return the old value.
 func TestReadLinearizablePartitionedLeader(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	old := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -368,6 +373,7 @@ func TestReadLinearizablePartitionedLeader(t *testing.T) {
 // with MaxStaleness (ErrTooStale), the leader and a connected follower
 // take it, and the follower takes it again once healed.
 func TestReadMaxStaleness(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -419,6 +425,7 @@ func TestReadMaxStaleness(t *testing.T) {
 // others share as they arrived while the first was in flight. Then 64 readers read 20 times each, unhindered, and the rounds
 // are counted and reported.
 func TestReadLinearizableSharesRounds(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 3)
 	ld := c.leader()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

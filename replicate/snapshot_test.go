@@ -203,6 +203,7 @@ func lastSnapshot(nd *rnode) string { return nd.node.Raft().Stats()["last_snapsh
 // for an index past the snapshot woke, and the consumer of its change
 // feeds holds what the leader's tables hold.
 func TestSnapshotInstall(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(testSeed(t), 1))
 	c := newRClusterWith(t, 3, snapshotConf)
 	ld := c.leader()
@@ -268,6 +269,7 @@ func TestSnapshotInstall(t *testing.T) {
 // the snapshot from the node's snapshot store as it starts, then the node
 // applies the log after it, and catches up with the others.
 func TestSnapshotRestart(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(testSeed(t), 2))
 	c := newRClusterWith(t, 3, snapshotConf)
 	ld := c.leader()
@@ -302,6 +304,7 @@ func TestSnapshotRestart(t *testing.T) {
 // tables and applied index are as they were. An intact snapshot older
 // than the node's state is refused too.
 func TestSnapshotCorrupt(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(testSeed(t), 3))
 	c := newRClusterWith(t, 3, snapshotConf)
 	ld := c.leader()
@@ -367,6 +370,7 @@ func TestSnapshotCorrupt(t *testing.T) {
 // commits applied and being published) and while a follower that was cut
 // off installs it and catches up.
 func TestSnapshotInstallWhileWriting(t *testing.T) {
+	t.Parallel()
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 4))
 	c := newRClusterWith(t, 3, snapshotConf)
@@ -432,6 +436,7 @@ func TestSnapshotInstallWhileWriting(t *testing.T) {
 // takes its ReadTxn only once they are, so that the snapshot holds
 // exactly the state of its index.
 func TestSnapshotWaitsForPublished(t *testing.T) {
+	t.Parallel()
 	c := newRCluster(t, 1)
 	ld := c.leader()
 	writeRandom(t, ld, rand.New(rand.NewPCG(testSeed(t), 5)), 5)
@@ -472,6 +477,7 @@ func TestSnapshotWaitsForPublished(t *testing.T) {
 // a commit of its own is proposed (it led, and was cut off) fails the
 // commit as ambiguous, and the cluster converges once it is back.
 func TestSnapshotRestoreFailsPending(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(testSeed(t), 6))
 	c := newRClusterWith(t, 3, snapshotConf)
 	ld := c.leader()
