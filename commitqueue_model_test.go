@@ -240,7 +240,16 @@ func TestCommitQueueModel(t *testing.T) {
 			}
 			for seed := first; seed < first+int64(seeds); seed++ {
 				var report, history string
-				synctest.Test(t, func(t *testing.T) { report, history = runCQModel(t, cfg, seed) })
+				// synctest.Test ends the test at once if the bubble's test
+				// failed: say which seed inside.
+				synctest.Test(t, func(t *testing.T) {
+					defer func() {
+						if t.Failed() {
+							t.Logf("seed %d (replay: -run 'TestCommitQueueModel/%s' -strata.cq.seed %d)", seed, cfg.name, seed)
+						}
+					}()
+					report, history = runCQModel(t, cfg, seed)
+				})
 				if report != "" {
 					t.Fatalf("seed %d (replay: -run 'TestCommitQueueModel/%s' -strata.cq.seed %d):\n%s\nhistory:\n%s",
 						seed, cfg.name, seed, report, history)

@@ -144,7 +144,16 @@ func TestGroupInterleavings(t *testing.T) {
 			}
 			for seed := first; seed < first+int64(seeds); seed++ {
 				var report string
-				synctest.Test(t, func(t *testing.T) { report = runGroupModel(t, v, seed) })
+				// synctest.Test ends the test at once if the bubble's test
+				// failed: say which seed inside.
+				synctest.Test(t, func(t *testing.T) {
+					defer func() {
+						if t.Failed() {
+							t.Logf("seed %d (replay: -run 'TestGroupInterleavings/%s' -persist.interleavings.seed=%d)", seed, v.name, seed)
+						}
+					}()
+					report = runGroupModel(t, v, seed)
+				})
 				if report != "" {
 					t.Fatalf("seed %d (replay: -run 'TestGroupInterleavings/%s' -persist.interleavings.seed=%d):\n%s",
 						seed, v.name, seed, report)

@@ -302,7 +302,17 @@ func TestModel(t *testing.T) {
 			}
 			for seed := first; seed < first+int64(seeds); seed++ {
 				var report string
-				synctest.Test(t, func(t *testing.T) { report = runModel(t, mc, seed) })
+				// synctest.Test ends the test at once if the bubble's test
+				// failed (a Fatalf of runModel's): say which seed inside.
+				name := t.Name()
+				synctest.Test(t, func(t *testing.T) {
+					defer func() {
+						if t.Failed() {
+							t.Logf("seed %d (replay: -run '%s' -reconciler.model.seed %d)", seed, name, seed)
+						}
+					}()
+					report = runModel(t, mc, seed)
+				})
 				if report != "" {
 					t.Fatalf("seed %d (replay: -run '%s' -reconciler.model.seed %d):\n%s", seed, t.Name(), seed, report)
 				}

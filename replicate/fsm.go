@@ -52,7 +52,23 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	n.mu.Lock()
 	k := 0
-	for ; k < len(e.Changes); k++ {
+	// The entry's first batch must be the oldest this node proposed and
+	// still waits for. An older one still pending is not in the log before
+	// this entry, so it never commits (raft appends a leader's entries in
+	// the order it submits them: it failed, or was cut from the log), but
+	// its committer may not know yet; and the commit queue fails every
+	// commit queued after a failed one, this entry's batches too. Marked
+	// applied, they would be published nowhere: the entry is applied as
+	// foreign instead, and its batches learn an ambiguous error.
+	// (TestNodeInterleavings/re-elected found it: an entry submitted while
+	// the node had stepped down failed with ErrNotLeader after the node
+	// led again and its next entry committed.)
+	mark := len(e.Changes) > 0
+	if mark {
+		b := n.st.pending[e.Changes[0].ID]
+		mark = b != nil && n.st.oldestProposed() == b
+	}
+	for ; mark && k < len(e.Changes); k++ {
 		b := n.st.pending[e.Changes[k].ID]
 		if b == nil || b.state != stateProposed {
 			break

@@ -213,6 +213,11 @@ type journalState struct {
 	// applyingForeign is set while the FSM applies an entry the node did
 	// not propose (or no longer waits for).
 	applyingForeign bool
+	// proposed holds the batches take proposed, in order, until they are
+	// settled (oldestProposed drops them from the front then): the FSM
+	// marks a batch applied only if no batch proposed before it is still
+	// pending.
+	proposed []*batch
 	// ready is set once the node leads and applied every entry of the
 	// earlier terms (a barrier): until then its commits would follow
 	// entries it did not propose, and fail (watchLeadership).
@@ -266,6 +271,24 @@ func (s *journalState) finish(b *batch, index uint64, err error) {
 		s.failing = true
 	}
 	close(b.done)
+}
+
+// oldestProposed returns the first batch proposed that is still pending,
+// or nil.
+func (s *journalState) oldestProposed() *batch {
+	k := 0
+	for k < len(s.proposed) && s.proposed[k].state == stateDone {
+		k++
+	}
+	if k > 0 {
+		n := copy(s.proposed, s.proposed[k:])
+		clear(s.proposed[n:])
+		s.proposed = s.proposed[:n]
+	}
+	if len(s.proposed) == 0 {
+		return nil
+	}
+	return s.proposed[0]
 }
 
 // failFrom fails every pending batch enqueued at or after seq: those
@@ -455,8 +478,10 @@ func (s *journalState) take() []*batch {
 		return nil
 	}
 	batches := append([]*batch(nil), s.queue[:k]...)
+	s.oldestProposed()
 	for _, b := range batches {
 		b.state, b.proposed = stateProposed, true
+		s.proposed = append(s.proposed, b)
 	}
 	n := copy(s.queue, s.queue[k:])
 	clear(s.queue[n:])

@@ -79,6 +79,11 @@ type nodeVariant struct {
 	twoTables bool
 	// faults: the test cuts nodes off and heals them.
 	faults bool
+	// reelect: every fault cuts every node off from every other, and the
+	// leader deposed so leads again (isolateAll, noteReelected).
+	reelect bool
+	// seedsX multiplies the seeds the variant runs (0: 1).
+	seedsX int
 	// inFlight is Config.MaxInFlight.
 	inFlight int
 }
@@ -88,6 +93,9 @@ var nodeVariants = []nodeVariant{
 	{name: "steady/two-tables", writers: 3, rounds: 4, twoTables: true, inFlight: 4},
 	{name: "faults", writers: 4, rounds: 4, faults: true, inFlight: 2},
 	{name: "faults/two-tables/one-in-flight", writers: 4, rounds: 3, twoTables: true, faults: true, inFlight: 1},
+	// The windows after a re-election are narrow: Enqueue's refusal
+	// while failing is needed by about one seed in 150.
+	{name: "re-elected", writers: 3, rounds: 8, faults: true, reelect: true, inFlight: 3, seedsX: 5},
 }
 
 // nodeCoverage counts the releases at each hold point, and the outcomes
@@ -106,7 +114,7 @@ func TestNodeInterleavings(t *testing.T) {
 		for p := range numHoldPoints {
 			want = append(want, p.String())
 		}
-		want = append(want, "acked", "ambiguous", "refused", "overtaken", "cut")
+		want = append(want, "acked", "ambiguous", "refused", "overtaken", "cut", "isolated", "re-elected")
 		t.Logf("coverage: %s", nodeCoverage)
 		least := 5
 		if testing.Short() {
@@ -119,17 +127,23 @@ func TestNodeInterleavings(t *testing.T) {
 	for _, v := range nodeVariants {
 		t.Run(v.name, func(t *testing.T) {
 			ran++
-			seeds := *nodeSeeds
+			seeds := *nodeSeeds * max(1, v.seedsX)
 			if testing.Short() {
 				seeds = max(2, seeds/4)
 			}
 			for _, seed := range holdtest.Seeds(seeds, *nodeSeed) {
-				var report string
-				synctest.Test(t, func(t *testing.T) { report = runNodeModel(t, v, seed) })
-				if report != "" {
-					t.Fatalf("seed %d (replay: -replicate.interleavings.seed=%d -run 'TestNodeInterleavings/%s'); the schedule's end:\n%s",
-						seed, seed, v.name, report)
-				}
+				// synctest.Test ends the test at once if the bubble's test
+				// failed: the seed and the schedule are reported inside.
+				synctest.Test(t, func(t *testing.T) {
+					defer func() {
+						if t.Failed() {
+							t.Logf("seed %d (replay: -replicate.interleavings.seed=%d -run 'TestNodeInterleavings/%s')", seed, seed, v.name)
+						}
+					}()
+					if report := runNodeModel(t, v, seed); report != "" {
+						t.Errorf("the schedule's end:\n%s", report)
+					}
+				})
 			}
 		})
 	}
@@ -151,7 +165,7 @@ type nodeRig struct {
 	done      int // writers that returned
 	writers   int // writers started
 	wg        sync.WaitGroup
-	cut       int // the node cut off, or -1
+	cut       int // the node cut off, or -1 (allCut: every node)
 	cuts      int // how many times a node was cut off
 	healAt    time.Time
 	// awaiter, if not -1, is a node cut off (and maybe healed since)
@@ -160,8 +174,21 @@ type nodeRig struct {
 	awaiter      int
 	awaiterIndex uint64
 	awaiterUntil time.Time
+	// deposed, if not -1, is the node that led when every node was cut
+	// off, and deposedTerm its term then: noteReelected counts it when
+	// it leads again in a later term.
+	deposed     int
+	deposedTerm uint64
+	// transfer, once started, is closed when the hand-over of the
+	// leadership back to deposed returned; deposedUntil ends the wait
+	// for its re-election.
+	transfer     chan struct{}
+	deposedUntil time.Time
 	failed       bool
 }
+
+// allCut is nodeRig.cut while every node is cut off from every other.
+const allCut = 3
 
 // mnode is a node of the rig.
 type mnode struct {
@@ -199,6 +226,7 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 		refused:   map[uint64]error{},
 		cut:       -1,
 		awaiter:   -1,
+		deposed:   -1,
 	}
 	// The hooks hold nothing until armed is closed.
 	armed := make(chan struct{})
@@ -262,7 +290,13 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 		case x < 36:
 			r.read()
 		case x < 38 && v.faults:
-			// Mostly the leader, with whatever it has in flight.
+			// Mostly the leader, with whatever it has in flight; now and
+			// then every node from every other, so that the leader steps
+			// down and, holding the longest log, mostly wins again.
+			if v.reelect || r.rng.IntN(4) == 0 {
+				r.isolateAll()
+				break
+			}
 			i := r.rng.IntN(3)
 			if ld := r.readyLeader(); ld != nil && r.rng.IntN(3) > 0 {
 				i = ld.i
@@ -271,6 +305,7 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 		case v.faults && time.Now().After(r.healAt):
 			r.heal()
 		}
+		r.noteReelected()
 	}
 	r.heal()
 	r.sched.FreeAll()
@@ -365,7 +400,8 @@ func (r *nodeRig) writer(w int, seed int64) {
 	defer r.writerDone()
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)))
 	target := r.nodes[rng.IntN(len(r.nodes))]
-	for k := range r.v.rounds {
+	retries := 0
+	for k := 0; k < r.v.rounds; k++ {
 		nodeCoverage.Add("begin")
 		r.sched.Hold("begin", 10_000+w)
 		err := r.transact(target, w, k)
@@ -379,6 +415,18 @@ func (r *nodeRig) writer(w int, seed int64) {
 			}
 		case err != nil || rng.IntN(3) == 0:
 			target = r.nodes[rng.IntN(len(r.nodes))]
+		}
+		if err != nil && !errors.Is(err, ErrAmbiguous) {
+			// Refused: back off as a client would, so that writers
+			// outlast an election rather than spend their rounds on it.
+			time.Sleep(time.Duration(1+rng.IntN(100)) * time.Millisecond)
+			// A refused write committed nothing: in variant reelect the
+			// writer tries its round again, so that writes go on through
+			// the elections.
+			if r.v.reelect && retries < 20 {
+				retries++
+				k--
+			}
 		}
 	}
 }
@@ -505,7 +553,7 @@ func (r *nodeRig) read() {
 
 // cutOff disconnects node i from the others, both ways.
 func (r *nodeRig) cutOff(i int) {
-	if r.cut >= 0 {
+	if r.cut >= 0 || r.deposed >= 0 {
 		return
 	}
 	nodeCoverage.Add("cut")
@@ -538,6 +586,68 @@ func (r *nodeRig) cutOff(i int) {
 	}
 }
 
+// isolateAll disconnects every node from every other: the leader's lease
+// lapses and it steps down with whatever it has in flight, no node can win
+// an election meanwhile, and at the heal the node with the longest log,
+// mostly the old leader, wins again. So a leader is deposed and re-elected
+// within a few steps, with the batches of its old term still failing or
+// its FSM applying entries it did not propose (the journal's refusals of
+// Enqueue then, and the awaiter's failFrom).
+func (r *nodeRig) isolateAll() {
+	if r.cut >= 0 || r.deposed >= 0 {
+		return
+	}
+	nodeCoverage.Add("isolated")
+	r.deposed, r.deposedUntil, r.transfer = -1, time.Time{}, nil
+	if ld := r.readyLeader(); ld != nil {
+		r.deposed, r.deposedTerm = ld.i, ld.node.Raft().CurrentTerm()
+	}
+	r.sched.Note("cut every node off (leader n%d)", r.deposed)
+	r.cut = allCut
+	r.awaiter, r.awaiterIndex = -1, 0
+	// Longer than the lease, short enough that writers still wait.
+	r.healAt = time.Now().Add(time.Duration(300+r.rng.IntN(600)) * time.Millisecond)
+	for _, a := range r.nodes {
+		a.trans.DisconnectAll()
+	}
+}
+
+// noteReelected counts, for the coverage check, a leader cut off with
+// every other node that leads again in a later term. When another node
+// won the election at the heal, it hands the leadership back to the
+// deposed one, so that the old leader leads again a few steps after it
+// stepped down whichever node won.
+func (r *nodeRig) noteReelected() {
+	if r.deposed < 0 || r.cut >= 0 {
+		return
+	}
+	if r.deposedUntil.IsZero() {
+		r.deposedUntil = time.Now().Add(3 * time.Second)
+	}
+	ld := r.readyLeader()
+	switch {
+	case ld != nil && ld.i == r.deposed && ld.node.Raft().CurrentTerm() > r.deposedTerm:
+		nodeCoverage.Add("re-elected")
+		r.sched.Note("n%d re-elected", ld.i)
+	case time.Now().After(r.deposedUntil):
+	case ld != nil && ld.i != r.deposed && r.transfer == nil:
+		done := make(chan struct{})
+		r.transfer = done
+		to := r.nodes[r.deposed].id
+		r.sched.Note("n%d hands the leadership back to %s", ld.i, to)
+		r.wg.Go(func() {
+			defer close(done)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = ld.node.TransferLeadership(ctx, to)
+		})
+		return
+	default:
+		return
+	}
+	r.deposed, r.deposedUntil, r.transfer = -1, time.Time{}, nil
+}
+
 // mayRelease tells which held goroutines the test may release: not the
 // awaiter of a node cut off with commits pending, until the node applied
 // what the others had at the heal. Raft fails the futures of a leader that
@@ -568,7 +678,9 @@ func (r *nodeRig) heal() {
 			r.awaiterIndex = max(r.awaiterIndex, nd.node.AppliedIndex())
 		}
 	}
-	{
+	if r.cut == allCut {
+		r.sched.Note("heal every node")
+	} else {
 		nd := r.nodes[r.cut].node
 		nd.mu.Lock()
 		np := len(nd.st.pending)
