@@ -22,6 +22,7 @@
 //	GET    /v1/tables/{table}/changes    the change stream (below)
 //	GET    /v1/dump[?table=T...]         strata.WriteJSON of one snapshot
 //	GET    /v1/snapshot                  Options.Snapshot of one snapshot
+//	GET    /v1/cluster                   ClusterStatus: members, leader, indexes (with Options.Cluster)
 //	GET    /v1/samples                   Samples, the sampler's history (with UI)
 //	GET    /ui/                          the web inspector (with UI)
 //
