@@ -12,8 +12,8 @@ import (
 // This package knows nothing of replication (the root module never imports
 // raft nor replicate, docs/architecture.md): the application hands the
 // handler a function, Options.Cluster, that describes the cluster in the
-// plain documents below. Package replicate makes one from a Node
-// (replicate.HTTPCluster).
+// plain documents below. Package replicate's Node has one: its method
+// ClusterStatus.
 
 // The raft states a ClusterStatus and a ClusterMember name.
 const (

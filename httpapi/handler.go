@@ -41,9 +41,9 @@ type Options struct {
 
 	// Cluster describes the replication cluster the database belongs to,
 	// for GET /v1/cluster and the inspector's Cluster panel: a program
-	// that replicates with package replicate sets it to
-	// replicate.HTTPCluster(node). It is called once per request, with
-	// the request's context, and may be called concurrently. An error is
+	// that replicates with package replicate sets it to its node's
+	// ClusterStatus method. It is called once per request, with the
+	// request's context, and may be called concurrently. An error is
 	// served as ErrClusterUnavailable (503), or as ErrNotClusterMember
 	// (404) if it wraps that. Nil: the database is not a cluster member,
 	// and GET /v1/cluster serves ErrNotClusterMember.
