@@ -195,3 +195,17 @@ func TestClusterAccess(t *testing.T) {
 	}})
 	g.get(t, "/v1/cluster").problem(t, http.StatusForbidden, "httpapi.ErrForbidden")
 }
+
+// TestClusterPanel: the inspector's overview carries the Cluster panel,
+// hidden until its script hears from /v1/cluster, only when the handler
+// has Options.Cluster.
+func TestClusterPanel(t *testing.T) {
+	with := newFixture(t, Options{UI: true, Cluster: func(context.Context) (ClusterStatus, error) { return threeMembers(), nil }})
+	if r := with.get(t, "/ui/"); r.status != http.StatusOK || !strings.Contains(string(r.body), `<section class="cluster" id="cluster" hidden>`) {
+		t.Errorf("the overview of a cluster member: %d\n%s", r.status, r.body)
+	}
+	without := newFixture(t, Options{UI: true})
+	if r := without.get(t, "/ui/"); r.status != http.StatusOK || strings.Contains(string(r.body), `id="cluster"`) {
+		t.Errorf("the overview of a database that is no cluster member: %d\n%s", r.status, r.body)
+	}
+}
