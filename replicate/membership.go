@@ -345,10 +345,12 @@ type Heartbeats struct {
 	FailingSince time.Time
 	LastContact  time.Time
 	// FailingCommitIndex is the leader's commit index when the first of
-	// the failures was seen (0 while none fails): the member's log cannot
-	// be committed beyond it unless a heartbeat failed while replication
-	// went through, so the leader's commit index less it is a lower bound
-	// of how far a cut-off member trails.
+	// the failures was seen (0 while none fails). A member that heard
+	// nothing from the leader since knows of no commit beyond it, so the
+	// leader's commit index less it is a lower bound of how far a cut-off
+	// member trails. (A heartbeat may fail while replication still goes
+	// through, on a link that drops some requests: such a member may be
+	// further on.)
 	FailingCommitIndex uint64
 }
 
