@@ -125,6 +125,12 @@ func TestClusterStatus(t *testing.T) {
 		_, st := get(ld)
 		return member(t, st, f).State == httpapi.ClusterUnreachable
 	})
+	// Nothing was committed since the cut: no lag yet.
+	_, st = get(ld)
+	cut := st.CommitIndex
+	if m := member(t, st, f); m.Lag == nil || *m.Lag != 0 {
+		t.Errorf("the cut-off follower's lag before any write: %s, commit index %d", fmtLag(m.Lag), cut)
+	}
 	const writes = 5
 	for i := range writes {
 		_, err := put(ctx, ld, uint64(10+i), "y")
@@ -132,8 +138,8 @@ func TestClusterStatus(t *testing.T) {
 	}
 	_, st = get(ld)
 	m := member(t, st, f)
-	if m.HeartbeatFailures == 0 || m.LastContactMillis == nil || m.Lag == nil || *m.Lag < writes || *m.Lag > st.CommitIndex {
-		t.Errorf("the leader's row of the cut-off follower: %+v (lag %s), commit index %d", m, fmtLag(m.Lag), st.CommitIndex)
+	if m.HeartbeatFailures == 0 || m.LastContactMillis == nil || m.Lag == nil || *m.Lag < writes || *m.Lag != st.CommitIndex-cut {
+		t.Errorf("the leader's row of the cut-off follower: %+v (lag %s), commit index %d, %d at the cut", m, fmtLag(m.Lag), st.CommitIndex, cut)
 	}
 	if m := member(t, st, g); m.State != httpapi.ClusterFollower || m.Lag != nil {
 		t.Errorf("the leader's row of the connected follower: %+v", m)
