@@ -12,7 +12,7 @@
 //
 // # Endpoints
 //
-//	GET    /v1/                          Summary: instance, commits, tables, streams
+//	GET    /v1/                          Summary: instance, commits, tables, streams, cluster
 //	GET    /v1/tables                    []TableInfo
 //	GET    /v1/tables/{table}            TableInfo
 //	GET    /v1/tables/{table}/objects    Page: a query's objects (below)

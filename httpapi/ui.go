@@ -20,8 +20,8 @@ import (
 // through a table), and a small script, ui/static/app.js, that makes them
 // live: the overview's counts, plots and Cluster panel refresh (the panel
 // is on the page only with Options.Cluster, hidden until /v1/cluster
-// answers), a table's rows follow its
-// change stream, an object's view follows the object with blocking reads.
+// answers), a table's rows follow its change stream, an object's view
+// follows the object with blocking reads.
 // Every page is served with a Content-Security-Policy that allows only the
 // handler's own script, styles and requests: no inline script, so object
 // contents, which reach the page only as text, cannot run.
