@@ -12,7 +12,7 @@
 //
 // # Endpoints
 //
-//	GET    /v1/                          Summary: instance, commits, tables, streams
+//	GET    /v1/                          Summary: instance, commits, tables, streams, cluster
 //	GET    /v1/tables                    []TableInfo
 //	GET    /v1/tables/{table}            TableInfo
 //	GET    /v1/tables/{table}/objects    Page: a query's objects (below)
@@ -22,6 +22,7 @@
 //	GET    /v1/tables/{table}/changes    the change stream (below)
 //	GET    /v1/dump[?table=T...]         strata.WriteJSON of one snapshot
 //	GET    /v1/snapshot                  Options.Snapshot of one snapshot
+//	GET    /v1/cluster                   ClusterStatus: members, leader, indexes (with Options.Cluster)
 //	GET    /v1/samples                   Samples, the sampler's history (with UI)
 //	GET    /ui/                          the web inspector (with UI)
 //

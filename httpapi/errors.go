@@ -42,6 +42,15 @@ var (
 	// ErrNotConfigured: the endpoint needs an option the application did
 	// not set (Options.Snapshot for /v1/snapshot).
 	ErrNotConfigured = errors.New("not configured")
+	// ErrNotClusterMember: GET /v1/cluster on a handler whose database
+	// is not a member of a replication cluster (no Options.Cluster), or
+	// whose Options.Cluster says so by returning an error that wraps it.
+	// Served as 404.
+	ErrNotClusterMember = errors.New("not a cluster member")
+	// ErrClusterUnavailable: Options.Cluster failed (its error follows,
+	// wrapped): the node is closed or stopped, for instance. Served as
+	// 503; the client may retry.
+	ErrClusterUnavailable = errors.New("cluster status unavailable")
 	// ErrInternal: an unexpected failure on the server.
 	ErrInternal = errors.New("internal error")
 )
@@ -76,6 +85,8 @@ var knownErrors = []struct {
 	{ErrTooManyStreams, "httpapi.ErrTooManyStreams", http.StatusServiceUnavailable},
 	{ErrShuttingDown, "httpapi.ErrShuttingDown", http.StatusServiceUnavailable},
 	{ErrNotConfigured, "httpapi.ErrNotConfigured", http.StatusNotImplemented},
+	{ErrNotClusterMember, "httpapi.ErrNotClusterMember", http.StatusNotFound},
+	{ErrClusterUnavailable, "httpapi.ErrClusterUnavailable", http.StatusServiceUnavailable},
 	{ErrInternal, "httpapi.ErrInternal", http.StatusInternalServerError},
 }
 

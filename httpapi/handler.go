@@ -39,6 +39,16 @@ type Options struct {
 	// AccessSnapshot, which DefaultAuthorize refuses.
 	Snapshot func(w io.Writer, txn strata.ReadTxn) error
 
+	// Cluster describes the replication cluster the database belongs to,
+	// for GET /v1/cluster and the inspector's Cluster panel: a program
+	// that replicates with package replicate sets it to its node's
+	// ClusterStatus method. It is called once per request, with the
+	// request's context, and may be called concurrently. An error is
+	// served as ErrClusterUnavailable (503), or as ErrNotClusterMember
+	// (404) if it wraps that. Nil: the database is not a cluster member,
+	// and GET /v1/cluster serves ErrNotClusterMember.
+	Cluster func(ctx context.Context) (ClusterStatus, error)
+
 	// UI serves the web inspector under /ui/, and runs the sampler whose
 	// history its plots draw (/v1/samples).
 	UI bool
@@ -245,6 +255,7 @@ func (h *Handler) routes() *http.ServeMux {
 	route("GET", "/v1/tables/{table}/changes", AccessWatch, h.getChanges)
 	route("GET", "/v1/dump", AccessRead, h.getDump)
 	route("GET", "/v1/snapshot", AccessSnapshot, h.getSnapshot)
+	route("GET", "/v1/cluster", AccessRead, h.getCluster)
 	if h.ui != nil {
 		route("GET", "/v1/samples", AccessRead, h.getSamples)
 		h.ui.routes(mux, h.serve)

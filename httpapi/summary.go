@@ -18,6 +18,7 @@ func (h *Handler) getSummary(w http.ResponseWriter, r *http.Request, _ url.Value
 		Commits:  h.db.Commits(),
 		Tables:   h.tableInfos(txn),
 		Streams:  h.Stats(),
+		Cluster:  h.opts.Cluster != nil,
 	}
 	return writeJSON(w, s)
 }

@@ -18,8 +18,10 @@ import (
 // The web inspector (Options.UI): pages rendered by html/template from
 // the embedded files under ui/, which work without JavaScript (links page
 // through a table), and a small script, ui/static/app.js, that makes them
-// live: the overview's counts and plots refresh, a table's rows follow its
-// change stream, an object's view follows the object with blocking reads.
+// live: the overview's counts, plots and Cluster panel refresh (the panel
+// is on the page only with Options.Cluster, hidden until /v1/cluster
+// answers), a table's rows follow its change stream, an object's view
+// follows the object with blocking reads.
 // Every page is served with a Content-Security-Policy that allows only the
 // handler's own script, styles and requests: no inline script, so object
 // contents, which reach the page only as text, cannot run.
@@ -109,6 +111,9 @@ type overviewPage struct {
 	Instance string
 	Commits  uint64
 	Tables   []TableInfo
+	// Cluster: the page has the Cluster panel (Options.Cluster is set),
+	// which the script fills from /v1/cluster and shows once it answers.
+	Cluster bool
 }
 
 func (u *ui) overview(w http.ResponseWriter, r *http.Request, _ url.Values) error {
@@ -118,6 +123,7 @@ func (u *ui) overview(w http.ResponseWriter, r *http.Request, _ url.Values) erro
 		Instance: u.h.instance,
 		Commits:  u.h.db.Commits(),
 		Tables:   u.h.tableInfos(txn),
+		Cluster:  u.h.opts.Cluster != nil,
 	})
 }
 

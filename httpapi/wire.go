@@ -22,6 +22,9 @@ type Summary struct {
 	Tables []TableInfo `json:"tables"`
 	// Streams describes the change streams served.
 	Streams StreamStats `json:"streams"`
+	// Cluster: the database is a member of a replication cluster, which
+	// GET /v1/cluster describes (Options.Cluster is set).
+	Cluster bool `json:"cluster,omitempty"`
 }
 
 // TableInfo describes one table, as GET /v1/tables and /v1/tables/{table}

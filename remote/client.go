@@ -202,6 +202,19 @@ func (c *Client) Table(ctx context.Context, name string) (httpapi.TableInfo, err
 	return t, err
 }
 
+// Cluster returns the replication cluster the server's database belongs
+// to, as the server's node sees it (GET /v1/cluster): its members, the
+// leader, the node's indexes, and each member's lag where the node knows
+// it (httpapi.ClusterMember says where). The error wraps
+// httpapi.ErrNotClusterMember for a server whose database is not a
+// cluster member, and httpapi.ErrClusterUnavailable for a node that
+// cannot tell now (closed, say).
+func (c *Client) Cluster(ctx context.Context) (httpapi.ClusterStatus, error) {
+	var st httpapi.ClusterStatus
+	_, err := c.getJSON(ctx, "cluster", nil, &st)
+	return st, err
+}
+
 // Dump writes the server's JSON dump of one snapshot (strata.WriteJSON)
 // to w: of every table, or of those named.
 func (c *Client) Dump(ctx context.Context, w io.Writer, tables ...string) error {

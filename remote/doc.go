@@ -17,7 +17,9 @@
 // its snapshot, and Wait is a blocking read: it returns when the result
 // may have changed after a revision, as Consul's blocking queries do. The
 // Client's untyped methods (Objects, Page, Object, Changes) serve tools
-// that do not know the objects' types, such as a command line.
+// that do not know the objects' types, such as a command line. Summary,
+// Tables and Table describe the database; Cluster describes the
+// replication cluster it belongs to, if it does (httpapi.ClusterStatus).
 //
 // # Changes
 //

@@ -57,6 +57,9 @@ var (
 type membership struct {
 	localID   raft.ServerID
 	localAddr raft.ServerAddress
+	// commitIndex is raft's CommitIndex, which observe reads (an atomic
+	// load: safe in raft's goroutines).
+	commitIndex func() uint64
 	// handover is how long RunWhileLeader waits after the node became
 	// ready as leader: twice raft's LeaderLeaseTimeout, which bounds how
 	// long a deposed leader goes on believing it leads.
@@ -84,7 +87,10 @@ type peerState struct {
 	replicating  bool
 	failures     uint64
 	failingSince time.Time
-	lastContact  time.Time
+	// failingCommit is the leader's commit index when the first of the
+	// failures was seen.
+	failingCommit uint64
+	lastContact   time.Time
 }
 
 // init sets m up for the node of cfg, whose raft is r: an observer of r
@@ -95,6 +101,7 @@ func (m *membership) init(cfg Config, r *raft.Raft) {
 	if cfg.Transport != nil {
 		m.localAddr = cfg.Transport.LocalAddr()
 	}
+	m.commitIndex = r.CommitIndex
 	m.handover = 2 * cfg.Raft.LeaderLeaseTimeout
 	m.changed = make(chan struct{})
 	m.peers = make(map[raft.ServerID]*peerState)
@@ -129,13 +136,13 @@ func (m *membership) observe(o *raft.Observation) bool {
 			break
 		}
 		if p.failures == 0 {
-			p.failingSince = now
+			p.failingSince, p.failingCommit = now, m.commitIndex()
 		}
 		p.failures++
 		p.lastContact = d.LastContact
 	case raft.ResumedHeartbeatObservation:
 		if p := m.peers[d.PeerID]; p != nil {
-			p.failures, p.failingSince, p.lastContact = 0, time.Time{}, time.Time{}
+			p.failures, p.failingSince, p.failingCommit, p.lastContact = 0, time.Time{}, 0, time.Time{}
 		}
 	}
 	return false
@@ -324,7 +331,9 @@ type Member struct {
 // answered), and a ResumedHeartbeatObservation when one succeeds after
 // failures. So a leader knows whether a follower answers its heartbeats,
 // not how far its log is: a follower that answers and lags shows as
-// healthy.
+// healthy. Of a follower whose heartbeats fail it knows what it committed
+// since (FailingCommitIndex): entries the follower cannot have if it
+// heard nothing since, as in a partition.
 type Heartbeats struct {
 	// Replicating reports that raft replicates to the member from this
 	// node: it leads and the member is in its configuration.
@@ -335,6 +344,14 @@ type Heartbeats struct {
 	Failures     uint64
 	FailingSince time.Time
 	LastContact  time.Time
+	// FailingCommitIndex is the leader's commit index when the first of
+	// the failures was seen (0 while none fails). A member that heard
+	// nothing from the leader since knows of no commit beyond it, so the
+	// leader's commit index less it is a lower bound of how far a cut-off
+	// member trails. (A heartbeat may fail while replication still goes
+	// through, on a link that drops some requests: such a member may be
+	// further on.)
+	FailingCommitIndex uint64
 }
 
 // Membership is the cluster as one node sees it, with the node's state.
@@ -392,7 +409,7 @@ func (n *Node) Members() (Membership, error) {
 			Leader: s.ID == leaderID && leaderID != "", Self: s.ID == m.Self}
 		if p := n.lead.peers[s.ID]; isLeader && !mb.Self && p != nil {
 			mb.Heartbeats = Heartbeats{Replicating: p.replicating, Failures: p.failures,
-				FailingSince: p.failingSince, LastContact: p.lastContact}
+				FailingSince: p.failingSince, LastContact: p.lastContact, FailingCommitIndex: p.failingCommit}
 		}
 		m.Members = append(m.Members, mb)
 	}

@@ -131,6 +131,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 corruption (or check found errors),
 	root.AddCommand(
 		a.inspectCommand(), a.tablesCommand(), a.dumpCommand(), a.getCommand(),
 		a.checkCommand(), a.watchCommand(), a.compactCommand(), a.snapshotCommand(),
+		a.clusterCommand(),
 	)
 	return root
 }

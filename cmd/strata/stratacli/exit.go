@@ -27,7 +27,8 @@ const (
 	// record is malformed, or check found errors.
 	ExitCorrupt = 3
 	// ExitNotFound: the store, the snapshot file, the table or the key
-	// does not exist.
+	// does not exist, or the database asked for its cluster is not a
+	// cluster member.
 	ExitNotFound = 4
 	// ExitConnect: the running database named by --addr cannot be reached,
 	// or refused the request.
@@ -54,7 +55,7 @@ var (
 // for nil, then by the first of these it wraps: usage errors (ErrUsage,
 // and the strata and index errors of a bad query or key) 2, damage
 // (persist.ErrCorrupt, persist.ErrCorruptSnapshot, ErrErrorsFound) 3,
-// something missing (ErrNotFound, persist.ErrNoStore,
+// something missing (ErrNotFound, ErrNotClusterMember, persist.ErrNoStore,
 // persist.ErrTableUnknown, persist.ErrSnapshotTableMissing,
 // strata.ErrTableNotFound, fs.ErrNotExist) 4, ErrConnect 5,
 // persist.ErrLocked 6, anything else 1.
@@ -69,7 +70,7 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, persist.ErrCorrupt), errors.Is(err, persist.ErrCorruptSnapshot), errors.Is(err, ErrErrorsFound):
 		return ExitCorrupt
-	case errors.Is(err, ErrNotFound), errors.Is(err, persist.ErrNoStore), errors.Is(err, persist.ErrTableUnknown),
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotClusterMember), errors.Is(err, persist.ErrNoStore), errors.Is(err, persist.ErrTableUnknown),
 		errors.Is(err, persist.ErrSnapshotTableMissing), errors.Is(err, strata.ErrTableNotFound), errors.Is(err, fs.ErrNotExist):
 		return ExitNotFound
 	case errors.Is(err, ErrConnect):

@@ -140,6 +140,32 @@ func (r *httpRemote) Changes(ctx context.Context, table string, from uint64) ite
 	}
 }
 
+// Cluster reads the server's GET /v1/cluster. A server that is not a
+// cluster member is ErrNotClusterMember; one without the endpoint (no
+// Strata HTTP API at the address, or one older than it) ErrConnect.
+func (r *httpRemote) Cluster(ctx context.Context) (RemoteCluster, error) {
+	st, err := r.c.Cluster(ctx)
+	switch {
+	case errors.Is(err, httpapi.ErrNotClusterMember):
+		return RemoteCluster{}, &wrapped{msg: fmt.Sprintf("the database at %s is not a member of a replication cluster (its server describes none: httpapi.Options.Cluster)", r.addr),
+			err: ErrNotClusterMember}
+	case errors.Is(err, httpapi.ErrNotFound):
+		return RemoteCluster{}, &wrapped{msg: fmt.Sprintf("%s serves no /v1/cluster: no Strata HTTP API there, or one too old to describe clusters (%v)", r.addr, err),
+			err: ErrConnect}
+	case err != nil:
+		return RemoteCluster{}, r.fail(err)
+	}
+	rc := RemoteCluster{ID: st.ID, Address: st.Address, State: st.State, Term: st.Term, LeaderID: st.LeaderID,
+		LeaderAddress: st.LeaderAddress, LeaderContactMillis: st.LeaderContactMillis, CommitIndex: st.CommitIndex,
+		AppliedIndex: st.AppliedIndex, PublishedIndex: st.PublishedIndex, Members: make([]RemoteMember, 0, len(st.Members))}
+	for _, m := range st.Members {
+		rc.Members = append(rc.Members, RemoteMember{ID: m.ID, Address: m.Address, Suffrage: m.Suffrage, State: m.State,
+			Leader: m.Leader, Self: m.Self, AppliedIndex: m.AppliedIndex, Lag: m.Lag,
+			HeartbeatFailures: m.HeartbeatFailures, LastContactMillis: m.LastContactMillis})
+	}
+	return rc, nil
+}
+
 // Close closes the client's idle connections: nothing is left running.
 func (r *httpRemote) Close() error {
 	r.c.CloseIdleConnections()

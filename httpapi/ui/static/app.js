@@ -118,8 +118,79 @@ function updateTables(tables) {
   }
 }
 
+// ---- Overview: the Cluster panel, on the page only when the handler has
+// Options.Cluster, shown while /v1/cluster answers.
+
+const dash = (v) => (v === undefined || v === null ? "-" : String(v));
+
+function agoText(ms) {
+  if (ms === undefined || ms === null) return "-";
+  return (ms < 1000 ? ms + "ms" : (ms / 1000).toFixed(1) + "s") + " ago";
+}
+
+function clusterRow(st, m) {
+  const tr = document.createElement("tr");
+  tr.dataset.member = m.id;
+  tr.classList.toggle("leader", !!m.leader);
+  tr.classList.toggle("unreachable", m.state === "unreachable");
+  const id = document.createElement("td");
+  id.className = "mono";
+  id.append(document.createTextNode(m.id));
+  for (const [on, text, cls] of [[m.leader, "leader", "badge"], [m.self, "this node", "badge self"]]) {
+    if (!on) continue;
+    const b = document.createElement("span");
+    b.className = cls;
+    b.textContent = text;
+    id.append(b);
+  }
+  let contact = m.lastContactMillis;
+  if (m.leader && !m.self) contact = st.leaderContactMillis; // a follower's view
+  const state = m.state + (m.heartbeatFailures ? " (" + m.heartbeatFailures + " failed heartbeats)" : "");
+  const cells = [
+    [m.address, "mono", "address"],
+    [m.suffrage, "", "suffrage"],
+    [state, "", "state"],
+    [dash(m.appliedIndex), "num", "applied"],
+    [dash(m.lag), "num", "lag"],
+    [agoText(contact), "", "contact"],
+  ];
+  tr.append(id);
+  for (const [text, cls, field] of cells) {
+    const td = document.createElement("td");
+    if (cls) td.className = cls;
+    td.dataset.field = field;
+    td.textContent = text;
+    tr.append(td);
+  }
+  return tr;
+}
+
+async function updateCluster() {
+  const panel = $("cluster");
+  if (!panel) return;
+  try {
+    const r = await getJSON(api("cluster"));
+    if (r.status !== 200) {
+      panel.hidden = true;
+      return;
+    }
+    const st = r.body;
+    let node = "Node " + st.id + ": " + st.state + ", term " + st.term + "; ";
+    if (!st.leaderId) node += "no known leader";
+    else if (st.leaderId === st.id) node += "the leader";
+    else node += "leader " + st.leaderId + " at " + st.leaderAddress;
+    node += ". Commit index " + st.commitIndex + ", applied " + st.appliedIndex + ", published " + st.publishedIndex + ".";
+    $("cluster-node").textContent = node;
+    $("cluster-members").tBodies[0].replaceChildren(...st.members.map((m) => clusterRow(st, m)));
+    panel.hidden = false;
+  } catch (e) {
+    panel.hidden = true;
+  }
+}
+
 async function overview() {
   for (;;) {
+    await updateCluster();
     try {
       const [sum, samples] = await Promise.all([getJSON(api("")), getJSON(api("samples"))]);
       $("commits").textContent = String(sum.body.commits);
