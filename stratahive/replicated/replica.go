@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cilium/hive/cell"
 	"github.com/hashicorp/go-hclog"
@@ -100,8 +98,8 @@ type Replica struct {
 // running is what start opened and stop closes, in reverse order.
 type running struct {
 	store     *replicate.LogStore
-	transport raft.Transport // ours to close if closeTransport
-	closeTr   bool
+	transport raft.Transport
+	tcp       *raft.NetworkTransport // the transport, if the Cell opened it
 	netFwd    *replicate.NetForwarder
 	fwdSrv    *replicate.ForwardServer
 	reg       registrar
@@ -200,10 +198,11 @@ func (r *Replica) open(run *running) (*replicate.Node, error) {
 		return nil, err
 	}
 	if run.transport = r.opts.Transport; run.transport == nil {
-		if run.transport, err = tcpTransport(cfg, rlog); err != nil {
+		t, err := tcpTransport(cfg, rlog)
+		if err != nil {
 			return nil, err
 		}
-		run.closeTr = true
+		run.transport, run.tcp = t, t
 	}
 	var fwdLn net.Listener
 	if cfg.StrataRaftForward != "" {
@@ -332,33 +331,17 @@ func (run *running) close() error {
 	if run.netFwd != nil {
 		run.netFwd.Close()
 	}
-	if run.closeTr && run.transport != nil {
-		if c, ok := run.transport.(io.Closer); ok {
-			errs = append(errs, c.Close())
-		}
+	if run.tcp != nil {
+		// raft's Shutdown closed it (its listener and the connections it
+		// accepted) unless the node failed to start; its connections to
+		// the other nodes are closed here.
+		errs = append(errs, run.tcp.Close())
+		run.tcp.CloseStreams()
 	}
 	if run.store != nil {
 		errs = append(errs, run.store.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// tcpTransport opens raft's TCP transport on --strata-raft-bind,
-// advertising --strata-raft-advertise.
-func tcpTransport(cfg Config, log hclog.Logger) (raft.Transport, error) {
-	var advertise net.Addr
-	if cfg.StrataRaftAdvertise != "" {
-		a, err := net.ResolveTCPAddr("tcp", cfg.StrataRaftAdvertise)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --strata-raft-advertise=%q: %w", ErrInvalidConfig, cfg.StrataRaftAdvertise, err)
-		}
-		advertise = a
-	}
-	t, err := raft.NewTCPTransportWithLogger(cfg.StrataRaftBind, advertise, 3, 10*time.Second, log)
-	if err != nil {
-		return nil, fmt.Errorf("replicated: raft transport on --strata-raft-bind=%q: %w", cfg.StrataRaftBind, err)
-	}
-	return t, nil
 }
 
 // raftLogger is raft's logger: its warnings and errors, line by line, to
