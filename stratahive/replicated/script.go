@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/hive/script"
 	"github.com/spf13/pflag"
 
+	"github.com/strata-db/strata/replicate"
 	"github.com/strata-db/strata/stratahive"
 )
 
@@ -57,10 +58,16 @@ func statusCmd(r *Replica) script.Cmd {
 					if is {
 						break
 					}
+					h := n.Health()
+					if h.Closed {
+						return nil, fmt.Errorf("the node does not lead (%s): %w", HealthMessage(h), replicate.ErrShutdown)
+					}
 					select {
 					case <-changed:
 					case <-ctx.Done():
-						return nil, fmt.Errorf("the node does not lead (%s): %w", HealthMessage(n.Health()), ctx.Err())
+						// Not ctx's error: the engine takes a deadline for
+						// the script's own.
+						return nil, fmt.Errorf("the node does not lead within %s (%s)", timeout, HealthMessage(n.Health()))
 					}
 				}
 			}
