@@ -58,10 +58,13 @@
 // each time the node becomes the leader, with a context cancelled when it
 // stops leading (replicate.Node.RunWhileLeader, which says how raft
 // bounds the moment two nodes may both believe they lead). Added on every
-// node, the job runs on one at a time, and moves with the leadership. A
-// reconciler of a replicated table writes statuses, which only the
-// leader can: run it in a leader-only job, a new reconciler.Reconciler
-// each term (a reconciler runs once).
+// node, the job runs on one at a time, and moves with the leadership.
+//
+// A reconciler of a replicated table writes statuses, which only the
+// leader can: Reconciler declares one (stratahive.Reconciler's
+// arguments) that runs in a leader-only job, a new
+// reconciler.Reconciler each term the node leads. The next leader's
+// starts from the replicated statuses and does not redo what is Done.
 //
 // # Health
 //

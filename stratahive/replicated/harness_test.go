@@ -124,11 +124,16 @@ type cluster struct {
 	members []*member
 	jobs    *jobLog
 	fwd     *replicate.LocalForwarder
+	// extra, if not nil, gives each member's module more cells.
+	extra func(m *member) []cell.Cell
 }
 
-func newCluster(t *testing.T, n int) *cluster {
+func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil) }
+
+// newClusterWith is newCluster with extra cells in each member's module.
+func newClusterWith(t *testing.T, n int, extra func(m *member) []cell.Cell) *cluster {
 	t.Helper()
-	c := &cluster{t: t, jobs: newJobLog(), fwd: replicate.NewLocalForwarder()}
+	c := &cluster{t: t, jobs: newJobLog(), fwd: replicate.NewLocalForwarder(), extra: extra}
 	var peers []string
 	for i := range n {
 		m := &member{id: fmt.Sprint("n", i), dir: t.TempDir()}
@@ -157,6 +162,10 @@ func newCluster(t *testing.T, n int) *cluster {
 // leader-only job "leader-work".
 func (c *cluster) build(m *member, num int, peers string) {
 	opts := replicated.Options{Transport: m.trans, Raft: testRaft, Forwarder: c.fwd}
+	var extra []cell.Cell
+	if c.extra != nil {
+		extra = c.extra(m)
+	}
 	m.h = hive.New(
 		stratahive.Cell, job.Cell, replicated.Cell,
 		cell.Provide(func() (cell.Health, *cell.SimpleHealth) {
@@ -165,14 +174,14 @@ func (c *cluster) build(m *member, num int, peers string) {
 			return h, sh
 		}),
 		cell.Provide(func() replicated.Options { return opts }),
-		cell.Module("app", "The test application",
+		cell.Module("app", "The test application", append([]cell.Cell{
 			replicated.Table("hosts", persist.JSON[*Host](), hostByName),
 			cell.Provide(job.Registry.NewGroup),
 			replicated.LeaderJob("leader-work", c.jobs.fn(m.id)),
 			cell.Invoke(func(r *replicated.Replica, db *strata.DB, hosts strata.RWTable[*Host]) {
 				m.replica, m.db, m.hosts = r, db, hosts
 			}),
-		),
+		}, extra...)...),
 	)
 	for k, v := range map[string]any{
 		"strata-raft-id": m.id, "strata-raft-node-number": num, "strata-raft-dir": m.dir,
