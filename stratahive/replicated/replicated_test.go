@@ -138,7 +138,8 @@ func TestLeaderJob(t *testing.T) {
 
 // TestHealth: the node's health is in the hive's health tree, scope
 // strata-raft: OK as leader on one hive, OK as follower of it on the
-// others; Stopped once the hive stops.
+// others; Stopped once the hive stops; Degraded on the last hive of the
+// three, which has no quorum to elect a leader with.
 func TestHealth(t *testing.T) {
 	c := newCluster(t, 3)
 	ld := c.leader()
@@ -155,4 +156,12 @@ func TestHealth(t *testing.T) {
 	if h := ld.healthOf("strata-raft"); h != "level=Stopped message=node closed" {
 		t.Fatalf("after stop: %q", h)
 	}
+	live := c.live()
+	c.stop(live[0])
+	last := live[1]
+	waitFor(t, last.id+" degraded without a leader", func() bool {
+		h := last.healthOf("strata-raft")
+		return strings.HasPrefix(h, "level=Degraded message=") && strings.Contains(h, ", no leader, term ") &&
+			strings.HasSuffix(h, "error="+(&replicate.StaleError{NoLeader: true, Max: 10 * time.Second}).Error())
+	})
 }
