@@ -28,12 +28,15 @@ type LeaderFunc func(ctx context.Context, health cell.Health) error
 // (replicate.Node.RunWhileLeader, which says how raft bounds the moment
 // two nodes may both believe they lead). Added on every node of a
 // cluster, it runs on one node at a time, and moves with the leadership.
+// fn runs at most once per term.
 //
 // The job's health (scope "job-<name>") is OK "standby" while the node
-// does not lead, and OK "leading in term N" while fn runs; fn may report
-// its own. An error fn returns while the node leads ends the job with
-// that error (as a one-shot's does); the hive stopping or the node
-// closing ends it with nil.
+// does not lead, OK "leading in term N" while fn runs, OK "done in term
+// N" once fn returned nil while the node still leads, and Degraded
+// "failed in term N", with fn's error, once it returned an error while
+// the node still leads; fn may report its own. Either way fn runs again
+// the next term the node leads. The job ends when the hive stops or the
+// node closes.
 func (r *Replica) LeaderJob(name string, fn LeaderFunc) job.Job {
 	return job.OneShot(name, func(ctx context.Context, health cell.Health) error {
 		n := r.Node()
@@ -41,17 +44,51 @@ func (r *Replica) LeaderJob(name string, fn LeaderFunc) job.Job {
 			return fmt.Errorf("leader job %s: %w", name, ErrNotStarted)
 		}
 		health.OK("standby")
-		err := n.RunWhileLeader(ctx, func(ctx context.Context) error {
-			term, _ := replicate.LeaderTerm(ctx)
-			health.OK(fmt.Sprintf("leading in term %d", term))
-			defer health.OK("standby")
-			return fn(ctx, health)
-		})
-		if ctx.Err() != nil || errors.Is(err, replicate.ErrShutdown) {
-			return nil
+		for {
+			var term uint64
+			err := n.RunWhileLeader(ctx, func(ctx context.Context) error {
+				term, _ = replicate.LeaderTerm(ctx)
+				health.OK(fmt.Sprintf("leading in term %d", term))
+				err := fn(ctx, health)
+				switch {
+				case ctx.Err() != nil:
+					health.OK("standby")
+				case err == nil:
+					health.OK(fmt.Sprintf("done in term %d", term))
+				}
+				return err
+			})
+			if ctx.Err() != nil || errors.Is(err, replicate.ErrShutdown) {
+				return nil
+			}
+			// fn failed while the node led in term: again once that
+			// leadership is over.
+			health.Degraded(fmt.Sprintf("failed in term %d", term), err)
+			if !waitTermOver(ctx, n, term) {
+				return nil
+			}
 		}
-		return err
 	})
+}
+
+// waitTermOver waits until raft's term is past term (so that the node's
+// leadership of term is over), and reports whether it is; false if ctx
+// ended or the node closed first.
+func waitTermOver(ctx context.Context, n *replicate.Node, term uint64) bool {
+	for {
+		_, changed := n.Leading()
+		if n.Health().Closed {
+			return false
+		}
+		if n.Raft().CurrentTerm() != term {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // LeaderJob declares a leader-only job as a cell: it adds

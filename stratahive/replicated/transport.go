@@ -63,7 +63,7 @@ func (s *tcpStream) Accept() (net.Conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		c.Close()
+		_ = c.Close() // refused: nothing was read from it
 		return nil, net.ErrClosed
 	}
 	tc := &trackedConn{Conn: c, s: s}
@@ -79,7 +79,7 @@ func (s *tcpStream) Close() error {
 	s.conns = map[*trackedConn]struct{}{}
 	s.mu.Unlock()
 	for c := range conns {
-		c.Conn.Close()
+		_ = c.Conn.Close() // its handler's read fails, and ends it
 	}
 	return s.ln.Close()
 }
