@@ -75,6 +75,7 @@ var ErrNoTables = errors.New("replicated: no table declared with replicated.Tabl
 // replicate.Node the Cell runs from the hive's start to its stop, with
 // what it runs on (raft's stores and transport, the forward server).
 type Replica struct {
+	// Set by the constructor, read-only after.
 	cfg   Config
 	peers []Peer
 	opts  Options
