@@ -72,9 +72,10 @@ cli:
 	cd cmd/strata && $(GO) test -count=1 -race -short ./stratacli
 	cd cmd/strata && $(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./stratacli -stratacli.benchobjects=2000
 
-# The hive cells (their own module): script tests, durable tables, the
-# port check, with and without the race detector; and the statedb
-# original of the port, which must keep compiling and passing.
+# The hive cells (their own module): script tests, durable tables,
+# replicated tables (three hives forming raft clusters in-process and over
+# TCP), the port check, with and without the race detector; and the
+# statedb original of the port, which must keep compiling and passing.
 hive:
 	cd stratahive && $(GO) vet ./...
 	cd stratahive && $(GO) test -count=1 ./...

@@ -33,3 +33,22 @@ func TestNoPebbleWithoutDurable(t *testing.T) {
 		t.Error("stratahive/durable does not depend on Pebble: is this test looking at the right packages?")
 	}
 }
+
+// TestNoRaftWithoutReplicated: neither stratahive nor stratahive/durable
+// builds raft or package replicate; stratahive/replicated does.
+func TestNoRaftWithoutReplicated(t *testing.T) {
+	for _, pkg := range []string{"github.com/strata-db/strata/stratahive", "github.com/strata-db/strata/stratahive/durable"} {
+		for _, p := range goListDeps(t, pkg) {
+			if strings.HasPrefix(p, "github.com/hashicorp/raft") || p == "github.com/strata-db/strata/replicate" {
+				t.Errorf("%s depends on %s", pkg, p)
+			}
+		}
+	}
+	found := false
+	for _, p := range goListDeps(t, "github.com/strata-db/strata/stratahive/replicated") {
+		found = found || p == "github.com/hashicorp/raft"
+	}
+	if !found {
+		t.Error("stratahive/replicated does not depend on raft: is this test looking at the right packages?")
+	}
+}
