@@ -293,7 +293,7 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 			// Mostly the leader, with whatever it has in flight; now and
 			// then every node from every other, so that the leader steps
 			// down and, holding the longest log, mostly wins again.
-			if v.reelect || r.rng.IntN(4) == 0 {
+			if v.reelect || r.rng.IntN(6) == 0 {
 				r.isolateAll()
 				break
 			}
