@@ -192,17 +192,16 @@ const allCut = 3
 
 // mnode is a node of the rig.
 type mnode struct {
-	i      int
-	id     raft.ServerID
-	addr   raft.ServerAddress
-	db     *strata.DB
-	objs   strata.RWTable[*item]
-	count  strata.RWTable[*item] // objs itself, or table b
-	metas  []strata.TableMeta
-	logs   *raft.InmemStore
-	trans  *raft.InmemTransport
-	node   *Node
-	leader raft.ServerAddress // the writers' guess, under nodeRig.mu
+	i     int
+	id    raft.ServerID
+	addr  raft.ServerAddress
+	db    *strata.DB
+	objs  strata.RWTable[*item]
+	count strata.RWTable[*item] // objs itself, or table b
+	metas []strata.TableMeta
+	logs  *raft.InmemStore
+	trans *raft.InmemTransport
+	node  *Node
 	// seen is the highest published index a reader saw, and the objects
 	// it held then.
 	seen     uint64
