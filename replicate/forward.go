@@ -239,9 +239,11 @@ func (n *Node) forward(ctx context.Context, cs ChangeSet, objects bool) (uint64,
 	if err != nil {
 		return 0, err
 	}
+	n.atForward(holdForward, cs.ID)
 	index, err := n.withLeader(ctx, func(leader raft.ServerAddress) (uint64, error) {
 		return n.fwd.Forward(ctx, leader, data)
 	})
+	n.atForward(holdForwarded, cs.ID)
 	var ce *ConflictError
 	if errors.As(err, &ce) {
 		// Run again on this state, it would conflict again.
@@ -407,6 +409,7 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 	if len(binds) == 0 {
 		return 0, fmt.Errorf("%w: a change set of no table", ErrInvalidForward)
 	}
+	n.atForward(holdReplay, cs.ID)
 	if n.raft.State() != raft.Leader {
 		return 0, n.notLeader(nil)
 	}

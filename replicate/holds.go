@@ -15,7 +15,11 @@ package replicate
 //     sets applied, or fails the pending ones and applies a change set of
 //     another node;
 //   - the leadership watcher (Node.watchLeadership), which decides when
-//     the node may propose (journalState.ready).
+//     the node may propose (journalState.ready);
+//   - a forwarding writer: Node.Write on a node that does not lead sends
+//     its change set to the leader (Node.forward) and waits for its index
+//     to be published here; on the leader, ApplyForwarded replays it as a
+//     commit of its own (a committer, above).
 //
 // The interleaving test (node_interleave_test.go) drives them in many
 // seeded orders, with raft inside a testing/synctest bubble, and checks
@@ -65,12 +69,22 @@ const (
 	// holdReady: the watcher's barrier returned (or was not needed), and
 	// it is about to set or clear ready.
 	holdReady
+	// holdForward: a Write on a node that does not lead recorded its
+	// change set and is about to send it to the leader (Node.forward).
+	holdForward
+	// holdReplay: the leader received a forwarded change set and is about
+	// to replay it as its own commit (ApplyForwarded).
+	holdReplay
+	// holdForwarded: the forwarding Write has the leader's answer and is
+	// about to wait until its index is published on its node.
+	holdForwarded
 	numHoldPoints
 )
 
 var holdPointNames = [numHoldPoints]string{
 	"wait", "waited", "take", "submit", "submitted", "future", "apply",
-	"foreign", "applied", "leadership", "ready",
+	"foreign", "applied", "leadership", "ready", "forward", "replay",
+	"forwarded",
 }
 
 // String returns the point's name, as the test logs it.
@@ -96,6 +110,19 @@ const (
 func (n *Node) at(p holdPoint, who int) {
 	if h := n.hold; h != nil {
 		h(p, who)
+	}
+}
+
+// atForward passes the hold point p, reached by the Write of the change
+// set id: forwarded by this node (its who is a committer's, relative to
+// the node's first sequence number), or replayed for another.
+func (n *Node) atForward(p holdPoint, id ChangeSetID) {
+	if h := n.hold; h != nil {
+		if id.Node() == n.st.node {
+			h(p, int(id.Seq()-n.seqBase))
+		} else {
+			h(p, int(id.Node())<<20|int(id.Seq()&(1<<20-1)))
+		}
 	}
 }
 

@@ -84,6 +84,9 @@ type nodeVariant struct {
 	reelect bool
 	// seedsX multiplies the seeds the variant runs (0: 1).
 	seedsX int
+	// forward: writes go through any node (Config.Forwarder, a
+	// LocalForwarder per node that reaches the nodes its node reaches).
+	forward bool
 	// inFlight is Config.MaxInFlight.
 	inFlight int
 }
@@ -93,6 +96,7 @@ var nodeVariants = []nodeVariant{
 	{name: "steady/two-tables", writers: 3, rounds: 4, twoTables: true, inFlight: 4},
 	{name: "faults", writers: 4, rounds: 4, faults: true, inFlight: 2},
 	{name: "faults/two-tables/one-in-flight", writers: 4, rounds: 3, twoTables: true, faults: true, inFlight: 1},
+	{name: "faults/forward", writers: 4, rounds: 4, faults: true, inFlight: 2, forward: true},
 	// The windows after a re-election are narrow: Enqueue's refusal
 	// while failing is needed by about one seed in 150.
 	{name: "re-elected", writers: 3, rounds: 8, faults: true, reelect: true, inFlight: 3, seedsX: 5},
@@ -201,6 +205,7 @@ type mnode struct {
 	metas []strata.TableMeta
 	logs  *raft.InmemStore
 	trans *raft.InmemTransport
+	fwd   *LocalForwarder // variant forward: the nodes this node reaches
 	node  *Node
 	// seen is the highest published index a reader saw, and the objects
 	// it held then.
@@ -239,13 +244,7 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 			}
 		}))
 	}
-	for _, a := range r.nodes {
-		for _, b := range r.nodes {
-			if a != b {
-				a.trans.Connect(b.addr, b.trans)
-			}
-		}
-	}
+	r.connectAll()
 	var conf raft.Configuration
 	for _, nd := range r.nodes {
 		conf.Servers = append(conf.Servers, raft.Server{ID: nd.id, Address: nd.addr})
@@ -351,11 +350,16 @@ func (r *nodeRig) newNode(i int, hold func(holdPoint, int)) *mnode {
 	}
 	nd.logs = raft.NewInmemStore()
 	_, nd.trans = raft.NewInmemTransport(nd.addr)
-	nd.node, err = NewNode(Config{
+	cfg := Config{
 		DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
 		LogStore: nd.logs, StableStore: nd.logs, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
 		MaxInFlight: r.v.inFlight, hold: hold,
-	})
+	}
+	if r.v.forward {
+		nd.fwd = NewLocalForwarder()
+		cfg.Forwarder = nd.fwd
+	}
+	nd.node, err = NewNode(cfg)
 	must(t, err)
 	return nd
 }
@@ -406,6 +410,11 @@ func (r *nodeRig) writer(w int, seed int64) {
 		err := r.transact(target, w, k)
 		var nle *NotLeaderError
 		switch {
+		case r.v.forward:
+			// Any node takes the write: mostly stay, sometimes move.
+			if rng.IntN(3) == 0 {
+				target = r.nodes[rng.IntN(len(r.nodes))]
+			}
 		case errors.As(err, &nle) && nle.Leader != "":
 			for _, o := range r.nodes {
 				if o.addr == nle.Leader {
@@ -579,8 +588,7 @@ func (r *nodeRig) cutOff(i int) {
 	}
 	for _, o := range r.nodes {
 		if o.i != i {
-			o.trans.Disconnect(r.nodes[i].addr)
-			r.nodes[i].trans.Disconnect(o.addr)
+			r.disconnect(o, r.nodes[i])
 		}
 	}
 }
@@ -607,7 +615,11 @@ func (r *nodeRig) isolateAll() {
 	// Longer than the lease, short enough that writers still wait.
 	r.healAt = time.Now().Add(time.Duration(300+r.rng.IntN(600)) * time.Millisecond)
 	for _, a := range r.nodes {
-		a.trans.DisconnectAll()
+		for _, b := range r.nodes {
+			if a.i < b.i {
+				r.disconnect(a, b)
+			}
+		}
 	}
 }
 
@@ -687,12 +699,31 @@ func (r *nodeRig) heal() {
 		r.sched.Note("heal (n%d state %v, pending %d, applied %d; others applied %d %d)", r.cut, nd.raft.State(), np, nd.AppliedIndex(), r.nodes[(r.cut+1)%3].node.AppliedIndex(), r.nodes[(r.cut+2)%3].node.AppliedIndex())
 	}
 	r.cut = -1
+	r.connectAll()
+}
+
+// connectAll connects every node to every other: raft's transports, and
+// the forwarders of variant forward.
+func (r *nodeRig) connectAll() {
 	for _, a := range r.nodes {
 		for _, b := range r.nodes {
 			if a != b {
 				a.trans.Connect(b.addr, b.trans)
+				if a.fwd != nil {
+					a.fwd.Register(b.addr, b.node)
+				}
 			}
 		}
+	}
+}
+
+// disconnect cuts the links between a and b, both ways.
+func (r *nodeRig) disconnect(a, b *mnode) {
+	a.trans.Disconnect(b.addr)
+	b.trans.Disconnect(a.addr)
+	if a.fwd != nil {
+		a.fwd.Unregister(b.addr)
+		b.fwd.Unregister(a.addr)
 	}
 }
 
