@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck lint models-long replicate-long
+.PHONY: test vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck lint models-long replicate-long cluster-demo
 
 test: vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck
 
@@ -146,6 +146,14 @@ models-long:
 	$(GO) test -count=1 -race -run 'TestModel$$' ./reconciler -reconciler.model.long
 	$(GO) test -count=1 -tags invariants -run 'TestCommitQueueModel' . -strata.cq.long
 	cd persist && $(GO) test -count=1 -run 'TestGroupInterleavings' . -persist.interleavings=300
+
+# Three replicate nodes as processes on loopback TCP
+# (replicate/example/cluster): writes through every node, the leader
+# killed with SIGKILL, a watcher on a follower going on, the killed node
+# restarted from its data directory. Not part of test: a demonstration,
+# about 10 s once built. BASE=8000 moves its ports (default 7000).
+cluster-demo:
+	replicate/example/cluster/demo.sh
 
 # replicate/ at length: 500 SIGKILL cycles of each crash test of the raft
 # log store, a minute of each fuzz target of the entry format, and two
