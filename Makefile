@@ -52,7 +52,8 @@ persist:
 
 # The replication module (hashicorp/raft v1.7.2): vet, its tests (the raft
 # log store's contract, corruption, SIGKILL crash cycles, power loss,
-# in-process clusters, porcupine checks, interleavings), the race detector
+# in-process clusters, porcupine checks, interleavings, three processes
+# on loopback killed with SIGKILL), the race detector
 # with fewer cycles, and a smoke run of its benchmarks. Its cluster tests
 # mostly wait on raft's timers, so they run in parallel (-parallel 4):
 # about 1.5 minutes on two cores.
@@ -156,14 +157,16 @@ cluster-demo:
 	replicate/example/cluster/demo.sh
 
 # replicate/ at length: 500 SIGKILL cycles of each crash test of the raft
-# log store, a minute of each fuzz target of the entry format, and two
+# log store, a minute of each fuzz target of the entry format, two
 # minutes of random faults under each linearizability test (3 and 5
-# nodes, histories checked with porcupine). Not part of test: about ten
+# nodes, histories checked with porcupine), and 12 leader kills and 5
+# kills of a follower installing a snapshot in three-process clusters. Not part of test: about ten
 # minutes on two cores. Run it before changing the log store, the entry
 # format or the node.
 replicate-long:
 	cd replicate && $(GO) test -count=1 -run 'TestCrash' . -replicate.crash.cycles=500
 	cd replicate && $(GO) test -count=1 -timeout 30m -run 'TestLinearizable' . -replicate.lin.long=2m
 	cd replicate && $(GO) test -count=1 -run 'TestNodeInterleavings' . -replicate.interleavings=2000
+	cd replicate && $(GO) test -count=1 -run 'TestProcess' . -replicate.procs.long
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryDecode$$' -fuzztime 60s .
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryRoundTrip$$' -fuzztime 60s .

@@ -21,28 +21,52 @@ import (
 )
 
 // The harness of the process tests (process_test.go): the example program
-// (example/cluster), built into the test's temporary directory, run as
+// (example/cluster), built once into a temporary directory, run as
 // three processes on loopback TCP with free ports, each on a data
 // directory of its own that outlives its process, spoken to over its
 // HTTP API. Nothing is mocked: the nodes are real processes, their raft
 // traffic and forwarded writes go over real TCP, their logs are Pebble
 // stores on disk.
 
-// buildCluster builds example/cluster into a temporary directory of t and
-// returns the binary's path. The build reuses the go command's cache: a
-// link of the packages the test binary was built from.
+// The example program, built once for every process test (it is linked
+// from the go command's cache, still a few seconds on a loaded machine),
+// in a directory TestMain removes at the end.
+var built struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildCluster builds example/cluster, once, and returns the binary's
+// path.
 func buildCluster(t *testing.T) string {
 	t.Helper()
-	gocmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gocmd); err != nil {
-		gocmd = "go"
+	built.once.Do(func() {
+		gocmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(gocmd); err != nil {
+			gocmd = "go"
+		}
+		if built.dir, built.err = os.MkdirTemp("", "replicate-cluster"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "cluster")
+		out, err := exec.Command(gocmd, "build", "-o", built.bin, "./example/cluster").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build ./example/cluster: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	bin := filepath.Join(t.TempDir(), "cluster")
-	cmd := exec.Command(gocmd, "build", "-o", bin, "./example/cluster")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./example/cluster: %v\n%s", err, out)
+	return built.bin
+}
+
+// removeClusterBuild removes what buildCluster built.
+func removeClusterBuild() {
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
 	}
-	return bin
 }
 
 // freePorts returns n loopback addresses whose ports were free a moment
@@ -78,6 +102,44 @@ type procNode struct {
 	log    []string
 	onLine func(line string)
 	exit   string // how the last process ended
+	// events are the times the lines of raftEvents were read, by event.
+	events map[string][]time.Time
+}
+
+// The lines of raft's log (-log info and up) whose times the harness
+// records: a follower's election timer firing, the election's steps, and
+// a vote refused because the voter still knows a leader.
+const (
+	eventTimeout = "heartbeat timeout reached"
+	eventLeader  = "entering leader state"
+	eventRefusal = "since we have a leader" // a vote or pre-vote refused
+)
+
+var raftEvents = []string{eventTimeout, eventLeader, eventRefusal}
+
+// firstEvent returns the time of nd's first line of event read after t.
+func (nd *procNode) firstEvent(event string, t time.Time) (time.Time, bool) {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	for _, at := range nd.events[event] {
+		if at.After(t) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// countEvents returns how many lines of event nd printed after t.
+func (nd *procNode) countEvents(event string, t time.Time) int {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	n := 0
+	for _, at := range nd.events[event] {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // running reports whether the node's process runs (was started and has
@@ -101,7 +163,7 @@ func (nd *procNode) running() bool {
 type procCluster struct {
 	t       *testing.T
 	bin     string
-	timeout time.Duration // -timeout: raft's heartbeat, election and lease
+	timeout time.Duration // -timeout: raft's election timeout
 	nodes   []*procNode
 	tr      *http.Transport
 	client  *http.Client
@@ -156,7 +218,16 @@ func (c *procCluster) start(nd *procNode) {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
+			now := time.Now()
 			nd.mu.Lock()
+			for _, ev := range raftEvents {
+				if strings.Contains(line, ev) {
+					if nd.events == nil {
+						nd.events = map[string][]time.Time{}
+					}
+					nd.events[ev] = append(nd.events[ev], now)
+				}
+			}
 			if len(nd.log) >= 400 {
 				nd.log = append(nd.log[:0], nd.log[200:]...)
 			}

@@ -77,10 +77,13 @@ type options struct {
 	api      string
 	dir      string
 	timeout  time.Duration
-	snapN    uint64
-	snapInt  time.Duration
-	trailing uint64
-	logLevel hclog.Level
+	// heartbeat is raft's HeartbeatTimeout and LeaderLeaseTimeout (which
+	// raft wants no larger).
+	heartbeat time.Duration
+	snapN     uint64
+	snapInt   time.Duration
+	trailing  uint64
+	logLevel  hclog.Level
 }
 
 func main() {
@@ -114,7 +117,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.fwdBind, "forward", "", "address the forward server listens on (default: this node's forward address in -peers)")
 	fs.StringVar(&o.api, "api", "", "address of the HTTP API (required)")
 	fs.StringVar(&o.dir, "dir", "", "data directory: raft's log and snapshots (required)")
-	fs.DurationVar(&o.timeout, "timeout", time.Second, "raft's heartbeat, election and leader-lease timeout")
+	fs.DurationVar(&o.timeout, "timeout", time.Second, "raft's election timeout, and its heartbeat and leader-lease timeouts unless -heartbeat")
+	fs.DurationVar(&o.heartbeat, "heartbeat", 0, "raft's heartbeat and leader-lease timeout (default -timeout): a follower starts an election one to three of them after the leader's last contact; lower fails over sooner, and steps a stalled leader down sooner")
 	fs.Uint64Var(&o.snapN, "snapshot-threshold", 8192, "log entries between raft snapshots")
 	fs.DurationVar(&o.snapInt, "snapshot-interval", 30*time.Second, "how often raft checks -snapshot-threshold")
 	fs.Uint64Var(&o.trailing, "trailing-logs", 10240, "log entries kept behind a snapshot")
@@ -133,10 +137,15 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("-id, -peers, -api and -dir are required")
 	case o.timeout < 10*time.Millisecond:
 		return nil, fmt.Errorf("-timeout %v: at least 10ms", o.timeout)
+	case o.heartbeat < 0 || o.heartbeat > 0 && o.heartbeat < 10*time.Millisecond:
+		return nil, fmt.Errorf("-heartbeat %v: at least 10ms", o.heartbeat)
 	case o.snapN == 0:
 		return nil, errors.New("-snapshot-threshold must be at least 1")
 	case o.snapInt <= 0:
 		return nil, errors.New("-snapshot-interval must be positive")
+	}
+	if o.heartbeat == 0 {
+		o.heartbeat = o.timeout
 	}
 	if o.logLevel = hclog.LevelFromString(level); o.logLevel == hclog.NoLevel {
 		return nil, fmt.Errorf("-log %q: not one of off, error, warn, info, debug", level)
@@ -236,9 +245,9 @@ func run(o *options) (err error) {
 
 	conf := raft.DefaultConfig()
 	conf.LocalID = self.id
-	conf.HeartbeatTimeout = o.timeout
+	conf.HeartbeatTimeout = o.heartbeat
 	conf.ElectionTimeout = o.timeout
-	conf.LeaderLeaseTimeout = o.timeout
+	conf.LeaderLeaseTimeout = o.heartbeat
 	conf.SnapshotThreshold = o.snapN
 	conf.SnapshotInterval = o.snapInt
 	conf.TrailingLogs = o.trailing
