@@ -92,6 +92,7 @@ func freePorts(t *testing.T, n int) []string {
 type procNode struct {
 	id   string
 	api  string
+	dir  string // -dir
 	args []string
 
 	mu   sync.Mutex
@@ -192,8 +193,8 @@ func startProcCluster(t *testing.T, timeout time.Duration, extra ...string) *pro
 	root := t.TempDir()
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
-		nd := &procNode{id: id, api: addrs[3*i+2]}
-		nd.args = append([]string{"-id", id, "-api", nd.api, "-dir", filepath.Join(root, id),
+		nd := &procNode{id: id, api: addrs[3*i+2], dir: filepath.Join(root, id)}
+		nd.args = append([]string{"-id", id, "-api", nd.api, "-dir", nd.dir,
 			"-peers", strings.Join(peers, ","), "-timeout", timeout.String()}, extra...)
 		c.nodes = append(c.nodes, nd)
 		c.start(nd)
@@ -292,6 +293,7 @@ type procStatus struct {
 	Applied   uint64 `json:"applied"`
 	Published uint64 `json:"published"`
 	LogFirst  uint64 `json:"log_first"`
+	LogLast   uint64 `json:"log_last"`
 	Objects   int    `json:"objects"`
 	Revision  uint64 `json:"revision"`
 	Digest    string `json:"digest"`

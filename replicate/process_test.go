@@ -3,6 +3,7 @@ package replicate
 import (
 	"flag"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -171,19 +172,20 @@ const (
 // kills it with SIGKILL while it installs it: the leader compacts its log
 // every 64 entries keeping 32; a follower is killed, clients write until
 // the leader's log begins after the follower's last index, and the
-// follower restarts. When raft logs that the snapshot is in its store,
-// the test kills it, before the state machine's restore and the removal
-// of the old log end (the window is hit if raft did not log the install's
-// end; a miss falls behind again and retries, up to 5 times; the test
-// logs which; -replicate.procs.long wants 5 hits in 20). Then it
-// restarts on what the kill left and must converge with the others,
-// holding every acknowledged write once.
+// follower restarts and is killed in one of two windows of the install
+// (installWindow): while raft copies the snapshot into its store, or
+// after, while the state machine restores it. A kill that misses its
+// window (the test logs which) is tried again, up to 6 attempts for one
+// hit of each (-replicate.procs.long: 5 of each in 30). Each restart
+// begins on what the previous kill left, and at the end the follower
+// restarts for good and must converge with the others, holding every
+// acknowledged write once and nothing that was not written.
 func TestProcessSnapshotInstallKill(t *testing.T) {
 	t.Parallel()
 	// Kills that hit the window, and attempts at most.
-	want, attempts := 1, 5
+	want, attempts := 1, 6
 	if *procsLong {
-		want, attempts = 5, 20
+		want, attempts = 5, 30
 	}
 	c := startProcCluster(t, procTimeout, "-log", "info",
 		"-snapshot-threshold", "64", "-trailing-logs", "32", "-snapshot-interval", "100ms")
@@ -200,59 +202,42 @@ func TestProcessSnapshotInstallKill(t *testing.T) {
 	}()
 	waitAcks(t, w, 600, 30*time.Second)
 
-	leader := c.leader(10 * procTimeout)
 	var f *procNode
 	for _, nd := range c.nodes {
-		if nd != leader {
+		if nd != c.leader(10*procTimeout) {
 			f = nd
 			break
 		}
 	}
-	hits, misses := 0, 0
-	for attempt := 0; attempt < attempts && hits < want; attempt++ {
+	// Each attempt aims at one of the windows in turn; want of each.
+	windows := []installWindow{windowCopy, windowRestore}
+	hits := map[installWindow]int{}
+	for attempt := 0; attempt < attempts; attempt++ {
+		window := windows[attempt%len(windows)]
+		if hits[window] >= want {
+			if hits[windowCopy] >= want && hits[windowRestore] >= want {
+				break
+			}
+			continue
+		}
 		// Behind the leader's log: f is down while the leader compacts
-		// past the last index f can have.
+		// past the last index f can have, the leader's last when f died.
+		c.kill(f)
+		leader := c.leader(10 * procTimeout)
 		s, err := c.status(leader)
 		must(t, err)
-		c.kill(f)
-		behind(t, c, leader, s.Applied+1, 30*time.Second)
-
-		var copied, installed atomic.Bool
-		f.mu.Lock()
-		f.onLine = func(line string) {
-			switch {
-			case strings.Contains(line, snapshotCopied) && !copied.Swap(true):
-				// In the restore, or the removal of the old log. Not
-				// c.kill: it waits for this reader of stderr.
-				f.signalKill()
-			case strings.Contains(line, snapshotInstalled):
-				installed.Store(true)
-			}
+		behind(t, c, leader, s.LogLast, 30*time.Second)
+		hit, what := installKill(t, c, f, window)
+		if hit {
+			hits[window]++
 		}
-		f.mu.Unlock()
-		c.start(f)
-		select {
-		case <-f.done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("attempt %d: %s did not receive a snapshot within 30s", attempt, f.id)
-		}
-		f.mu.Lock()
-		f.onLine = nil
-		f.mu.Unlock()
-		switch {
-		case !copied.Load():
-			t.Fatalf("attempt %d: %s exited (%s) before it received a snapshot", attempt, f.id, f.exit)
-		case installed.Load():
-			misses++
-			t.Logf("attempt %d: the kill came after %s installed the snapshot: again", attempt, f.id)
-		default:
-			hits++
-			t.Logf("attempt %d: %s killed while it installed the snapshot (received, not yet restored and its old log removed)", attempt, f.id)
-		}
+		t.Logf("attempt %d, %s window: %s", attempt, window, what)
 	}
-	t.Logf("snapshot install window: %d hits, %d misses", hits, misses)
-	if hits < want {
-		t.Errorf("killed %s during a snapshot install %d times in %d attempts, want %d", f.id, hits, attempts, want)
+	t.Logf("snapshot install windows hit: %d in the copy, %d in the restore", hits[windowCopy], hits[windowRestore])
+	for _, window := range windows {
+		if hits[window] < want {
+			t.Errorf("killed %s in the %s window of a snapshot install %d times in %d attempts, want %d", f.id, window, hits[window], attempts, want)
+		}
 	}
 
 	c.start(f)
@@ -265,14 +250,90 @@ func TestProcessSnapshotInstallKill(t *testing.T) {
 	t.Logf("%d writes acknowledged, %d failed; %d objects at index %d on every node", w.acks(), w.failed, st.Objects, st.Applied)
 }
 
-// behind waits until the leader's log begins after index, writing
-// meanwhile (the writers run).
+// installWindow is a moment of a follower's install of a snapshot that
+// TestProcessSnapshotInstallKill kills it in.
+type installWindow string
+
+const (
+	// windowCopy: while raft copies the snapshot the leader sends into
+	// the follower's snapshot store (the store's temporary directory
+	// exists, raft did not log snapshotCopied).
+	windowCopy installWindow = "copy"
+	// windowRestore: once the snapshot is in the store, while the state
+	// machine restores it and raft removes the old log (snapshotCopied
+	// logged, snapshotInstalled not).
+	windowRestore installWindow = "restore"
+)
+
+// installKill starts f, which must be behind the leader's log, and kills
+// it with SIGKILL in window of the snapshot install that follows. It
+// returns whether the kill fell in the window, and what happened.
+func installKill(t *testing.T, c *procCluster, f *procNode, window installWindow) (bool, string) {
+	t.Helper()
+	tmp := filepath.Join(f.dir, "snapshots", "*.tmp")
+	before, _ := filepath.Glob(tmp) // left by earlier kills in the copy
+	var copied, installed, copying atomic.Bool
+	f.mu.Lock()
+	f.onLine = func(line string) {
+		switch {
+		case strings.Contains(line, snapshotCopied) && !copied.Swap(true):
+			if window == windowRestore {
+				// Not c.kill: it waits for this reader of stderr.
+				f.signalKill()
+			}
+		case strings.Contains(line, snapshotInstalled):
+			installed.Store(true)
+		}
+	}
+	f.mu.Unlock()
+	c.start(f)
+	if window == windowCopy {
+		// The file snapshot store creates the snapshot's directory, with
+		// a .tmp suffix until it is whole, when the install begins.
+		deadline := time.Now().Add(30 * time.Second)
+		for !copying.Load() && f.running() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not begin to receive a snapshot within 30s", f.id)
+			}
+			if now, _ := filepath.Glob(tmp); len(now) > len(before) {
+				copying.Store(true)
+				f.signalKill()
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	select {
+	case <-f.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not receive a snapshot within 30s", f.id)
+	}
+	f.mu.Lock()
+	f.onLine = nil
+	f.mu.Unlock()
+	switch {
+	case window == windowCopy && !copying.Load():
+		t.Fatalf("%s exited (%s) before it received a snapshot", f.id, f.exit)
+	case window == windowCopy && copied.Load():
+		return false, "killed once the copy had ended"
+	case window == windowCopy:
+		return true, "killed while the snapshot was copied into its store"
+	case !copied.Load():
+		t.Fatalf("%s exited (%s) before it received a snapshot", f.id, f.exit)
+	case installed.Load():
+		return false, "killed once the install had ended"
+	}
+	return true, "killed after the copy, while the state machine restored it and raft removed the old log"
+}
+
+// behind waits until the leader's log begins after index+1, so that a
+// node whose log ends at index must be sent a snapshot; the writers run
+// meanwhile.
 func behind(t *testing.T, c *procCluster, leader *procNode, index uint64, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		s, err := c.status(leader)
-		if err == nil && s.LogFirst > index {
+		if err == nil && s.LogFirst > index+1 {
 			return
 		}
 		if time.Now().After(deadline) {

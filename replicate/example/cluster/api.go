@@ -42,7 +42,7 @@ type api struct {
 	node    *replicate.Node
 	db      *strata.DB
 	objects strata.RWTable[*object]
-	logs    interface{ FirstIndex() (uint64, error) }
+	logs    logBounds
 
 	srv *http.Server
 	// cancel ends the watches, which would otherwise keep Shutdown
@@ -50,7 +50,13 @@ type api struct {
 	cancel context.CancelFunc
 }
 
-func newAPI(id string, node *replicate.Node, db *strata.DB, objects strata.RWTable[*object], logs interface{ FirstIndex() (uint64, error) }) *api {
+// logBounds is what the API reads of raft's log store.
+type logBounds interface {
+	FirstIndex() (uint64, error)
+	LastIndex() (uint64, error)
+}
+
+func newAPI(id string, node *replicate.Node, db *strata.DB, objects strata.RWTable[*object], logs logBounds) *api {
 	base, cancel := context.WithCancel(context.Background())
 	a := &api{id: id, node: node, db: db, objects: objects, logs: logs, cancel: cancel}
 	mux := http.NewServeMux()
@@ -183,9 +189,11 @@ type status struct {
 	Commit    uint64 `json:"commit"`
 	Applied   uint64 `json:"applied"`
 	Published uint64 `json:"published"`
-	// LogFirst is the first index in raft's log (what snapshots left);
-	// Snapshot the index of raft's latest snapshot.
+	// LogFirst and LogLast are the first and last indexes in raft's log
+	// (snapshots compact its head); Snapshot is the index of raft's
+	// latest snapshot.
 	LogFirst uint64 `json:"log_first"`
+	LogLast  uint64 `json:"log_last"`
 	Snapshot string `json:"snapshot"`
 	// Objects, Revision and Digest describe the table as a ReadTxn taken
 	// after Published was read holds it: Digest is a SHA-256 of every
@@ -198,10 +206,11 @@ type status struct {
 func (a *api) status(w http.ResponseWriter, r *http.Request) {
 	h := a.node.Health()
 	first, _ := a.logs.FirstIndex()
+	last, _ := a.logs.LastIndex()
 	s := status{
 		ID: a.id, State: h.State.String(), Leader: string(h.LeaderID), Term: h.Term,
 		Commit: h.CommitIndex, Applied: h.AppliedIndex, Published: h.PublishedIndex,
-		LogFirst: first, Snapshot: a.node.Raft().Stats()["last_snapshot_index"],
+		LogFirst: first, LogLast: last, Snapshot: a.node.Raft().Stats()["last_snapshot_index"],
 	}
 	txn := a.db.ReadTxn()
 	d := sha256.New()
