@@ -159,10 +159,11 @@ cluster-demo:
 # replicate/ at length: 500 SIGKILL cycles of each crash test of the raft
 # log store, a minute of each fuzz target of the entry format, two
 # minutes of random faults under each linearizability test (3 and 5
-# nodes, histories checked with porcupine), and 12 leader kills and 5
-# kills of a follower installing a snapshot in three-process clusters. Not part of test: about ten
-# minutes on two cores. Run it before changing the log store, the entry
-# format or the node.
+# nodes, histories checked with porcupine), and 12 leader kills and 10
+# kills of a follower installing a snapshot in three-process clusters
+# (about 1.5 minutes). Not part of test: about twelve minutes on two
+# cores. Run it before changing the log store, the entry format or the
+# node.
 replicate-long:
 	cd replicate && $(GO) test -count=1 -run 'TestCrash' . -replicate.crash.cycles=500
 	cd replicate && $(GO) test -count=1 -timeout 30m -run 'TestLinearizable' . -replicate.lin.long=2m
