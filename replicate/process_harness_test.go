@@ -480,9 +480,15 @@ func (w *procWriters) add(prefix string, n, size int) {
 					w.lastErr = err
 				}
 				w.mu.Unlock()
+				// A pause, more after a failure (a dead node refuses at
+				// once): the writes need not be as fast as they can be,
+				// and the package's other cluster tests, in parallel,
+				// lose leaders when the machine is busy.
+				pause := 2 * time.Millisecond
 				if err != nil {
-					time.Sleep(5 * time.Millisecond) // a dead node refuses at once
+					pause = 5 * time.Millisecond
 				}
+				time.Sleep(pause)
 			}
 		}()
 	}

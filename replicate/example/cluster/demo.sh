@@ -84,11 +84,13 @@ curl -s "$(api "$f")/objects?read=linearizable"; echo
 say "restart $l from its data directory: it catches up"
 start "$l"
 digest() { status "$1" | sed -n 's/.*"digest":"\([0-9a-f]*\)".*/\1/p'; }
+caught_up=
 for _ in $(seq 100); do
 	d=$(digest "$l")
-	[ -n "$d" ] && [ "$d" = "$(digest "$f")" ] && break
+	if [ -n "$d" ] && [ "$d" = "$(digest "$f")" ]; then caught_up=1; break; fi
 	sleep 0.1
 done
+[ -n "$caught_up" ] || { echo "$l did not catch up within 10s" >&2; exit 1; }
 for n in n1 n2 n3; do echo "$n: $(status "$n")"; done
 echo "after-kill read on $l: $(curl -s "$(api "$l")/objects/after-kill")"
 
