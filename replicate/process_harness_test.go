@@ -337,6 +337,20 @@ func (c *procCluster) status(nd *procNode) (procStatus, error) {
 	return s, err
 }
 
+// waitAPI waits up to within until nd's API answers.
+func (c *procCluster) waitAPI(nd *procNode, within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if _, err := c.status(nd); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			c.t.Fatalf("%s's API did not answer within %v: %v", nd.id, within, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // leader waits up to within for a node that says it leads, and returns
 // it.
 func (c *procCluster) leader(within time.Duration) *procNode {
@@ -370,6 +384,40 @@ func (c *procCluster) list(nd *procNode) map[string]procObject {
 		m[o.Key] = o
 	}
 	return m
+}
+
+// get reads key on nd with the read mode query asks for ("read=linearizable",
+// "index=N").
+func (c *procCluster) get(nd *procNode, key, query string) (procObject, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	var o procObject
+	err := c.call(ctx, nd, http.MethodGet, "/objects/"+key+"?"+query, nil, &o)
+	return o, err
+}
+
+// lastAck returns the acknowledged write of the highest index.
+func (w *procWriters) lastAck() (string, procAck) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var key string
+	var last procAck
+	for k, a := range w.acked {
+		if a.index >= last.index {
+			key, last = k, a
+		}
+	}
+	return key, last
+}
+
+// checkRead fails the test unless a read of w's last acknowledged write
+// on nd, in the mode query asks for, returns it.
+func (c *procCluster) checkRead(t *testing.T, w *procWriters, nd *procNode, query string) {
+	t.Helper()
+	key, a := w.lastAck()
+	if o, err := c.get(nd, key, query); err != nil || o.Value != a.value {
+		t.Errorf("%s: read of %s (index %d) with %s: %+v, %v", nd.id, key, a.index, query, o, err)
+	}
 }
 
 // waitConverged waits up to within until the running nodes among nodes

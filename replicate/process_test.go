@@ -41,9 +41,11 @@ const procTimeout = 500 * time.Millisecond
 // timeouts, and must stay under 8); the two survivors converge to the
 // same digest at the same applied index and hold every acknowledged
 // write, each applied once, and nothing that was not written; the
-// watches on the survivors delivered every acknowledged write. Then the
-// killed node restarts from its data directory and must converge with
-// the others and hold the same. A cycle kills the leader of the moment,
+// watches on the survivors delivered every acknowledged write; a
+// linearizable read on each returns the last. Then the killed node
+// restarts from its data directory: a read there at least at the last
+// acknowledged index returns it, and the node must converge with the
+// others and hold the same. A cycle kills the leader of the moment,
 // so the cycles kill different nodes.
 func TestProcessLeaderKill(t *testing.T) {
 	t.Parallel()
@@ -107,9 +109,15 @@ func TestProcessLeaderKill(t *testing.T) {
 			}
 			w.check(t, nd.id, c.list(nd), prefix)
 			watches[i].waitDelivered(t, w, 10*time.Second)
+			c.checkRead(t, w, nd, "read=linearizable")
 		}
 
 		c.start(leader)
+		// Read your writes on the restarted node, as soon as it answers:
+		// it waits until it published the index.
+		_, last := w.lastAck()
+		c.waitAPI(leader, 10*time.Second)
+		c.checkRead(t, w, leader, fmt.Sprint("index=", last.index))
 		all := c.waitConverged(c.nodes, 30*time.Second)
 		if all.Applied < st.Applied {
 			t.Errorf("cycle %d: applied index went back from %d to %d", cycle, st.Applied, all.Applied)

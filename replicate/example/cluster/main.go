@@ -200,6 +200,62 @@ func parsePeers(s string) ([]peer, error) {
 	return peers, nil
 }
 
+// member is the node of this process and the database it replicates.
+type member struct {
+	db      *strata.DB
+	objects strata.RWTable[*object]
+	node    *replicate.Node
+}
+
+// startMember creates the database and its table, starts the node on
+// raft's stores and transport, and bootstraps the cluster of -peers on
+// the node's first start (on a restart, raft has it in the log already).
+func startMember(o *options, logger hclog.Logger, store *replicate.LogStore, snaps raft.SnapshotStore, trans raft.Transport, fwd replicate.Forwarder) (*member, error) {
+	m := &member{db: strata.New()}
+	var err error
+	if m.objects, err = strata.NewTable(m.db, "objects", objectByKey); err != nil {
+		return nil, err
+	}
+	conf := raft.DefaultConfig()
+	conf.LocalID = o.peers[o.self].id
+	conf.HeartbeatTimeout = o.heartbeat
+	conf.ElectionTimeout = o.timeout
+	conf.LeaderLeaseTimeout = o.heartbeat
+	conf.SnapshotThreshold = o.snapN
+	conf.SnapshotInterval = o.snapInt
+	conf.TrailingLogs = o.trailing
+	conf.Logger = logger
+	m.node, err = replicate.NewNode(replicate.Config{
+		DB:         m.db,
+		Tables:     []replicate.Binding{replicate.Bind(m.objects, persist.JSON[*object]())},
+		NodeNumber: uint16(o.self + 1),
+		Raft:       conf,
+		LogStore:   store, StableStore: store, Snapshots: snaps, Transport: trans,
+		Forwarder: fwd,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var servers []raft.Server
+	for _, p := range o.peers {
+		servers = append(servers, raft.Server{ID: p.id, Address: raft.ServerAddress(p.raft)})
+	}
+	if err := m.node.Bootstrap(servers); err != nil && !errors.Is(err, replicate.ErrAlreadyBootstrapped) {
+		return nil, errors.Join(err, m.node.Close())
+	}
+	return m, nil
+}
+
+// forwardAddrs maps each peer's raft address to its forward address: a
+// follower learns its leader's raft address only.
+func (o *options) forwardAddrs() map[raft.ServerAddress]string {
+	addrs := map[raft.ServerAddress]string{}
+	for _, p := range o.peers {
+		addrs[raft.ServerAddress(p.raft)] = p.forward
+	}
+	return addrs
+}
+
 // run starts the node, serves until SIGINT or SIGTERM, then shuts down
 // gracefully (a leader hands its leadership over first).
 func run(o *options) (err error) {
@@ -229,44 +285,13 @@ func run(o *options) (err error) {
 	}
 	defer func() { err = errors.Join(err, trans.Close()) }()
 
-	db := strata.New()
-	objects, err := strata.NewTable(db, "objects", objectByKey)
+	fwd := replicate.NewNetForwarder(replicate.StaticResolver(o.forwardAddrs(), nil))
+	defer fwd.Close() // after the node (Shutdown, in the return)
+	m, err := startMember(o, logger, store, snaps, trans, fwd)
 	if err != nil {
 		return err
 	}
-	forwardAddrs := map[raft.ServerAddress]string{}
-	var servers []raft.Server
-	for _, p := range o.peers {
-		forwardAddrs[raft.ServerAddress(p.raft)] = p.forward
-		servers = append(servers, raft.Server{ID: p.id, Address: raft.ServerAddress(p.raft)})
-	}
-	fwd := replicate.NewNetForwarder(replicate.StaticResolver(forwardAddrs, nil))
-	defer fwd.Close()
-
-	conf := raft.DefaultConfig()
-	conf.LocalID = self.id
-	conf.HeartbeatTimeout = o.heartbeat
-	conf.ElectionTimeout = o.timeout
-	conf.LeaderLeaseTimeout = o.heartbeat
-	conf.SnapshotThreshold = o.snapN
-	conf.SnapshotInterval = o.snapInt
-	conf.TrailingLogs = o.trailing
-	conf.Logger = logger
-	node, err := replicate.NewNode(replicate.Config{
-		DB:         db,
-		Tables:     []replicate.Binding{replicate.Bind(objects, persist.JSON[*object]())},
-		NodeNumber: uint16(o.self + 1),
-		Raft:       conf,
-		LogStore:   store, StableStore: store, Snapshots: snaps, Transport: trans,
-		Forwarder: fwd,
-	})
-	if err != nil {
-		return err
-	}
-	if err := node.Bootstrap(servers); err != nil && !errors.Is(err, replicate.ErrAlreadyBootstrapped) {
-		_ = node.Close()
-		return err
-	}
+	node := m.node
 
 	fwdLn, err := net.Listen("tcp", o.fwdBind)
 	if err != nil {
@@ -280,7 +305,7 @@ func run(o *options) (err error) {
 		_ = node.Close()
 		return err
 	}
-	a := newAPI(o.id, node, db, objects, store)
+	a := newAPI(o.id, node, m.db, m.objects, store)
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- a.serve(apiLn) }()
 	logger.Info("serving", "raft", self.raft, "forward", self.forward, "api", o.api)
