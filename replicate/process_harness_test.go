@@ -184,13 +184,15 @@ func startProcCluster(t *testing.T, timeout time.Duration, extra ...string) *pro
 	c.tr = &http.Transport{MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute}
 	c.client = &http.Client{Transport: c.tr}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// Cleanups run last first: the processes die before their
+	// directories go.
+	root := t.TempDir()
 	t.Cleanup(c.close)
 	addrs := freePorts(t, 9)
 	var peers []string
 	for i := range 3 {
 		peers = append(peers, fmt.Sprintf("n%d=%s=%s", i+1, addrs[3*i], addrs[3*i+1]))
 	}
-	root := t.TempDir()
 	for i := range 3 {
 		id := fmt.Sprintf("n%d", i+1)
 		nd := &procNode{id: id, api: addrs[3*i+2], dir: filepath.Join(root, id)}
