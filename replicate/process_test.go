@@ -15,17 +15,28 @@ import (
 // (process_harness_test.go), killed with SIGKILL while clients write
 // through every node, and restarted from their data directories.
 
+// TestProcess runs the process tests, in parallel with each other but
+// not with the package's other tests: TestProcess is not parallel, so it
+// runs, with its parallel subtests, before the parallel tests begin. Six
+// processes and their clients beside the in-process clusters cost those
+// their leaders (a 250 ms lease) on a busy two-core machine: under -race,
+// six of them failed in one run with the process tests beside them.
+func TestProcess(t *testing.T) {
+	t.Run("LeaderKill", testProcessLeaderKill)
+	t.Run("SnapshotInstallKill", testProcessSnapshotInstallKill)
+}
+
 var (
-	procsLong      = flag.Bool("replicate.procs.long", false, "more kill cycles of the process tests (TestProcess...)")
-	procsHeartbeat = flag.Duration("replicate.procs.heartbeat", procTimeout/2, "raft's heartbeat and leader-lease timeout in TestProcessLeaderKill")
+	procsLong      = flag.Bool("replicate.procs.long", false, "more kill cycles of the process tests (TestProcess)")
+	procsHeartbeat = flag.Duration("replicate.procs.heartbeat", procTimeout/2, "raft's heartbeat and leader-lease timeout in TestProcess/LeaderKill")
 )
 
 // procTimeout is the raft election timeout the process tests give the
 // program (-timeout; the heartbeat and leader-lease timeouts too, but in
-// TestProcessLeaderKill): the failover figure is reported in units of
+// TestProcess/LeaderKill): the failover figure is reported in units of
 // it.
 //
-// TestProcessLeaderKill's heartbeat timeout is half of it
+// TestProcess/LeaderKill's heartbeat timeout is half of it
 // (-replicate.procs.heartbeat): raft v1.7.2 refuses a vote while the
 // voter knows a leader, so a new leader is elected only once the second
 // survivor's heartbeat timer fired, between one and three heartbeat
@@ -34,7 +45,7 @@ var (
 // (BENCH.md).
 const procTimeout = 500 * time.Millisecond
 
-// TestProcessLeaderKill kills the leader with SIGKILL while six clients
+// testProcessLeaderKill kills the leader with SIGKILL while six clients
 // write new keys through all three nodes, and a watch runs on each node.
 // After each kill: writes are acknowledged again (the time from the kill
 // to the first acknowledged write begun after it is logged, in election
@@ -47,7 +58,7 @@ const procTimeout = 500 * time.Millisecond
 // acknowledged index returns it, and the node must converge with the
 // others and hold the same. A cycle kills the leader of the moment,
 // so the cycles kill different nodes.
-func TestProcessLeaderKill(t *testing.T) {
+func testProcessLeaderKill(t *testing.T) {
 	t.Parallel()
 	cycles := 2
 	if *procsLong {
@@ -176,7 +187,7 @@ const (
 	snapshotInstalled = "Installed remote snapshot"
 )
 
-// TestProcessSnapshotInstallKill makes a follower catch up by snapshot and
+// testProcessSnapshotInstallKill makes a follower catch up by snapshot and
 // kills it with SIGKILL while it installs it: the leader compacts its log
 // every 64 entries keeping 32; a follower is killed, clients write until
 // the leader's log begins after the follower's last index, and the
@@ -188,7 +199,7 @@ const (
 // begins on what the previous kill left, and at the end the follower
 // restarts for good and must converge with the others, holding every
 // acknowledged write once and nothing that was not written.
-func TestProcessSnapshotInstallKill(t *testing.T) {
+func testProcessSnapshotInstallKill(t *testing.T) {
 	t.Parallel()
 	// Kills that hit the window, and attempts at most.
 	want, attempts := 1, 6
@@ -259,7 +270,7 @@ func TestProcessSnapshotInstallKill(t *testing.T) {
 }
 
 // installWindow is a moment of a follower's install of a snapshot that
-// TestProcessSnapshotInstallKill kills it in.
+// TestProcess/SnapshotInstallKill kills it in.
 type installWindow string
 
 const (
