@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: test vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck lint models-long replicate-long
+.PHONY: test vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck lint models-long replicate-long cluster-demo
 
 test: vet fmt-check unit race bench-smoke compare persist replicate cli hive e2e commitcheck
 
@@ -52,7 +52,8 @@ persist:
 
 # The replication module (hashicorp/raft v1.7.2): vet, its tests (the raft
 # log store's contract, corruption, SIGKILL crash cycles, power loss,
-# in-process clusters, porcupine checks, interleavings), the race detector
+# in-process clusters, porcupine checks, interleavings, three processes
+# on loopback killed with SIGKILL), the race detector
 # with fewer cycles, and a smoke run of its benchmarks. Its cluster tests
 # mostly wait on raft's timers, so they run in parallel (-parallel 4):
 # about 1.5 minutes on two cores.
@@ -148,15 +149,26 @@ models-long:
 	$(GO) test -count=1 -tags invariants -run 'TestCommitQueueModel' . -strata.cq.long
 	cd persist && $(GO) test -count=1 -run 'TestGroupInterleavings' . -persist.interleavings=300
 
+# Three replicate nodes as processes on loopback TCP
+# (replicate/example/cluster): writes through every node, the leader
+# killed with SIGKILL, a watcher on a follower going on, the killed node
+# restarted from its data directory. Not part of test: a demonstration,
+# about 10 s once built. BASE=8000 moves its ports (default 7000).
+cluster-demo:
+	replicate/example/cluster/demo.sh
+
 # replicate/ at length: 500 SIGKILL cycles of each crash test of the raft
-# log store, a minute of each fuzz target of the entry format, and two
+# log store, a minute of each fuzz target of the entry format, two
 # minutes of random faults under each linearizability test (3 and 5
-# nodes, histories checked with porcupine). Not part of test: about ten
-# minutes on two cores. Run it before changing the log store, the entry
-# format or the node.
+# nodes, histories checked with porcupine), and 12 leader kills and 10
+# kills of a follower installing a snapshot in three-process clusters
+# (about 1.5 minutes). Not part of test: about twelve minutes on two
+# cores. Run it before changing the log store, the entry format or the
+# node.
 replicate-long:
 	cd replicate && $(GO) test -count=1 -run 'TestCrash' . -replicate.crash.cycles=500
 	cd replicate && $(GO) test -count=1 -timeout 30m -run 'TestLinearizable' . -replicate.lin.long=2m
 	cd replicate && $(GO) test -count=1 -run 'TestNodeInterleavings' . -replicate.interleavings=2000
+	cd replicate && $(GO) test -count=1 -run 'TestProcess' . -replicate.procs.long
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryDecode$$' -fuzztime 60s .
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryRoundTrip$$' -fuzztime 60s .

@@ -65,6 +65,11 @@
 //   - Raft snapshots (snapshot.go; snapshot_test.go; "Snapshots" below):
 //     raft compacts the log behind them, installs them on nodes that fell
 //     behind its first entry, and restores the latest when a node starts.
+//   - Real processes (example/cluster, a node per process on raft's TCP
+//     transport, with demo.sh; process_test.go): three processes on
+//     loopback, the leader killed with SIGKILL mid-write and a follower
+//     killed while it installs a snapshot, restarted from their data
+//     directories; failover figures in BENCH.md.
 //
 // Not yet:
 //

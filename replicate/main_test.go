@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	// Close ends every goroutine of a store, and Shutdown every one of a
-	// raft node.
-	goleak.VerifyTestMain(m)
+	// raft node. The process tests' program, built once, goes at the end.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeClusterBuild()
+		os.Exit(code)
+	}))
 }

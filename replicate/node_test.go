@@ -643,6 +643,10 @@ func TestNodeLeaderLoss(t *testing.T) {
 		}()
 	}
 	close(start)
+	// Writers stop at their first error: if they all stop (the leader
+	// lost its lead under load) before 200 writes, this waited for good.
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
 	for {
 		mu.Lock()
 		n := len(acked)
@@ -650,7 +654,11 @@ func TestNodeLeaderLoss(t *testing.T) {
 		if n >= 200 {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case <-stopped:
+			t.Fatalf("every writer stopped after %d acknowledged writes, before the leader was stopped: %v", n, outcome)
+		case <-time.After(time.Millisecond):
+		}
 	}
 	c.stop(ld)
 	wg.Wait()
