@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,9 +42,12 @@ var built struct {
 func buildCluster(t *testing.T) string {
 	t.Helper()
 	built.once.Do(func() {
-		gocmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(gocmd); err != nil {
-			gocmd = "go"
+		// The go command that runs the test, if the environment names it.
+		gocmd := "go"
+		if root := os.Getenv("GOROOT"); root != "" {
+			if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+				gocmd = p
+			}
 		}
 		if built.dir, built.err = os.MkdirTemp("", "replicate-cluster"); built.err != nil {
 			return
@@ -689,4 +691,9 @@ func (pw *procWatch) waitDelivered(t *testing.T, w *procWriters, within time.Dur
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
