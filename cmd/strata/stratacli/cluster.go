@@ -153,9 +153,9 @@ func writeClusterTable(w io.Writer, st RemoteCluster) {
 	fmt.Fprintf(w, "node %s: %s, term %d; ", st.ID, st.State, st.Term)
 	switch {
 	case st.LeaderID == "":
-		fmt.Fprint(w, "no known leader\n")
+		fmt.Fprintln(w, "no known leader")
 	case st.LeaderID == st.ID:
-		fmt.Fprint(w, "the leader\n")
+		fmt.Fprintln(w, "the leader")
 	default:
 		fmt.Fprintf(w, "leader %s at %s", st.LeaderID, st.LeaderAddress)
 		if st.LeaderContactMillis != nil {
