@@ -70,6 +70,14 @@
 //     loopback, the leader killed with SIGKILL mid-write and a follower
 //     killed while it installs a snapshot, restarted from their data
 //     directories; failover figures in BENCH.md.
+//   - A member on the network in one call (server.go; server_test.go):
+//     StartServer opens the log store and raft's file snapshot store in a
+//     directory, raft's TCP transport (NewTCPTransport, whose stream layer
+//     closes the connections it accepted), the forward server and a
+//     NetForwarder, and bootstraps the cluster from its peers on a first
+//     start; Server.Close hands the leadership over and closes it all.
+//     Node.WaitLeader waits for the cluster's first election.
+//     example/server is the smallest complete program.
 //
 // Not yet:
 //

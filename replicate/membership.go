@@ -183,6 +183,28 @@ func (m *membership) state() (leading bool, term uint64, since time.Time, change
 	return m.leading, m.term, m.since, m.changed, m.closed
 }
 
+// WaitLeader waits until the node knows a leader (itself or another
+// member) and returns its address and ID; or ctx's error, or ErrShutdown
+// once the node is closed. A program that writes as soon as its node
+// started waits for the cluster's first election with it: a Write before
+// any leader is known fails with a *NotLeaderError once Config's
+// ForwardHold is over.
+func (n *Node) WaitLeader(ctx context.Context) (raft.ServerAddress, raft.ServerID, error) {
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		if n.closed.Load() {
+			return "", "", ErrShutdown
+		}
+		if addr, id := n.raft.LeaderWithID(); addr != "" {
+			return addr, id, nil
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		}
+	}
+}
+
 // Leading reports whether the node leads and is ready to take writes in
 // its term (the barrier of the term applied: every entry of earlier terms
 // is applied), and returns a channel that is closed when that changes:

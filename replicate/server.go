@@ -1,0 +1,293 @@
+package replicate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/strata-db/strata"
+)
+
+// ServerConfig is what StartServer needs to run a node on the network.
+type ServerConfig struct {
+	// ID is this node's raft ID, and NodeNumber its number (Config): both
+	// unique in the cluster.
+	ID         raft.ServerID
+	NodeNumber uint16
+	// Dir holds the node's raft log (Open, in Dir/raft-log) and raft's
+	// snapshots (a raft.FileSnapshotStore in Dir).
+	Dir string
+	// RaftAddr is the host:port raft listens on and the other nodes reach
+	// this one at: an address they can dial, not 0.0.0.0.
+	RaftAddr string
+	// ForwardAddr is the host:port of the node's ForwardServer, which
+	// takes the writes and read-index requests of the followers when this
+	// node leads.
+	ForwardAddr string
+	// Peers are every member of the cluster, this node included. A node
+	// that has no raft state bootstraps the cluster with them; one that
+	// has state ignores them, but for the forward addresses of the other
+	// members, which its NetForwarder uses.
+	Peers []Peer
+	// DB and Tables are Config's: the database and the tables the node
+	// replicates.
+	DB     *strata.DB
+	Tables []Binding
+	// Raft, if not nil, adjusts raft's configuration (timeouts, snapshot
+	// thresholds) before the node starts; LocalID and Logger are set.
+	Raft func(*raft.Config)
+	// Logger receives raft's log; nil: hclog's default logger at Warn.
+	Logger hclog.Logger
+}
+
+// Peer is a member of a cluster, as ServerConfig.Peers gives it.
+type Peer struct {
+	ID          raft.ServerID
+	RaftAddr    string
+	ForwardAddr string
+}
+
+// Server is a Node that StartServer started on the network, with what it
+// opened for it: the log store, the snapshot store, raft's TCP transport,
+// the forward server and the forwarder.
+type Server struct {
+	node   *Node
+	store  *LogStore
+	tcp    *raft.NetworkTransport
+	fwd    *NetForwarder
+	fwdSrv *ForwardServer
+}
+
+// StartServer opens a node's stores in cfg.Dir, starts raft on TCP at
+// cfg.RaftAddr and the forward server at cfg.ForwardAddr, and bootstraps
+// the cluster from cfg.Peers unless the node has raft state already. It
+// is the whole of what a program needs to run a member of a cluster; the
+// parts (Open, NewTCPTransport, NewNode, ServeForward, NewNetForwarder,
+// Bootstrap) remain for a program that wants them otherwise.
+//
+// A config that names no ID, directory or address, no table, or peers
+// that do not include this node at its addresses is refused with
+// ErrInvalidServerConfig, before anything is opened; an error opening a
+// part closes what was opened.
+func StartServer(cfg ServerConfig) (_ *Server, err error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn})
+	}
+	s := &Server{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.close())
+		}
+	}()
+	if s.store, err = Open(filepath.Join(cfg.Dir, "raft-log"), Options{}); err != nil {
+		return nil, err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, logger)
+	if err != nil {
+		return nil, err
+	}
+	if s.tcp, err = NewTCPTransport(cfg.RaftAddr, logger); err != nil {
+		return nil, err
+	}
+	fwdLn, err := net.Listen("tcp", cfg.ForwardAddr)
+	if err != nil {
+		return nil, fmt.Errorf("replicate: the forward server at %s: %w", cfg.ForwardAddr, err)
+	}
+	forwards := make(map[raft.ServerAddress]string, len(cfg.Peers))
+	for _, p := range cfg.Peers {
+		forwards[raft.ServerAddress(p.RaftAddr)] = p.ForwardAddr
+	}
+	s.fwd = NewNetForwarder(StaticResolver(forwards, nil))
+	conf := raft.DefaultConfig()
+	conf.LocalID = cfg.ID
+	conf.Logger = logger
+	if cfg.Raft != nil {
+		cfg.Raft(conf)
+	}
+	s.node, err = NewNode(Config{
+		DB: cfg.DB, Tables: cfg.Tables, NodeNumber: cfg.NodeNumber, Raft: conf,
+		LogStore: s.store, StableStore: s.store, Snapshots: snaps, Transport: s.tcp,
+		Forwarder: s.fwd,
+	})
+	if err != nil {
+		fwdLn.Close()
+		return nil, err
+	}
+	s.fwdSrv = ServeForward(s.node, fwdLn)
+	servers := make([]raft.Server, len(cfg.Peers))
+	for i, p := range cfg.Peers {
+		servers[i] = raft.Server{ID: p.ID, Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter}
+	}
+	if err := s.node.Bootstrap(servers); err != nil && !errors.Is(err, ErrAlreadyBootstrapped) {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ErrInvalidServerConfig is StartServer's refusal of a ServerConfig.
+var ErrInvalidServerConfig = errors.New("replicate: invalid server config")
+
+func (cfg *ServerConfig) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidServerConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case cfg.ID == "":
+		return bad("no ID")
+	case cfg.Dir == "":
+		return bad("no Dir")
+	case cfg.RaftAddr == "" || cfg.ForwardAddr == "":
+		return bad("RaftAddr and ForwardAddr are both needed")
+	case cfg.DB == nil || len(cfg.Tables) == 0:
+		return bad("no DB or no table")
+	}
+	for _, p := range cfg.Peers {
+		if p.ID == cfg.ID {
+			if p.RaftAddr != cfg.RaftAddr || p.ForwardAddr != cfg.ForwardAddr {
+				return bad("peer %s is at %s (forward %s), not at RaftAddr %s (ForwardAddr %s)",
+					p.ID, p.RaftAddr, p.ForwardAddr, cfg.RaftAddr, cfg.ForwardAddr)
+			}
+			return nil
+		}
+	}
+	return bad("Peers do not include %s", cfg.ID)
+}
+
+// Node returns the server's node.
+func (s *Server) Node() *Node { return s.node }
+
+// Close hands the leadership over if the node leads (Node.Shutdown, within
+// ctx), then closes the node and everything StartServer opened. The node
+// is closed whatever the handover returned (the last node of a cluster
+// that lost its quorum cannot hand over); Close returns the handover's
+// error with the others.
+func (s *Server) Close(ctx context.Context) error {
+	return errors.Join(s.node.Shutdown(ctx), s.close())
+}
+
+// close closes what StartServer opened, in reverse order.
+func (s *Server) close() error {
+	var errs []error
+	if s.fwdSrv != nil {
+		errs = append(errs, s.fwdSrv.Close())
+	}
+	if s.node != nil {
+		errs = append(errs, s.node.Close())
+	}
+	if s.fwd != nil {
+		s.fwd.Close()
+	}
+	if s.tcp != nil {
+		// raft's shutdown closed it (its listener and the connections it
+		// accepted) unless the node never started; the connections it
+		// dialled are closed here.
+		errs = append(errs, s.tcp.Close())
+		s.tcp.CloseStreams()
+	}
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// NewTCPTransport returns raft's NetworkTransport on TCP at addr, which
+// must be an address the other nodes can dial (it is the one they are
+// told). Its stream layer is this package's rather than
+// raft.NewTCPTransport's: raft's closes its listener on Close but not the
+// connections it accepted, whose handler goroutines then live until the
+// other nodes close their ends; this one closes them.
+func NewTCPTransport(addr string, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	adv, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("replicate: raft transport at %q: %w", addr, err)
+	}
+	if adv.IP == nil || adv.IP.IsUnspecified() {
+		return nil, fmt.Errorf("replicate: raft transport at %q: not an address other nodes can dial", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("replicate: raft transport at %q: %w", addr, err)
+	}
+	return NewTCPTransportOn(ln, ln.Addr(), logger), nil
+}
+
+// NewTCPTransportOn is NewTCPTransport on a listener the caller opened,
+// telling the other nodes to dial advertise.
+func NewTCPTransportOn(ln net.Listener, advertise net.Addr, logger hclog.Logger) *raft.NetworkTransport {
+	s := &tcpStream{ln: ln, advertise: advertise, conns: map[*trackedConn]struct{}{}}
+	return raft.NewNetworkTransportWithLogger(s, 3, 10*time.Second, logger)
+}
+
+// tcpStream is raft's stream layer over TCP: it closes the connections
+// it accepted when it closes.
+type tcpStream struct {
+	ln        net.Listener
+	advertise net.Addr
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[*trackedConn]struct{} // accepted and not closed
+}
+
+// Accept waits for the next connection.
+func (s *tcpStream) Accept() (net.Conn, error) {
+	c, err := s.ln.Accept()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close() // refused: nothing was read from it
+		return nil, net.ErrClosed
+	}
+	tc := &trackedConn{Conn: c, s: s}
+	s.conns[tc] = struct{}{}
+	return tc, nil
+}
+
+// Close closes the listener and every connection accepted.
+func (s *tcpStream) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	conns := s.conns
+	s.conns = map[*trackedConn]struct{}{}
+	s.mu.Unlock()
+	for c := range conns {
+		_ = c.Conn.Close() // its handler's read fails, and ends it
+	}
+	return s.ln.Close()
+}
+
+// Addr is the address the other nodes reach this one at.
+func (s *tcpStream) Addr() net.Addr { return s.advertise }
+
+// Dial connects to the node at address.
+func (s *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(address), timeout)
+}
+
+// trackedConn is an accepted connection, which its stream forgets when it
+// closes.
+type trackedConn struct {
+	net.Conn
+	s *tcpStream
+}
+
+// Close closes the connection and forgets it.
+func (c *trackedConn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
+	return c.Conn.Close()
+}

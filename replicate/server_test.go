@@ -1,0 +1,178 @@
+package replicate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/persist"
+)
+
+// serverMember is one member of TestStartServer's cluster: its config,
+// which stays across restarts, and its current server.
+type serverMember struct {
+	cfg  ServerConfig
+	db   *strata.DB
+	objs strata.RWTable[*item]
+	srv  *Server
+}
+
+func (m *serverMember) start(t *testing.T) {
+	t.Helper()
+	m.db = strata.New()
+	objs, err := strata.NewTable(m.db, "a", itemByID)
+	must(t, err)
+	m.objs = objs
+	m.cfg.DB, m.cfg.Tables = m.db, []Binding{Bind(objs, persist.JSON[*item]())}
+	m.srv, err = StartServer(m.cfg)
+	must(t, err)
+}
+
+func serverRaft(c *raft.Config) {
+	test := testRaftConfig(c.LocalID)
+	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = test.HeartbeatTimeout, test.ElectionTimeout, test.LeaderLeaseTimeout
+	c.CommitTimeout = test.CommitTimeout
+}
+
+// TestStartServer runs three members on loopback TCP through StartServer
+// alone: a write through each member (followers forward theirs), every
+// member equal, a member closed and started again on its directory with
+// its state back, and nothing left running after Close (goleak, in
+// TestMain).
+func TestStartServer(t *testing.T) {
+	t.Parallel()
+	addrs := freePorts(t, 6)
+	dir := t.TempDir()
+	var peers []Peer
+	for i := range 3 {
+		peers = append(peers, Peer{ID: raft.ServerID(fmt.Sprint("n", i+1)), RaftAddr: addrs[2*i], ForwardAddr: addrs[2*i+1]})
+	}
+	members := make([]*serverMember, 3)
+	for i, p := range peers {
+		members[i] = &serverMember{cfg: ServerConfig{
+			ID: p.ID, NodeNumber: uint16(i + 1), Dir: filepath.Join(dir, string(p.ID)),
+			RaftAddr: p.RaftAddr, ForwardAddr: p.ForwardAddr, Peers: peers,
+			Raft: serverRaft, Logger: hclog.NewNullLogger(),
+		}}
+		members[i].start(t)
+	}
+	defer func() {
+		// A handover can fail as the cluster shrinks (the last two
+		// members lose their quorum): Close still closes.
+		for _, m := range members {
+			if m.srv != nil {
+				if err := m.srv.Close(context.Background()); err != nil {
+					t.Logf("%s: Close: %v", m.cfg.ID, err)
+				}
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	write := func(m *serverMember, id uint64) uint64 {
+		t.Helper()
+		index, err := m.srv.Node().Write(ctx, []strata.TableMeta{m.objs}, func(txn strata.WriteTxn) error {
+			_, _, err := m.objs.Insert(txn, &item{ID: id, Val: string(m.cfg.ID)})
+			return err
+		}, ObjectConflicts())
+		if err != nil {
+			t.Fatalf("write %d through %s: %v", id, m.cfg.ID, err)
+		}
+		return index
+	}
+	for _, m := range members {
+		if _, _, err := m.srv.Node().WaitLeader(ctx); err != nil {
+			t.Fatalf("%s: WaitLeader: %v", m.cfg.ID, err)
+		}
+	}
+	var last uint64
+	for i, m := range members {
+		last = max(last, write(m, uint64(i+1)))
+	}
+	leaders := 0
+	for _, m := range members {
+		must(t, m.srv.Node().WaitApplied(ctx, last))
+		if m.srv.Node().Raft().State() == raft.Leader {
+			leaders++
+		}
+		if n := m.objs.NumObjects(m.db.ReadTxn()); n != 3 {
+			t.Errorf("%s holds %d objects, want 3", m.cfg.ID, n)
+		}
+	}
+	if leaders != 1 {
+		t.Errorf("%d leaders, want 1", leaders)
+	}
+
+	// A member closed (handing the lead over if it had it) and started
+	// again on its directory: its state is rebuilt from raft's log, and it
+	// writes again.
+	m := members[0]
+	closed := m.srv.Node()
+	must(t, m.srv.Close(ctx))
+	m.srv = nil
+	if _, _, err := closed.WaitLeader(ctx); !errors.Is(err, ErrShutdown) {
+		t.Errorf("WaitLeader on a closed node: %v, want ErrShutdown", err)
+	}
+	last = max(last, write(members[1], 4))
+	m.start(t)
+	if _, _, err := m.srv.Node().WaitLeader(ctx); err != nil {
+		t.Fatalf("%s after its restart: WaitLeader: %v", m.cfg.ID, err)
+	}
+	must(t, m.srv.Node().WaitApplied(ctx, last))
+	if n := m.objs.NumObjects(m.db.ReadTxn()); n != 4 {
+		t.Errorf("%s after its restart holds %d objects, want 4", m.cfg.ID, n)
+	}
+	write(m, 5)
+}
+
+// TestStartServerRefuses checks that a config StartServer cannot run is
+// refused before anything is opened: the directory stays empty.
+func TestStartServerRefuses(t *testing.T) {
+	t.Parallel()
+	db := strata.New()
+	objs, err := strata.NewTable(db, "a", itemByID)
+	must(t, err)
+	tables := []Binding{Bind(objs, persist.JSON[*item]())}
+	good := func() ServerConfig {
+		return ServerConfig{
+			ID: "n1", NodeNumber: 1, Dir: t.TempDir(), RaftAddr: "127.0.0.1:1", ForwardAddr: "127.0.0.1:2",
+			Peers: []Peer{{ID: "n1", RaftAddr: "127.0.0.1:1", ForwardAddr: "127.0.0.1:2"}},
+			DB:    db, Tables: tables,
+		}
+	}
+	for name, change := range map[string]func(*ServerConfig){
+		"no ID":               func(c *ServerConfig) { c.ID = "" },
+		"no Dir":              func(c *ServerConfig) { c.Dir = "" },
+		"no RaftAddr":         func(c *ServerConfig) { c.RaftAddr = "" },
+		"no ForwardAddr":      func(c *ServerConfig) { c.ForwardAddr = "" },
+		"no DB":               func(c *ServerConfig) { c.DB = nil },
+		"no table":            func(c *ServerConfig) { c.Tables = nil },
+		"not among the peers": func(c *ServerConfig) { c.Peers[0].ID = "n2" },
+		"peer elsewhere":      func(c *ServerConfig) { c.Peers[0].RaftAddr = "127.0.0.1:3" },
+	} {
+		cfg := good()
+		change(&cfg)
+		srv, err := StartServer(cfg)
+		if !errors.Is(err, ErrInvalidServerConfig) || srv != nil {
+			t.Errorf("%s: StartServer returned %v, %v; want ErrInvalidServerConfig", name, srv, err)
+		}
+		if cfg.Dir != "" {
+			if entries, _ := filepath.Glob(filepath.Join(cfg.Dir, "*")); len(entries) > 0 {
+				t.Errorf("%s: the refused config left %v", name, entries)
+			}
+		}
+	}
+	// An address other nodes cannot dial is refused by the transport,
+	// and what was opened before it is closed (goleak, TestMain).
+	cfg := good()
+	cfg.RaftAddr, cfg.Peers[0].RaftAddr = "0.0.0.0:0", "0.0.0.0:0"
+	if srv, err := StartServer(cfg); err == nil || srv != nil {
+		t.Errorf("a raft address of 0.0.0.0: StartServer returned %v, %v; want an error", srv, err)
+	}
+}
