@@ -657,12 +657,12 @@ func TestMembersHeartbeats(t *testing.T) {
 		t.Fatalf("%s not a member", f.id)
 		return Heartbeats{}
 	}
-	if hb := heartbeats(); !hb.Replicating || hb.Failures != 0 {
-		t.Fatalf("a connected follower: %+v", hb)
-	}
-	if err := f.node.Health().Err(time.Minute); err != nil {
-		t.Fatalf("a connected follower's health: %v", err)
-	}
+	waitFor(t, "a connected follower replicating", func() bool {
+		hb := heartbeats()
+		return hb.Replicating && hb.Failures == 0
+	})
+	// The leader may lead before the follower heard from it.
+	waitFor(t, "a connected follower's health", func() bool { return f.node.Health().Err(time.Minute) == nil })
 	cut := time.Now()
 	c.partition(f)
 	waitFor(t, "failed heartbeats", func() bool { return heartbeats().Failures > 0 })
