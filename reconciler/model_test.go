@@ -271,8 +271,15 @@ func TestModel(t *testing.T) {
 			"worker-free", "commit", "committed", "outcome", "promote", "refresh", "publish",
 			"op-update", "op-delete", "op-prune"}
 		t.Logf("hold points released: %s", modelCoverage)
-		if missing := modelCoverage.Missing(points, 20); len(missing) > 0 {
-			t.Errorf("hold points released fewer than 20 times over every seed: %v (all: %s)", missing, modelCoverage)
+		// 20 over the default seeds; -short runs a fifth of them (the
+		// race run), where the refresh variant's point was reached 17
+		// times in one CI run.
+		least := 20
+		if testing.Short() {
+			least = 4
+		}
+		if missing := modelCoverage.Missing(points, least); len(missing) > 0 {
+			t.Errorf("hold points released fewer than %d times over every seed: %v (all: %s)", least, missing, modelCoverage)
 		}
 	}()
 	for _, mc := range []modelConfig{
