@@ -154,6 +154,13 @@ var (
 	// ErrStopped is what a *StoppedError matches: the node met an entry it
 	// cannot apply and stopped applying (docs in Node).
 	ErrStopped = errors.New("replicate: node stopped applying")
+
+	// ErrNotPublished is returned, with the index, by a forwarded Write
+	// whose change set committed at that index when its context ended (or
+	// the node closed) before the node it ran on published the index. The
+	// write is committed and never undone; a read on that node may not
+	// see it yet (WaitApplied, ReadAtLeast).
+	ErrNotPublished = errors.New("replicate: committed, not yet published on this node")
 )
 
 // NotLeaderError reports a commit on a node that is not the leader, or

@@ -39,7 +39,8 @@ import (
 // The outcomes a follower's Write can return:
 //
 //	index, nil          committed at index, and published on this node
-//	index, error        committed at index; ctx ended (or the node stopped)
+//	index, ErrNotPublished
+//	                    committed at index; ctx ended (or the node closed)
 //	                    before this node published it
 //	ErrConflict         a *ConflictError: the table (with ObjectConflicts,
 //	                    an object written) changed between the follower's
@@ -271,7 +272,7 @@ func (n *Node) forward(ctx context.Context, cs ChangeSet, objects bool) (uint64,
 			err = errors.New("the node closed") // not ErrShutdown: committed
 		}
 		// Committed: never report it as failed.
-		return index, fmt.Errorf("replicate: committed at index %d, not yet published on this node: %w", index, err)
+		return index, fmt.Errorf("%w: committed at index %d: %w", ErrNotPublished, index, err)
 	}
 	return index, nil
 }

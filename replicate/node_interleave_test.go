@@ -490,6 +490,16 @@ func (r *nodeRig) transact(nd *mnode, w, k int) error {
 	switch {
 	case err == nil:
 		r.ackCheck(nd, id, index)
+	case errors.Is(err, ErrNotPublished):
+		// Committed, not yet visible on its node: acknowledged for
+		// invariants 2 to 5, without the local reads of invariant 1.
+		nodeCoverage.Add("not-published")
+		if index == 0 {
+			r.fail("1: the Write of object %d returned ErrNotPublished without an index", id)
+		}
+		r.mu.Lock()
+		r.acked[id] = index
+		r.mu.Unlock()
 	case errors.Is(err, ErrAmbiguous):
 		nodeCoverage.Add("ambiguous")
 		r.mu.Lock()
