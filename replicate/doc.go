@@ -52,7 +52,7 @@
 //     ObjectConflicts, per object written rather than per table);
 //     Write returns the index once this node published it. A plain
 //     WriteTxn.Commit on a follower still fails with *NotLeaderError.
-//   - Membership and leadership (membership.go; membership_test.go):
+//   - Membership and leadership (membership.go, health.go; membership_test.go):
 //     Bootstrap, AddVoter, AddNonvoter (read replicas), RemoveServer,
 //     TransferLeadership, with bad input refused by typed errors before
 //     raft sees it; Members (the configuration, the node's state and
