@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,14 +74,32 @@ func removeClusterBuild() {
 }
 
 // freePorts returns n loopback addresses whose ports were free a moment
-// ago (all held open at once, so they differ).
+// ago (all held open at once, so they differ). They are taken below the
+// kernel's ephemeral range (ip_local_port_range), from which the outgoing
+// connections of every test take their source ports: a node restarted on
+// a port from that range could find it taken by one (a CI run failed so,
+// "bind: address already in use").
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 10000 {
+				low = v
+			}
+		}
+	}
 	var lns []net.Listener
 	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		must(t, err)
+	for tries := 0; len(addrs) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no free loopback port below %d in 1000 tries", low)
+		}
+		port := 10000 + rand.IntN(low-10000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken
+		}
 		lns = append(lns, ln)
 		addrs = append(addrs, ln.Addr().String())
 	}
