@@ -3,6 +3,8 @@ package persist
 import (
 	"reflect"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
 )
@@ -15,6 +17,11 @@ type TableBinding interface {
 	schema() schema
 	// register loads the table from s and attaches it (register.go).
 	register(s *Store) error
+	// loadApplied loads the table from s without attaching it, and
+	// appendState writes its state as txn holds it into a batch
+	// (applied.go).
+	loadApplied(s *Store, keys tableKeys) error
+	appendState(b *pebble.Batch, keys tableKeys, txn strata.ReadTxn) error
 	// write writes the table's objects as seen by txn into a snapshot.
 	write(ow *snapObjectWriter, txn strata.ReadTxn) error
 	// restore fills the table, in txn, with the records that or reads;

@@ -61,6 +61,17 @@
 // versions are migrated when loaded, and values of an unknown, newer version
 // are refused with ErrUnknownVersion.
 //
+// # Tables a log applies
+//
+// A replicated state machine (package replicate's Node) keeps its tables in
+// a store otherwise: Store.LoadApplied loads them without attaching them,
+// and the node writes the changes of each log entry it applies through the
+// returned Applied, with the entry's index as the store's position, in one
+// unsynced batch (the log is the write-ahead log). A restart loads the
+// tables at that position and replays the log after it. Register refuses
+// such a table (ErrAppliedTable), and LoadApplied one written by commits of
+// its own.
+//
 // # Snapshots
 //
 // WriteSnapshot writes the tables of one ReadTxn (a consistent point in

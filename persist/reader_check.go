@@ -75,10 +75,14 @@ func (r *Reader) Check(report func(error)) (err error) {
 		key := it.Key()
 		switch key[0] {
 		case tagMeta:
-			if string(key) != string(formatKey) {
+			if string(key) != string(formatKey) && string(key) != string(appliedKey) {
 				problem("unknown record %q", key)
 			}
 		case tagCatalog:
+		case tagApplied:
+			if id, ok := tableOf(key, "applied mark"); ok && len(key) != 5 {
+				problem("applied mark of table %q: malformed key %x", names[id], key)
+			}
 		case tagSchema:
 			if id, ok := tableOf(key, "schema"); ok {
 				if len(key) != 5 {

@@ -145,6 +145,10 @@ func (b *binding[Obj]) register(s *Store) (err error) {
 		// failed.
 		return joinRefusal(err, b.refuseWrites(s, err))
 	}
+	if err := s.checkNotApplied(reg.id); err != nil {
+		s.registrationFailed(name, b.tbl, err)
+		return joinRefusal(err, b.refuseWrites(s, err))
+	}
 	// attached is set once a commit attached the table to s with tj:
 	// from then on tj refuses writes after a failure; before, refuseWrites
 	// attaches a journal that does.

@@ -535,6 +535,7 @@ func (s *Store) Drop(name string) (err error) {
 		b.Delete(catalogKey(name), nil),
 		b.Delete(schemaKey(e.id), nil),
 		b.Delete(keys.rev, nil),
+		b.Delete(appliedMarkKey(e.id), nil),
 		b.DeleteRange(keys.prefix, keys.upper, nil))
 	if err != nil {
 		return err
