@@ -37,6 +37,10 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	if l.Index <= n.replayedTo {
+		// In the store already (durable.go, invariant 2).
+		return &ApplyResult{Index: l.Index}
+	}
 	n.at(holdApply, holdFSM)
 	defer n.at(holdApplied, holdFSM)
 	var e Entry
@@ -69,11 +73,20 @@ func (f *fsm) Apply(l *raft.Log) any {
 		mark = b != nil && n.st.oldestProposed() == b
 	}
 	for ; mark && k < len(e.Changes); k++ {
-		b := n.st.pending[e.Changes[k].ID]
-		if b == nil || b.state != stateProposed {
+		if b := n.st.pending[e.Changes[k].ID]; b == nil || b.state != stateProposed {
 			break
 		}
-		n.st.finish(b, l.Index, nil)
+	}
+	if k == len(e.Changes) && n.store != nil {
+		// Every change set is the node's own: in the store before any is
+		// published (durable.go, invariant 1).
+		if err := n.persistEntry(l.Index, &e, nil); err != nil {
+			n.mu.Unlock()
+			return n.stop(l.Index, err)
+		}
+	}
+	for i := range k {
+		n.st.finish(n.st.pending[e.Changes[i].ID], l.Index, nil)
 	}
 	if k == len(e.Changes) {
 		// Published once the database settled the k batches marked.
@@ -105,6 +118,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return n.stop(l.Index, err)
 	}
 	res.Conflicts = conflicts
+	if n.store != nil {
+		if err := n.persistEntry(l.Index, &e, conflicts); err != nil {
+			return n.stop(l.Index, err)
+		}
+	}
 	// The transaction's Commit returned: its state is published.
 	n.mu.Lock()
 	n.st.publishedOne(l.Index)

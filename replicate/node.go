@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/persist"
 )
 
 // Config configures a Node.
@@ -47,6 +48,15 @@ type Config struct {
 	// index when LeaderIndex is nil. Nil: a Write on a follower fails
 	// with a *NotLeaderError, as a plain WriteTxn.Commit always does.
 	Forwarder Forwarder
+	// Store, if not nil, keeps the bound tables durable (durable.go): NewNode
+	// loads them from it (persist.Store.LoadApplied) and every entry
+	// applied is written to it with its index, so that a node that starts
+	// again replays only the log after that index; it restores a raft
+	// snapshot only one newer than the store. The node does not close it.
+	// Without a Store, the tables live in memory only, and a node that
+	// starts again restores the latest snapshot and replays the log after
+	// it.
+	Store *persist.Store
 	// ForwardHold is how long a forwarded Write (or read index) with no
 	// leader to take it waits for one (an election) before it fails
 	// with a *NotLeaderError; 0 is Raft.HeartbeatTimeout plus twice
@@ -96,6 +106,12 @@ type Node struct {
 	published atomic.Uint64
 	appliedMu sync.Mutex
 	appliedCh chan struct{}
+
+	// store keeps the bound tables durable (Config.Store), nil if not;
+	// replayedTo is the index the node started at: raft replays the
+	// entries up to it, which the tables hold already (durable.go).
+	store      *persist.Applied
+	replayedTo uint64
 
 	logs        raft.LogStore
 	leaderIndex LeaderIndexer
@@ -179,6 +195,11 @@ func NewNode(cfg Config) (*Node, error) {
 		n.tables[name] = b
 		metas = append(metas, b.Table())
 	}
+	if cfg.Store != nil {
+		if err := n.loadStore(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	txn := n.db.WriteTxn(metas[0], metas[1:]...)
 	for _, b := range cfg.Tables {
 		if err := b.attach(txn, n.j); err != nil {
@@ -189,7 +210,15 @@ func NewNode(cfg Config) (*Node, error) {
 	if _, err := txn.Commit(); err != nil {
 		return nil, err
 	}
-	r, err := raft.NewRaft(cfg.Raft, n.fsm, cfg.LogStore, cfg.StableStore, cfg.Snapshots, cfg.Transport)
+	conf := cfg.Raft
+	if n.store != nil {
+		var err error
+		if conf, err = n.startFromStore(&cfg); err != nil {
+			n.closed.Store(true)
+			return nil, err
+		}
+	}
+	r, err := raft.NewRaft(conf, n.fsm, cfg.LogStore, cfg.StableStore, cfg.Snapshots, cfg.Transport)
 	if err != nil {
 		// The tables stay attached: their commits fail with ErrShutdown.
 		n.closed.Store(true)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -52,9 +53,13 @@ type rnode struct {
 	metas  []strata.TableMeta
 	feeds  []strata.ChangeIterator[*item]
 	store  *LogStore
-	trans  *raft.InmemTransport
-	node   *Node
-	closed bool
+	// stateDir and state are the node's persist store, in a cluster of
+	// durable nodes (rcluster.durable).
+	stateDir string
+	state    *persist.Store
+	trans    *raft.InmemTransport
+	node     *Node
+	closed   bool
 }
 
 type rcluster struct {
@@ -62,6 +67,8 @@ type rcluster struct {
 	nodes []*rnode
 	// conf, if not nil, changes each node's raft configuration.
 	conf func(*raft.Config)
+	// durable nodes keep their tables in a persist store (Config.Store).
+	durable bool
 }
 
 // newRCluster starts n nodes on the in-memory transport, each on a
@@ -73,11 +80,18 @@ func newRCluster(t *testing.T, n int) *rcluster { return newRClusterWith(t, n, n
 // configuration.
 func newRClusterWith(t *testing.T, n int, conf func(*raft.Config)) *rcluster {
 	t.Helper()
-	c := &rcluster{t: t, conf: conf}
+	return startRCluster(&rcluster{t: t, conf: conf}, n)
+}
+
+// startRCluster starts c's n nodes and bootstraps them.
+func startRCluster(c *rcluster, n int) *rcluster {
+	t := c.t
+	t.Helper()
 	for i := range n {
 		nd := &rnode{
 			id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), num: uint16(i + 1),
 			dir: filepath.Join(t.TempDir(), "log"), snaps: raft.NewInmemSnapshotStore(),
+			stateDir: filepath.Join(t.TempDir(), "state"),
 		}
 		c.start(nd)
 		c.nodes = append(c.nodes, nd)
@@ -136,11 +150,17 @@ func (c *rcluster) start(nd *rnode) {
 	if c.conf != nil {
 		c.conf(conf)
 	}
-	nd.node, err = NewNode(Config{
+	cfg := Config{
 		DB: nd.db, Tables: binds, NodeNumber: nd.num, Raft: conf,
 		LogStore: nd.store, StableStore: nd.store, Snapshots: nd.snaps, Transport: nd.trans,
 		LeaderIndex: c.leaderIndexer(nd),
-	})
+	}
+	if c.durable {
+		nd.state, err = persist.Open(nd.stateDir, persist.Options{Logger: slog.New(slog.DiscardHandler)})
+		must(t, err)
+		cfg.Store = nd.state
+	}
+	nd.node, err = NewNode(cfg)
 	must(t, err)
 }
 
@@ -170,6 +190,10 @@ func (c *rcluster) stop(nd *rnode) {
 	}
 	must(c.t, nd.trans.Close())
 	must(c.t, nd.store.Close())
+	if nd.state != nil {
+		must(c.t, nd.state.Close())
+		nd.state = nil
+	}
 }
 
 func (c *rcluster) live() []*rnode {

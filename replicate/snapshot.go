@@ -108,6 +108,14 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err := n.waitIndex(ctx, &n.published, index); err != nil {
 		return nil, fmt.Errorf("replicate: snapshot at index %d: waiting for the node's commits to be published: %w", index, err)
 	}
+	if n.store != nil {
+		// raft may compact the log up to index once the snapshot is
+		// written: the store's position must not be lost below it, or a
+		// restart after a power loss would install the snapshot.
+		if err := n.store.Sync(); err != nil {
+			return nil, fmt.Errorf("replicate: snapshot at index %d: syncing the store: %w", index, err)
+		}
+	}
 	s := &nodeSnapshot{index: index, txn: n.db.ReadTxn()}
 	for _, b := range n.sortedBindings() {
 		s.tables = append(s.tables, b.snapshotTable())
@@ -228,6 +236,14 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	n.waitSettled()
 	if err := n.replaceTables(loads); err != nil {
 		return err
+	}
+	if n.store != nil {
+		// The tables are the snapshot's: so must the store be, or the node
+		// cannot go on (durable.go, invariant 1). Nothing is published
+		// meanwhile: Enqueue refuses while applyingForeign is set.
+		if err := n.store.Replace(index, n.db.ReadTxn()); err != nil {
+			return n.stop(index, err)
+		}
 	}
 	// Every batch was settled (waitSettled): the node's own commits of
 	// the entries applied before the snapshot are published (or the node
