@@ -23,7 +23,10 @@ import (
 // and a load average of 10, six of them failed in one run with the
 // process tests beside them, two to four in runs without.
 func TestProcess(t *testing.T) {
-	t.Run("LeaderKill", testProcessLeaderKill)
+	t.Run("LeaderKill", func(t *testing.T) { testProcessLeaderKill(t) })
+	// The same with every node's tables in a persist store (-durable): a
+	// killed node starts again from its store and the log after it.
+	t.Run("LeaderKillDurable", func(t *testing.T) { testProcessLeaderKill(t, "-durable") })
 	t.Run("SnapshotInstallKill", testProcessSnapshotInstallKill)
 }
 
@@ -59,7 +62,7 @@ const procTimeout = 500 * time.Millisecond
 // acknowledged index returns it, and the node must converge with the
 // others and hold the same. A cycle kills the leader of the moment,
 // so the cycles kill different nodes.
-func testProcessLeaderKill(t *testing.T) {
+func testProcessLeaderKill(t *testing.T, flags ...string) {
 	t.Parallel()
 	cycles := 2
 	if *procsLong {
@@ -67,7 +70,7 @@ func testProcessLeaderKill(t *testing.T) {
 	}
 	heartbeat := *procsHeartbeat
 	// -log info: for raft's events (eventTimeout, ...).
-	c := startProcCluster(t, procTimeout, "-log", "info", "-heartbeat", heartbeat.String())
+	c := startProcCluster(t, procTimeout, append([]string{"-log", "info", "-heartbeat", heartbeat.String()}, flags...)...)
 	t.Logf("raft timeouts: election %v, heartbeat and leader lease %v", procTimeout, heartbeat)
 	var failovers []float64
 	for cycle := range cycles {

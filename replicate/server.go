@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/persist"
 )
 
 // ServerConfig is what StartServer needs to run a node on the network.
@@ -20,9 +21,16 @@ type ServerConfig struct {
 	// unique in the cluster.
 	ID         raft.ServerID
 	NodeNumber uint16
-	// Dir holds the node's raft log (Open, in Dir/raft-log) and raft's
-	// snapshots (a raft.FileSnapshotStore in Dir).
+	// Dir holds the node's raft log (Open, in Dir/raft-log), raft's
+	// snapshots (a raft.FileSnapshotStore in Dir) and, if Durable, the
+	// tables' persist store (Dir/state).
 	Dir string
+	// Durable keeps the tables in a persist store (Config.Store), so that
+	// the node starts again from its own state and the log after it,
+	// rather than from its latest snapshot and the log after that.
+	Durable bool
+	// Persist, if not nil, adjusts the persist store's options (Durable).
+	Persist func(*persist.Options)
 	// RaftAddr is the host:port raft listens on and the other nodes reach
 	// this one at: an address they can dial, not 0.0.0.0.
 	RaftAddr string
@@ -54,11 +62,12 @@ type Peer struct {
 }
 
 // Server is a Node that StartServer started on the network, with what it
-// opened for it: the log store, the snapshot store, raft's TCP transport,
-// the forward server and the forwarder.
+// opened for it: the log store, the snapshot store, the persist store if
+// Durable, raft's TCP transport, the forward server and the forwarder.
 type Server struct {
 	node   *Node
 	store  *LogStore
+	state  *persist.Store // Durable
 	tcp    *raft.NetworkTransport
 	fwd    *NetForwarder
 	fwdSrv *ForwardServer
@@ -92,6 +101,15 @@ func StartServer(cfg ServerConfig) (_ *Server, err error) {
 	if s.store, err = Open(filepath.Join(cfg.Dir, "raft-log"), Options{}); err != nil {
 		return nil, err
 	}
+	if cfg.Durable {
+		var po persist.Options
+		if cfg.Persist != nil {
+			cfg.Persist(&po)
+		}
+		if s.state, err = persist.Open(filepath.Join(cfg.Dir, "state"), po); err != nil {
+			return nil, err
+		}
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, logger)
 	if err != nil {
 		return nil, err
@@ -117,7 +135,7 @@ func StartServer(cfg ServerConfig) (_ *Server, err error) {
 	s.node, err = NewNode(Config{
 		DB: cfg.DB, Tables: cfg.Tables, NodeNumber: cfg.NodeNumber, Raft: conf,
 		LogStore: s.store, StableStore: s.store, Snapshots: snaps, Transport: s.tcp,
-		Forwarder: s.fwd,
+		Forwarder: s.fwd, Store: s.state,
 	})
 	if err != nil {
 		fwdLn.Close()
@@ -196,6 +214,9 @@ func (s *Server) close() error {
 	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
+	}
+	if s.state != nil {
+		errs = append(errs, s.state.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -44,9 +45,19 @@ func serverRaft(c *raft.Config) {
 // alone: a write through each member (followers forward theirs), every
 // member equal, a member closed and started again on its directory with
 // its state back, and nothing left running after Close (goleak, in
-// TestMain).
+// TestMain). Durable members keep their tables in a persist store: the
+// restarted member holds its state as soon as StartServer returns.
 func TestStartServer(t *testing.T) {
 	t.Parallel()
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			t.Parallel()
+			testStartServer(t, durable)
+		})
+	}
+}
+
+func testStartServer(t *testing.T, durable bool) {
 	addrs := freePorts(t, 6)
 	dir := t.TempDir()
 	var peers []Peer
@@ -58,7 +69,8 @@ func TestStartServer(t *testing.T) {
 		members[i] = &serverMember{cfg: ServerConfig{
 			ID: p.ID, NodeNumber: uint16(i + 1), Dir: filepath.Join(dir, string(p.ID)),
 			RaftAddr: p.RaftAddr, ForwardAddr: p.ForwardAddr, Peers: peers,
-			Raft: serverRaft, Logger: hclog.NewNullLogger(),
+			Raft: serverRaft, Logger: hclog.NewNullLogger(), Durable: durable,
+			Persist: func(o *persist.Options) { o.Logger = slog.New(slog.DiscardHandler) },
 		}}
 		members[i].start(t)
 	}
@@ -115,12 +127,16 @@ func TestStartServer(t *testing.T) {
 	m := members[0]
 	closed := m.srv.Node()
 	must(t, m.srv.Close(ctx))
+	stoppedAt := closed.AppliedIndex()
 	m.srv = nil
 	if _, _, err := closed.WaitLeader(ctx); !errors.Is(err, ErrShutdown) {
 		t.Errorf("WaitLeader on a closed node: %v, want ErrShutdown", err)
 	}
 	last = max(last, write(members[1], 4))
 	m.start(t)
+	if got := m.srv.Node().replayedTo; durable && got != stoppedAt {
+		t.Errorf("%s restarted on its store at index %d, it stopped at %d", m.cfg.ID, got, stoppedAt)
+	}
 	if _, _, err := m.srv.Node().WaitLeader(ctx); err != nil {
 		t.Fatalf("%s after its restart: WaitLeader: %v", m.cfg.ID, err)
 	}

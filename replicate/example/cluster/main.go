@@ -84,6 +84,7 @@ type options struct {
 	snapInt   time.Duration
 	trailing  uint64
 	logLevel  hclog.Level
+	durable   bool
 }
 
 func main() {
@@ -116,7 +117,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.raftBind, "raft", "", "address raft listens on (default: this node's raft address in -peers)")
 	fs.StringVar(&o.fwdBind, "forward", "", "address the forward server listens on (default: this node's forward address in -peers)")
 	fs.StringVar(&o.api, "api", "", "address of the HTTP API (required)")
-	fs.StringVar(&o.dir, "dir", "", "data directory: raft's log and snapshots (required)")
+	fs.StringVar(&o.dir, "dir", "", "data directory: raft's log and snapshots, and the tables' store with -durable (required)")
+	fs.BoolVar(&o.durable, "durable", false, "keep the tables in a persist store in -dir: a restart loads them and replays only the log after them")
 	fs.DurationVar(&o.timeout, "timeout", time.Second, "raft's election timeout, and its heartbeat and leader-lease timeouts unless -heartbeat")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 0, "raft's heartbeat and leader-lease timeout (default -timeout): a follower starts an election one to three of them after the leader's last contact; lower fails over sooner, and steps a stalled leader down sooner")
 	fs.Uint64Var(&o.snapN, "snapshot-threshold", 8192, "log entries between raft snapshots")
@@ -210,7 +212,7 @@ type member struct {
 // startMember creates the database and its table, starts the node on
 // raft's stores and transport, and bootstraps the cluster of -peers on
 // the node's first start (on a restart, raft has it in the log already).
-func startMember(o *options, logger hclog.Logger, store *replicate.LogStore, snaps raft.SnapshotStore, trans raft.Transport, fwd replicate.Forwarder) (*member, error) {
+func startMember(o *options, logger hclog.Logger, store *replicate.LogStore, state *persist.Store, snaps raft.SnapshotStore, trans raft.Transport, fwd replicate.Forwarder) (*member, error) {
 	m := &member{db: strata.New()}
 	var err error
 	if m.objects, err = strata.NewTable(m.db, "objects", objectByKey); err != nil {
@@ -231,7 +233,7 @@ func startMember(o *options, logger hclog.Logger, store *replicate.LogStore, sna
 		NodeNumber: uint16(o.self + 1),
 		Raft:       conf,
 		LogStore:   store, StableStore: store, Snapshots: snaps, Transport: trans,
-		Forwarder: fwd,
+		Forwarder: fwd, Store: state,
 	})
 	if err != nil {
 		return nil, err
@@ -286,8 +288,18 @@ func run(o *options) (err error) {
 	defer func() { err = errors.Join(err, trans.Close()) }()
 
 	fwd := replicate.NewNetForwarder(replicate.StaticResolver(o.forwardAddrs(), nil))
-	defer fwd.Close() // after the node (Shutdown, in the return)
-	m, err := startMember(o, logger, store, snaps, trans, fwd)
+	defer fwd.Close()        // after the node (Shutdown, in the return)
+	var state *persist.Store // -durable: the tables' store
+	if o.durable {
+		state, err = persist.Open(filepath.Join(o.dir, "state"), persist.Options{
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		})
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, state.Close()) }()
+	}
+	m, err := startMember(o, logger, store, state, snaps, trans, fwd)
 	if err != nil {
 		return err
 	}
