@@ -36,6 +36,12 @@ type Config struct {
 	// log in its "raft-log" subdirectory (a Pebble store,
 	// replicate.Open), raft's snapshots in "snapshots". It is required.
 	StrataRaftDir string
+	// StrataRaftDurable keeps the replicated tables in a persist store in
+	// the directory's "state" subdirectory (--strata-raft-durable;
+	// replicate.Config.Store): a restart loads them from it and replays
+	// only the log after them, rather than the latest snapshot and the
+	// log after that.
+	StrataRaftDurable bool
 	// StrataRaftPeers are the cluster's servers (--strata-raft-peers), each
 	// "id=raft-address" or "id=raft-address/forward-address": the first
 	// configuration of a cluster this node bootstraps, and where a
@@ -66,6 +72,7 @@ func (def Config) Flags(flags *pflag.FlagSet) {
 	flags.String("strata-raft-advertise", def.StrataRaftAdvertise, "host:port the other nodes reach raft at (default: --strata-raft-bind)")
 	flags.String("strata-raft-forward", def.StrataRaftForward, "host:port to serve the followers' forwarded writes on (default: none)")
 	flags.String("strata-raft-dir", def.StrataRaftDir, "Directory of raft's log and snapshots (required)")
+	flags.Bool("strata-raft-durable", def.StrataRaftDurable, "Keep the replicated tables in a persist store in --strata-raft-dir: a restart replays only the log after it")
 	flags.StringSlice("strata-raft-peers", def.StrataRaftPeers, "The cluster's servers: id=raft-address[/forward-address], comma-separated")
 	flags.Bool("strata-raft-bootstrap", def.StrataRaftBootstrap, "Bootstrap the cluster with --strata-raft-peers (or this node alone) on the first start")
 	flags.Duration("strata-raft-health-contact", def.StrataRaftHealthContact, "How long a follower may not hear from its leader before its health is Degraded")

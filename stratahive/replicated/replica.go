@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/persist"
 	"github.com/strata-db/strata/replicate"
 )
 
@@ -99,6 +100,7 @@ type Replica struct {
 // running is what start opened and stop closes, in reverse order.
 type running struct {
 	store     *replicate.LogStore
+	state     *persist.Store // --strata-raft-durable
 	transport raft.Transport
 	tcp       *raft.NetworkTransport // the transport, if the Cell opened it
 	netFwd    *replicate.NetForwarder
@@ -194,6 +196,11 @@ func (r *Replica) open(run *running) (*replicate.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.StrataRaftDurable {
+		if run.state, err = persist.Open(filepath.Join(cfg.StrataRaftDir, "state"), persist.Options{Logger: r.log}); err != nil {
+			return nil, err
+		}
+	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.StrataRaftDir, 2, rlog)
 	if err != nil {
 		return nil, err
@@ -225,7 +232,7 @@ func (r *Replica) open(run *running) (*replicate.Node, error) {
 	n, err := replicate.NewNode(replicate.Config{
 		DB: r.db, Tables: r.tables, NodeNumber: uint16(cfg.StrataRaftNodeNumber), Raft: conf,
 		LogStore: run.store, StableStore: run.store, Snapshots: snaps, Transport: run.transport,
-		Forwarder: fwd,
+		Forwarder: fwd, Store: run.state,
 	})
 	if err != nil {
 		if fwdLn != nil {
@@ -341,6 +348,9 @@ func (run *running) close() error {
 	}
 	if run.store != nil {
 		errs = append(errs, run.store.Close())
+	}
+	if run.state != nil {
+		errs = append(errs, run.state.Close())
 	}
 	return errors.Join(errs...)
 }

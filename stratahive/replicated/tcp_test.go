@@ -39,6 +39,7 @@ func freeAddr(t testing.TB) string {
 // flags only, raft's timeouts aside.
 type tcpMember struct {
 	id, dir string
+	durable bool // --strata-raft-durable
 	h       *hive.Hive
 	replica *replicated.Replica
 	db      *strata.DB
@@ -60,6 +61,7 @@ func (m *tcpMember) start(t *testing.T, num int, raftAddr, fwdAddr, peers string
 		"strata-raft-id": m.id, "strata-raft-node-number": num, "strata-raft-dir": m.dir,
 		"strata-raft-bind": raftAddr, "strata-raft-forward": fwdAddr,
 		"strata-raft-peers": peers, "strata-raft-bootstrap": true,
+		"strata-raft-durable": m.durable,
 	} {
 		m.h.Viper().Set(k, v)
 	}
@@ -78,14 +80,16 @@ func (m *tcpMember) names() []string {
 // cluster over TCP; a follower's write goes to the leader over HTTP
 // (the NetForwarder and the leader's forward server) and reaches every
 // table; stopped and started again on their directories, the hives find
-// their tables as they were.
+// their tables as they were (n0, durable, as soon as it starts).
 func TestTCPCluster(t *testing.T) {
 	const n = 3
 	members := make([]*tcpMember, n)
 	raftAddrs, fwdAddrs := make([]string, n), make([]string, n)
 	var peers []string
 	for i := range n {
-		members[i] = &tcpMember{id: fmt.Sprint("n", i), dir: t.TempDir()}
+		// n0 keeps its tables in a persist store: a cluster may mix
+		// durable nodes and nodes that rebuild theirs from raft.
+		members[i] = &tcpMember{id: fmt.Sprint("n", i), dir: t.TempDir(), durable: i == 0}
 		raftAddrs[i], fwdAddrs[i] = freeAddr(t), freeAddr(t)
 		peers = append(peers, fmt.Sprintf("n%d=%s/%s", i, raftAddrs[i], fwdAddrs[i]))
 	}
@@ -136,6 +140,9 @@ func TestTCPCluster(t *testing.T) {
 	// Again on the same directories: raft's log gives the tables back.
 	startAll()
 	stopped = false
+	if got := members[0].names(); !slices.Equal(got, []string{"a1"}) {
+		t.Errorf("the durable member holds %v as it starts, want [a1] from its store", got)
+	}
 	for _, m := range members {
 		waitFor(t, m.id+" holding a1 after the restart", func() bool { return slices.Equal(m.names(), []string{"a1"}) })
 		if h := m.replica.Node().Health(); h.Stopped != nil {
