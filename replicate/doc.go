@@ -78,15 +78,22 @@
 //     start; Server.Close hands the leadership over and closes it all.
 //     Node.WaitLeader waits for the cluster's first election.
 //     example/server is the smallest complete program.
+//   - Durable nodes (durable.go): with Config.Store (ServerConfig.Durable)
+//     the bound tables live in a persist store too, loaded by NewNode
+//     (persist.Store.LoadApplied); every entry the FSM applies is written
+//     to it with its index in one unsynced batch, the raft log being the
+//     write-ahead log. A restart loads the store and replays only the log
+//     after its index; it restores raft's latest snapshot only if that is
+//     newer than the store (raft's own restore at start is turned off),
+//     and refuses a store ahead of the log (ErrStoreAhead). Without a
+//     store, a node restarts on an empty in-memory database, restores the
+//     latest snapshot and applies the log after it.
 //
 // Not yet:
 //
 //   - The index published with the root (docs/replication.md, root hook
 //     2): a ReadTxn does not say which index it holds (PublishedIndex
 //     read before it is a lower bound).
-//   - persist underneath a node: a node restarts on an empty in-memory
-//     database, restores raft's latest snapshot and applies the log after
-//     it (or the whole log, without a snapshot).
 //   - raft.Restore of a snapshot older than the node's state: the FSM
 //     refuses it (strata.Replace cannot take the tables back), and raft
 //     v1.7.2 panics when the FSM refuses a user restore.
