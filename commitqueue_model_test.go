@@ -277,8 +277,14 @@ type cqCommit struct {
 	// abort: the writer aborts rather than commits; refuse: the journal
 	// refuses its record at Enqueue, by a panic with refusePanic.
 	abort, refuse, refusePanic bool
-	done                       bool
-	err                        error
+	// detached: the writer turns table a's journaling off for its
+	// transaction (SetJournal nil), as a replicated node's FSM does to
+	// apply a change set the log holds already: its commit has no
+	// record, and its values are durable once published (the journal
+	// has them). It goes through the queue only if it began from a tip.
+	detached bool
+	done     bool
+	err      error
 }
 
 type cqWrite struct {
@@ -306,6 +312,8 @@ type cqRig struct {
 	db     *DB
 	tables map[string]RWTable[*testObject]
 	names  []string // all tables; "a" and "b" durable
+	// detachedCommits counts the detached writers started.
+	detachedCommits int
 
 	wg sync.WaitGroup
 
@@ -433,6 +441,10 @@ func (g *cqRig) startWriter() {
 			c.writes[name] = append(c.writes[name], cqWrite{id: uint64(g.rng.IntN(cqObjects)), deleted: true})
 		}
 	}
+	c.detached = g.cfg.multi && len(lock) == 1 && lock[0] == "a" && len(write) == 1 && g.rng.IntN(2) == 0
+	if c.detached {
+		g.detachedCommits++
+	}
 	c.abort = g.rng.IntN(8) == 0
 	c.refuse = g.cfg.failures && g.rng.IntN(10) == 0
 	c.refusePanic = c.refuse && g.rng.IntN(2) == 0
@@ -475,6 +487,11 @@ func (g *cqRig) writer(c *cqCommit) {
 		return
 	}
 	w := txn.(*txnRef).w
+	if c.detached {
+		if err := SetJournal[*testObject](txn, g.tables["a"], nil, nil); err != nil {
+			g.violate("writer %d: SetJournal(nil): %v", c.id, err)
+		}
+	}
 	g.mu.Lock()
 	g.byTxn[w] = c.id
 	for i := range w.lockedTables {
@@ -585,7 +602,7 @@ func (g *cqRig) writer(c *cqCommit) {
 			case !wr.deleted && (!found || o.Value != wr.value):
 				g.violate("writer %d: its snapshot holds %q id=%d %v %d, it wrote %d", c.id, name, id, found, o.Value, wr.value)
 			}
-			if !wr.deleted && durableTableName(name) && !g.j.isDurable(wr.value) {
+			if !wr.deleted && durableTableName(name) && !g.durable(wr.value) {
 				g.violate("writer %d: Commit returned nil, but its write %q id=%d %d is not durable", c.id, name, id, wr.value)
 			}
 		}
@@ -664,6 +681,18 @@ func (g *cqRig) observe() {
 	}
 }
 
+// durable reports whether value v is durable: its record is, or its
+// writer was detached (the log that a detached writer replays holds it).
+func (g *cqRig) durable(v int) bool {
+	if g.j.isDurable(v) {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	owner, ok := g.valueOwner[v]
+	return ok && g.commits[owner].detached
+}
+
 // checkSnapshot checks property 1 on a snapshot: every object of a
 // durable table was written by a durable record.
 func (g *cqRig) checkSnapshot(what string, txn ReadTxn) {
@@ -673,7 +702,7 @@ func (g *cqRig) checkSnapshot(what string, txn ReadTxn) {
 		}
 		tbl := g.tables[name]
 		for o := range tbl.All(txn) {
-			if !g.j.isDurable(o.Value) {
+			if !g.durable(o.Value) {
 				g.mu.Lock()
 				owner := g.valueOwner[o.Value]
 				g.mu.Unlock()

@@ -16,6 +16,11 @@ package replicate
 //     another node;
 //   - the leadership watcher (Node.watchLeadership), which decides when
 //     the node may propose (journalState.ready);
+//   - raft's FSM goroutine again, in fsm.Snapshot, which waits for the
+//     node's own commits of applied entries to be published, and in
+//     fsm.Restore, which fails the pending batches and waits for the
+//     database to settle them before it replaces the tables; and raft's
+//     snapshot goroutine, which writes a snapshot taken (Persist);
 //   - a forwarding writer: Node.Write on a node that does not lead sends
 //     its change set to the leader (Node.forward) and waits for its index
 //     to be published here; on the leader, ApplyForwarded replays it as a
@@ -78,13 +83,23 @@ const (
 	// holdForwarded: the forwarding Write has the leader's answer and is
 	// about to wait until its index is published on its node.
 	holdForwarded
+	// holdSnapshot: raft asked the FSM for a snapshot, and it is about
+	// to wait until the node published what it applied (fsm.Snapshot).
+	holdSnapshot
+	// holdPersist: raft's snapshot goroutine is about to write a
+	// snapshot taken (nodeSnapshot.Persist).
+	holdPersist
+	// holdRestore: the FSM read and verified a snapshot to install, and
+	// is about to fail the pending batches and wait for them to settle
+	// (fsm.Restore).
+	holdRestore
 	numHoldPoints
 )
 
 var holdPointNames = [numHoldPoints]string{
 	"wait", "waited", "take", "submit", "submitted", "future", "apply",
 	"foreign", "applied", "leadership", "ready", "forward", "replay",
-	"forwarded",
+	"forwarded", "snapshot", "persist", "restore",
 }
 
 // String returns the point's name, as the test logs it.
@@ -103,6 +118,7 @@ const (
 	holdAwaiter
 	holdFSM
 	holdWatcher
+	holdSnapshotter
 )
 
 // at passes the hold point p, reached by who: it calls the test's hook,

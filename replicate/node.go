@@ -36,7 +36,9 @@ type Config struct {
 	Transport   raft.Transport
 	// MaxInFlight is the most entries the node has submitted to raft and
 	// not yet seen the outcome of; 0 is 4. Change sets committed while
-	// that many are in flight are combined into the next entry.
+	// that many are in flight are combined into the next entry. NewNode
+	// refuses a Raft.TrailingLogs below MaxInFlight+4 (ErrInvalidConfig;
+	// see trailingError).
 	MaxInFlight int
 	// LeaderIndex is how a follower's ReadLinearizable learns the
 	// leader's read index (Node.ReadIndex, on the leader). Nil: through
@@ -66,6 +68,30 @@ type Config struct {
 	// hold is the tests' hook at the hold points (holds.go); nil in
 	// production.
 	hold func(p holdPoint, who int)
+}
+
+// defaultMaxInFlight is Config.MaxInFlight's default.
+const defaultMaxInFlight = 4
+
+// ErrInvalidConfig is NewNode's refusal of a Config it cannot run with;
+// nothing was started.
+var ErrInvalidConfig = errors.New("replicate: invalid config")
+
+// trailingError refuses a raft.Config.TrailingLogs below least. A
+// follower whose log reaches TrailingLogs or more past the snapshot its
+// leader sends it (a deposed leader's entries that never committed)
+// installs that snapshot again and again: raft v1.7.2 keeps the
+// conflicting entries after an install (hashicorp/raft#697), and its
+// leader, whose log no longer reaches back to where the two agree, can
+// only send the snapshot again. Per term a deposed leader holds at most
+// MaxInFlight such entries, raft's no-op, the leadership watcher's
+// barrier and a configuration change; the floor stops the configurations
+// that loop readily (TestNodeInterleavings/faults/snapshots found it at
+// TrailingLogs 1 to 3), but a node led again and again without a commit
+// adds a term's worth each time, so only a long log (raft's default,
+// 10240) makes it remote (docs/interleavings.md).
+func trailingError(got, least uint64) error {
+	return fmt.Errorf("%w: raft.Config.TrailingLogs is %d, below MaxInFlight+4 = %d: a deposed leader could install snapshots in a loop (hashicorp/raft#697)", ErrInvalidConfig, got, least)
 }
 
 // Node is one member of a replicated Strata database: a raft node whose
@@ -113,6 +139,9 @@ type Node struct {
 	store      *persist.Applied
 	replayedTo uint64
 
+	// clamp carries raft's RPCs from the transport (commitclamp.go).
+	clamp *clampTransport
+
 	logs        raft.LogStore
 	leaderIndex LeaderIndexer
 	verify      verifier // read.go
@@ -156,7 +185,14 @@ type Node struct {
 // Bootstrap, or have the leader add the node (AddVoter, AddNonvoter).
 func NewNode(cfg Config) (*Node, error) {
 	if cfg.DB == nil || len(cfg.Tables) == 0 || cfg.Raft == nil {
-		return nil, errors.New("replicate: NewNode needs DB, Tables and Raft")
+		return nil, fmt.Errorf("%w: NewNode needs DB, Tables and Raft", ErrInvalidConfig)
+	}
+	inFlight := cfg.MaxInFlight
+	if inFlight <= 0 {
+		inFlight = defaultMaxInFlight
+	}
+	if least := uint64(inFlight) + 4; cfg.Raft.TrailingLogs < least {
+		return nil, trailingError(cfg.Raft.TrailingLogs, least)
 	}
 	n := &Node{
 		db:          cfg.DB,
@@ -171,7 +207,7 @@ func NewNode(cfg Config) (*Node, error) {
 		quit:        make(chan struct{}),
 	}
 	if n.maxInFlight <= 0 {
-		n.maxInFlight = 4
+		n.maxInFlight = defaultMaxInFlight
 	}
 	if n.leaderIndex == nil && n.fwd != nil {
 		n.leaderIndex = n.forwardReadIndex
@@ -218,13 +254,15 @@ func NewNode(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	r, err := raft.NewRaft(conf, n.fsm, cfg.LogStore, cfg.StableStore, cfg.Snapshots, cfg.Transport)
+	trans, clamp := newClampTransport(cfg.Transport)
+	r, err := raft.NewRaft(conf, n.fsm, cfg.LogStore, cfg.StableStore, cfg.Snapshots, trans)
 	if err != nil {
+		clamp.Close()
 		// The tables stay attached: their commits fail with ErrShutdown.
 		n.closed.Store(true)
 		return nil, err
 	}
-	n.raft = r
+	n.raft, n.clamp = r, clamp
 	n.lead.init(cfg, r)
 	n.wg.Add(3)
 	go n.propose()
@@ -251,6 +289,7 @@ func (n *Node) Close() error {
 	// answered (verifier, read.go).
 	n.verify.close()
 	err := n.raft.Shutdown().Error()
+	n.clamp.Close()
 	close(n.quit)
 	n.wg.Wait()
 	n.mu.Lock()

@@ -103,6 +103,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, e
 	}
 	index := n.applied.Load()
+	n.at(holdSnapshot, holdFSM)
 	ctx, cancel := context.WithTimeout(context.Background(), snapshotPublishWait)
 	defer cancel()
 	if err := n.waitIndex(ctx, &n.published, index); err != nil {
@@ -116,7 +117,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 			return nil, fmt.Errorf("replicate: snapshot at index %d: syncing the store: %w", index, err)
 		}
 	}
-	s := &nodeSnapshot{index: index, txn: n.db.ReadTxn()}
+	s := &nodeSnapshot{n: n, index: index, txn: n.db.ReadTxn()}
 	for _, b := range n.sortedBindings() {
 		s.tables = append(s.tables, b.snapshotTable())
 	}
@@ -136,6 +137,7 @@ func (n *Node) sortedBindings() []Binding {
 
 // nodeSnapshot is a snapshot taken, to be written by Persist.
 type nodeSnapshot struct {
+	n      *Node
 	index  uint64
 	txn    strata.ReadTxn
 	tables []persist.TableBinding
@@ -146,6 +148,7 @@ var _ raft.FSMSnapshot = (*nodeSnapshot)(nil)
 // Persist writes the snapshot to sink and closes it, or cancels it on
 // error.
 func (s *nodeSnapshot) Persist(sink raft.SnapshotSink) error {
+	s.n.at(holdPersist, holdSnapshotter)
 	if err := s.write(sink); err != nil {
 		_ = sink.Cancel()
 		return err
@@ -224,6 +227,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if applied := n.applied.Load(); index < applied {
 		return &SnapshotError{Reason: fmt.Sprintf("the snapshot is at index %d, the node applied %d", index, applied), Err: strata.ErrWriteOrder}
 	}
+	n.at(holdRestore, holdFSM)
 	n.mu.Lock()
 	n.st.applyingForeign = true
 	n.st.failFrom(0, &AmbiguousError{Err: errRestored}, errRestoredNotProposed)

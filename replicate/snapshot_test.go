@@ -22,7 +22,7 @@ import (
 
 // snapshotConf keeps few entries behind a snapshot, so that a node that
 // misses a few dozen entries is sent the snapshot.
-func snapshotConf(conf *raft.Config) { conf.TrailingLogs = 4 }
+func snapshotConf(conf *raft.Config) { conf.TrailingLogs = defaultMaxInFlight + 4 } // the least NewNode takes
 
 // disconnect cuts nd off the other nodes, both ways.
 func (c *rcluster) disconnect(nd *rnode) {
