@@ -73,6 +73,13 @@ func TestHTTPDialer(t *testing.T) {
 	if out, errOut, code := runCmd(t, nil, "dump", "hosts", "--addr", s.srv.URL, "-o", "jsonl"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"key":"b1"`) {
 		t.Errorf("dump: %d %q %q", code, out, errOut)
 	}
+	// A key of a kind is encoded by the command and sent raw.
+	if out, errOut, code := runCmd(t, nil, "dump", "hosts", "--addr", s.srv.URL, "-o", "jsonl", "--key-format", "string", "--prefix", "b"); code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"key":"b1"`) {
+		t.Errorf("dump --key-format string: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := runCmd(t, nil, "dump", "hosts", "--addr", s.srv.URL, "--key-format", "uint8", "--get", "256"); code != ExitUsage || !strings.Contains(errOut, `key "256" as uint8`) {
+		t.Errorf("dump --key-format uint8 --get 256: %d %q", code, errOut)
+	}
 	s.gate.Store(true)
 	if _, errOut, code := runCmd(t, nil, "tables", "--addr", s.srv.URL); code != ExitConnect || !strings.Contains(errOut, "no Strata HTTP API") {
 		t.Errorf("a 503 that is not the API's: %d %q", code, errOut)

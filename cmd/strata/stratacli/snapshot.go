@@ -111,9 +111,10 @@ func (a *app) importCommand() *cobra.Command {
 		Long: `Load the tables of snapshot FILE (every table, or those of --tables) into the
 store --dir, created if it does not exist, in one transaction: all of it or
 nothing. The tables must be empty in the store. Importing needs each
-table's type (its objects' keys are computed from them: a snapshot records
-none), so it works in an application that registers its tables
-(stratacli.WithTable).`,
+table's type: a store keeps every object under its primary key, which the
+application's primary index computes from the object, and a snapshot
+records no keys. So it works in an application that registers its tables
+(stratacli.WithTable); the stock command refuses, naming the tables.`,
 		Args: exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.dir == "" {
@@ -156,8 +157,7 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []str
 		bindings = append(bindings, t.binding())
 	}
 	if len(unknown) > 0 {
-		return usagef("snapshot import needs the type of every table it loads (their keys are computed from the objects), and these are not registered: %s; leave them out with --tables",
-			strings.Join(unknown, ", "))
+		return importTypeError(unknown)
 	}
 	store, err := persist.Open(dir, persist.Options{Logger: a.logger()})
 	if err != nil {
@@ -190,6 +190,18 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []str
 	}
 	a.logf("imported %d tables, %d objects from %s into %s", len(bindings), objects, path, dir)
 	return nil
+}
+
+// importTypeError is the error of snapshot import of tables whose types
+// the command does not know: why the stock command cannot, and how to.
+func importTypeError(tables []string) error {
+	return &wrapped{err: ErrTypeNeeded, msg: fmt.Sprintf(
+		"snapshot import needs the type of every table it loads, and these are not registered: %s. A snapshot records "+
+			"no primary keys (only each object's encoding and revision) and a store keeps every object under its primary "+
+			"key, which only the table's primary index, Go code of the application, computes from the decoded object. "+
+			"Import with the application's own command (stratacli.WithTable) or persist.ReadSnapshotFile, or copy the "+
+			"store directory itself; leave these tables out with --tables",
+		strings.Join(tables, ", "))}
 }
 
 // ctxReader fails reads once ctx is done.

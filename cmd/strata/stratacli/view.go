@@ -1,7 +1,6 @@
 package stratacli
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -188,18 +187,22 @@ func (v *view) objectRow(row fields, obj any, rev uint64) (fields, error) {
 }
 
 // parseKey encodes a key given on the command line for the named index:
-// as text through the index (a registered type), or in hex (--key-format
-// hex), which is the only way for a table of unknown type.
-func (v *view) parseKey(indexName, text, format string) (index.Key, error) {
-	if format == "hex" {
-		k, err := hex.DecodeString(text)
-		if err != nil {
-			return nil, usagef("key %q: not hex: %v", text, err)
+// as text through the index (a registered type), in hex (--key-format
+// hex), or as text of the kind --key-format names, which with hex is the
+// way for a table of unknown type (keykind.go).
+func (v *view) parseKey(indexName, text, format, sep string) (index.Key, error) {
+	if parse := keyParser(format, sep); parse != nil {
+		k, err := parse(text)
+		if err != nil && format != keyFormatHex {
+			err = fmt.Errorf("table %s: key %q as %s: %w", v.name, text, format, err)
 		}
-		return k, nil
+		return k, err
 	}
 	if v.typed == nil {
-		return nil, v.typeNeeded(fmt.Sprintf("a key typed as text (%q; give it in hex with --key-format hex)", text))
+		if v.note != "" {
+			return nil, &wrapped{err: ErrKeyKindUnknown, msg: fmt.Sprintf("%v; %s", keyKindError(v.name, indexName, text), v.note)}
+		}
+		return nil, keyKindError(v.name, indexName, text)
 	}
 	return v.typed.anyTable().ParseKey(indexName, text)
 }
