@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/persist"
@@ -262,7 +263,13 @@ func (a *app) source(pathArg string) (kind, path string, err error) {
 // openStore opens the store in dir for reading. A locked store fails with
 // a message that names the ways out.
 func (a *app) openStore(dir string) (*persist.Reader, error) {
-	r, err := persist.OpenReader(dir, persist.Options{Logger: a.logger()})
+	return a.openStoreOn(dir, nil)
+}
+
+// openStoreOn is openStore on the file system fsys (nil: the operating
+// system's).
+func (a *app) openStoreOn(dir string, fsys vfs.FS) (*persist.Reader, error) {
+	r, err := persist.OpenReader(dir, persist.Options{Logger: a.logger(), FS: fsys})
 	if err != nil {
 		return nil, storeError(dir, err)
 	}

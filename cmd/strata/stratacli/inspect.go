@@ -155,6 +155,7 @@ func (a *app) inspectStore(ctx context.Context, dir string) (summary, error) {
 	for _, st := range r.Tables() {
 		t := s.tableSummary(st.Name, st.Schema, 0)
 		t.ID, t.Revision = st.ID, st.Revision
+		var counted uint64 // t.Bytes in the progress
 		for obj, err := range r.Objects(st.Name, nil, nil) {
 			if err != nil {
 				return summary{}, err
@@ -163,7 +164,8 @@ func (a *app) inspectStore(ctx context.Context, dir string) (summary, error) {
 			t.Bytes += uint64(len(obj.Key) + len(obj.Value))
 			t.Revision = max(t.Revision, obj.Revision)
 			if t.Objects%4096 == 0 {
-				p.add(0, 4096)
+				p.add(int64(t.Bytes-counted), 4096)
+				counted = t.Bytes
 				if err := ctx.Err(); err != nil {
 					return summary{}, err
 				}
