@@ -105,7 +105,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 corruption (or check found errors),
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.dir, "dir", "d", "", "the store `directory` to read")
 	pf.StringVarP(&a.file, "file", "f", "", "the snapshot `file` to read")
-	pf.StringVar(&a.addr, "addr", "", "the running database's `address`: http(s)://host:port, unix:///path or unix:/path")
+	pf.StringVar(&a.addr, "addr", "", "the running database's `address`: http(s)://host:port, or a unix socket: unix:/path, unix:///path, unix:relative/path")
 	pf.StringVarP(&a.format, "output", "o", formatTable, "output `format`: "+strings.Join(formats, ", "))
 	pf.StringVar(&a.progressMode, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal, log lines otherwise), bar, log, none")
 	pf.DurationVar(&a.progressEvery, "progress-interval", 5*time.Second, "how often a progress line is logged when stderr is not a terminal")

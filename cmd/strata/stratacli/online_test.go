@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -187,5 +189,34 @@ func TestWatchReportsItsLastWrite(t *testing.T) {
 	}
 	if code == 0 || !strings.Contains(errOut.String(), "disk full") {
 		t.Fatalf("a watch whose last write failed: exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestUnixAddressForms: every form of a unix socket's address that a
+// server takes or prints is one --addr takes: "unix:/abs/path" (what
+// servers print), the URL form "unix:///abs/path", and a path relative to
+// the working directory, "unix:rel.sock" (what examples/inspect's -addr
+// takes) or "unix://rel.sock". "unix:" alone names no socket.
+func TestUnixAddressForms(t *testing.T) {
+	s := newAPIServer(t, httpapi.Options{})
+	dir := t.TempDir()
+	t.Chdir(dir)
+	l, err := net.Listen("unix", "rel.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: s.h}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	abs := filepath.Join(dir, "rel.sock")
+	for _, addr := range []string{"unix:" + abs, "unix://" + abs, "unix:rel.sock", "unix://rel.sock", "unix:./rel.sock"} {
+		if out, errOut, code := runCmd(t, nil, "get", "hosts", "a1", "--addr", addr, "-o", "jsonl"); code != 0 || !strings.Contains(out, `"key":"a1"`) {
+			t.Errorf("--addr %s: %d %q %q", addr, code, out, errOut)
+		}
+	}
+	for _, addr := range []string{"unix:", "unix://", "/abs/path.sock"} {
+		if _, errOut, code := runCmd(t, nil, "tables", "--addr", addr); code != ExitUsage {
+			t.Errorf("--addr %q: %d %q, want a usage error", addr, code, errOut)
+		}
 	}
 }

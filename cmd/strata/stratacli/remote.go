@@ -120,7 +120,7 @@ type RemoteChange struct {
 // the Dialer (HTTPDialer logs a watch's reconnects with it).
 func (a *app) dial(ctx context.Context, addr string) (Remote, error) {
 	if _, unix := remote.SocketPath(addr); !unix && !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") {
-		return nil, usagef("--addr %q: want http://host:port, https://host:port, unix:///path or unix:/path", addr)
+		return nil, usagef("--addr %q: want http://host:port, https://host:port, or a unix socket: unix:/path, unix:///path or unix:relative/path", addr)
 	}
 	return a.cfg.dial(context.WithValue(ctx, loggerKey{}, a.infoLogger()), addr)
 }
