@@ -98,7 +98,10 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 corruption (or check found errors),
 4 not found, 5 cannot connect, 6 store locked (in use).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// --version: the line of the version command.
+		Version: readVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &wrapped{msg: err.Error(), err: ErrUsage}
 	})
@@ -132,7 +135,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 corruption (or check found errors),
 	root.AddCommand(
 		a.inspectCommand(), a.tablesCommand(), a.dumpCommand(), a.getCommand(),
 		a.checkCommand(), a.watchCommand(), a.compactCommand(), a.snapshotCommand(),
-		a.clusterCommand(),
+		a.clusterCommand(), a.versionCommand(),
 	)
 	return root
 }
@@ -316,7 +319,7 @@ func fileSize(f *os.File) int64 {
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != len(names) {
-			return usagef("%s takes %d arguments (%s), got %d", cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
+			return usagef("%s takes %s (%s), got %d", cmd.CommandPath(), count(len(names), "argument"), strings.Join(names, " "), len(args))
 		}
 		return nil
 	}
@@ -325,8 +328,11 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 // maxArgs is cobra.MaximumNArgs with a usage error.
 func maxArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n && n == 0 {
+			return usagef("%s takes no arguments, got %d", cmd.CommandPath(), len(args))
+		}
 		if len(args) > n {
-			return usagef("%s takes at most %d arguments (%s), got %d", cmd.CommandPath(), n, names, len(args))
+			return usagef("%s takes at most %s (%s), got %d", cmd.CommandPath(), count(n, "argument"), names, len(args))
 		}
 		return nil
 	}

@@ -82,10 +82,10 @@ func (a *app) export(ctx context.Context, dir, path string, tables []string) err
 	}
 	for _, t := range info.tables {
 		if want[t.Name] != t.Objects {
-			return fmt.Errorf("verifying the snapshot written: table %s: %d objects, the store holds %d", t.Name, t.Objects, want[t.Name])
+			return fmt.Errorf("verifying the snapshot written: table %s: %s, the store holds %d", t.Name, count(t.Objects, "object"), want[t.Name])
 		}
 	}
-	a.logf("exported %d tables, %d objects, %s to %s (verified)", len(info.tables), info.objects, humanBytes(int64(info.bytes)), path)
+	a.logf("exported %s, %s, %s to %s (verified)", count(len(info.tables), "table"), count(info.objects, "object"), humanBytes(int64(info.bytes)), path)
 	return nil
 }
 
@@ -188,7 +188,7 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []str
 			objects += t.Objects
 		}
 	}
-	a.logf("imported %d tables, %d objects from %s into %s", len(bindings), objects, path, dir)
+	a.logf("imported %s, %s from %s into %s", count(len(bindings), "table"), count(objects, "object"), path, dir)
 	return nil
 }
 
@@ -263,7 +263,7 @@ found (exit code 3). check also decodes the objects of registered tables.`,
 			}
 			doc := fields{{"ok", true}, {"tables", len(v.tables)}, {"objects", v.objects}, {"bytes", v.bytes}}
 			return writeDoc(a.out, a.format, doc, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "OK: %d tables, %d objects, %d bytes\n", len(v.tables), v.objects, v.bytes)
+				_, err := fmt.Fprintf(w, "OK: %s, %s, %s\n", count(len(v.tables), "table"), count(v.objects, "object"), count(v.bytes, "byte"))
 				return err
 			})
 		},
