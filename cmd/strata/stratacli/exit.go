@@ -65,9 +65,11 @@ var (
 	// WithTable. Exit code 2.
 	ErrIndexNotStored = errors.New("index not stored")
 	// ErrTypeNeeded: snapshot import of tables whose Go types the command
-	// does not know. A snapshot records no primary keys and a store keeps
-	// each object under its primary key, which only the application's
-	// primary index computes. The message names the tables. Exit code 2.
+	// does not know, and whose keys it was not told how to compute (--key,
+	// for tables stored as JSON). A snapshot records no primary keys and a
+	// store keeps each object under its primary key, which only the
+	// application's primary index computes. The message names the tables.
+	// Exit code 2.
 	ErrTypeNeeded = errors.New("table type needed")
 )
 

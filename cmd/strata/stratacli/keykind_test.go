@@ -47,18 +47,7 @@ func kindStore(t testing.TB) string {
 	}
 	defer s.Close()
 	db := strata.New()
-	byU := kindIndex("u", func(k *kinded) index.Key { return index.Uint32(k.U) })
-	tables := []strata.RWTable[*kinded]{
-		strata.MustNewTable(db, "ints", kindIndex("n", func(k *kinded) index.Key { return index.Int64(k.N) })),
-		strata.MustNewTable(db, "addrs", kindIndex("addr", func(k *kinded) index.Key { return index.NetIPAddr(k.Addr) })),
-		strata.MustNewTable(db, "routes", kindIndex("pfx", func(k *kinded) index.Key { return index.NetIPPrefix(k.Pfx) })),
-		strata.MustNewTable(db, "pairs", kindIndex("pair", func(k *kinded) index.Key {
-			return index.Composite(index.String(k.Zone), index.Uint32(k.U))
-		})),
-		strata.MustNewTable(db, "zones", kindIndex("zone", func(k *kinded) index.Key {
-			return index.String(k.Zone + "-" + string(rune('a'+k.U)))
-		}), byU),
-	}
+	tables := kindTables(db)
 	metas := make([]strata.TableMeta, len(tables))
 	for i, tbl := range tables {
 		if err := s.Register(persist.Table(tbl, persist.JSON[*kinded]())); err != nil {
@@ -81,6 +70,22 @@ func kindStore(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// kindTables creates the tables of kindStore in db.
+func kindTables(db *strata.DB) []strata.RWTable[*kinded] {
+	byU := kindIndex("u", func(k *kinded) index.Key { return index.Uint32(k.U) })
+	return []strata.RWTable[*kinded]{
+		strata.MustNewTable(db, "ints", kindIndex("n", func(k *kinded) index.Key { return index.Int64(k.N) })),
+		strata.MustNewTable(db, "addrs", kindIndex("addr", func(k *kinded) index.Key { return index.NetIPAddr(k.Addr) })),
+		strata.MustNewTable(db, "routes", kindIndex("pfx", func(k *kinded) index.Key { return index.NetIPPrefix(k.Pfx) })),
+		strata.MustNewTable(db, "pairs", kindIndex("pair", func(k *kinded) index.Key {
+			return index.Composite(index.String(k.Zone), index.Uint32(k.U))
+		})),
+		strata.MustNewTable(db, "zones", kindIndex("zone", func(k *kinded) index.Key {
+			return index.String(k.Zone + "-" + string(rune('a'+k.U)))
+		}), byU),
+	}
 }
 
 // ns returns the "n" of each JSON line of out.

@@ -104,7 +104,7 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 }
 
 func (a *app) importCommand() *cobra.Command {
-	var tables []string
+	var tables, keys []string
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Load a snapshot FILE into a store (--dir)",
@@ -114,20 +114,45 @@ nothing. The tables must be empty in the store. Importing needs each
 table's type: a store keeps every object under its primary key, which the
 application's primary index computes from the object, and a snapshot
 records no keys. So it works in an application that registers its tables
-(stratacli.WithTable); the stock command refuses, naming the tables.`,
+(stratacli.WithTable).
+
+Without a table's type, a table stored with the JSON codec can be imported
+if --key TABLE=FIELD:KIND says how its primary key is computed: from the
+field FIELD (a.b for a nested one) of each object's JSON, as a key of kind
+KIND (string, int64, uint32, addr, prefix, time, …); FIELD:KIND,FIELD:KIND
+for a composite key. The objects are written as they are. Checked: each is
+JSON with those fields, of their kinds, and the keys strictly increase in
+the snapshot's order (its primary key order). Not checked without the
+type: that the key is the one the application's primary index computes
+(its Register checks every key, and refuses the table with
+persist.ErrKeyChanged if one differs), that the objects decode into its
+type, and its secondary indexes (it computes them when it loads). Other
+tables of unknown type are refused, naming them.`,
 		Args: exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.dir == "" {
 				return usagef("snapshot import writes a store: give --dir")
 			}
-			return a.importSnapshot(cmd.Context(), args[0], a.dir, tables)
+			return a.importSnapshot(cmd.Context(), args[0], a.dir, tables, keys)
 		},
 	}
 	cmd.Flags().StringSliceVar(&tables, "tables", nil, "the `tables` to import (all by default)")
+	cmd.Flags().StringArrayVar(&keys, "key", nil, "`TABLE=FIELD:KIND[,FIELD:KIND…]`: the primary key of a JSON table of unknown type, from its objects' fields (repeatable)")
 	return cmd
 }
 
-func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []string) error {
+func (a *app) importSnapshot(ctx context.Context, path, dir string, tables, keys []string) error {
+	specs := map[string]rawKeySpec{}
+	for _, k := range keys {
+		spec, err := parseRawKeySpec(k)
+		if err != nil {
+			return err
+		}
+		if _, twice := specs[spec.table]; twice {
+			return usagef("--key: table %s given twice", spec.table)
+		}
+		specs[spec.table] = spec
+	}
 	f, sr, err := openSnapshot(path)
 	if err != nil {
 		return err
@@ -144,17 +169,34 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []str
 		return err
 	}
 	var bindings []persist.TableBinding
-	var unknown []string
+	var unknown, raw []string
 	for _, name := range tables {
-		if !slices.ContainsFunc(infos, func(t persist.SnapshotTableInfo) bool { return t.Name == name }) {
+		i := slices.IndexFunc(infos, func(t persist.SnapshotTableInfo) bool { return t.Name == name })
+		if i < 0 {
 			return fmt.Errorf("snapshot %s: table %q: %w", path, name, persist.ErrSnapshotTableMissing)
 		}
-		t, ok := s.tables[name]
-		if !ok {
+		t, registered := s.tables[name]
+		spec, keyed := specs[name]
+		switch {
+		case registered && keyed:
+			return usagef("--key %s=%s: table %s's type is registered, which computes its keys", name, spec, name)
+		case registered:
+			bindings = append(bindings, t.binding())
+		case keyed:
+			b, err := rawBinding(s.db, infos[i], spec)
+			if err != nil {
+				return err
+			}
+			bindings = append(bindings, b)
+			raw = append(raw, name)
+		default:
 			unknown = append(unknown, name)
-			continue
 		}
-		bindings = append(bindings, t.binding())
+	}
+	for name, spec := range specs {
+		if !slices.Contains(tables, name) {
+			return usagef("--key %s=%s: table %s is not imported", name, spec, name)
+		}
 	}
 	if len(unknown) > 0 {
 		return importTypeError(unknown)
@@ -189,6 +231,12 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []str
 		}
 	}
 	a.logf("imported %s, %s from %s into %s", count(len(bindings), "table"), count(objects, "object"), path, dir)
+	for _, name := range raw {
+		a.logf("note: table %s was imported without its type, keyed by %s: its objects are JSON with those fields and their keys "+
+			"increase in the snapshot's order; not checked: that these are the keys the application's primary index computes "+
+			"(its Register checks them: persist.ErrKeyChanged), that the objects decode into its type, and its secondary indexes",
+			name, specs[name])
+	}
 	return nil
 }
 
@@ -200,7 +248,8 @@ func importTypeError(tables []string) error {
 			"no primary keys (only each object's encoding and revision) and a store keeps every object under its primary "+
 			"key, which only the table's primary index, Go code of the application, computes from the decoded object. "+
 			"Import with the application's own command (stratacli.WithTable) or persist.ReadSnapshotFile, or copy the "+
-			"store directory itself; leave these tables out with --tables",
+			"store directory itself; for a table stored as JSON, say how its key is computed: --key TABLE=FIELD:KIND; "+
+			"leave these tables out with --tables",
 		strings.Join(tables, ", "))}
 }
 
