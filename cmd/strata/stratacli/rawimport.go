@@ -165,7 +165,9 @@ func (c *rawCodec) CodecName() string { return c.name }
 func (c *rawCodec) Version() uint32 { return c.version }
 
 // Append appends the object's bytes as they are.
-func (c *rawCodec) Append(dst []byte, o *rawObject) ([]byte, error) { return append(dst, o.value...), nil }
+func (c *rawCodec) Append(dst []byte, o *rawObject) ([]byte, error) {
+	return append(dst, o.value...), nil
+}
 
 // Decode copies data and computes its key.
 func (c *rawCodec) Decode(data []byte, version uint32) (*rawObject, error) {
