@@ -23,6 +23,9 @@ type queryFlags struct {
 	get, prefix, lowerbound     string
 	from, to                    string
 	keyFormat, keySep           string
+	// by is --by FIELD:KIND[,…]: the query is on keys computed from the
+	// fields of a JSON table of unknown type (fieldquery.go).
+	by string
 	limit                       int
 	hasGet, hasPrefix, hasLower bool
 	hasFrom, hasTo              bool
@@ -42,6 +45,7 @@ func (q *queryFlags) register(cmd *cobra.Command) {
 	f.StringVar(&q.to, "to", "", "a range's end key (excluded)")
 	f.StringVar(&q.keyFormat, "key-format", keyFormatText, keyFormatHelp)
 	f.StringVar(&q.keySep, "key-sep", "/", "the separator of a composite key's parts (--key-format KIND,KIND)")
+	f.StringVar(&q.by, "by", "", "`FIELD:KIND[,FIELD:KIND]`: query the keys of these fields of a JSON table of unknown type (offline), for want of its secondary indexes")
 	f.IntVar(&q.limit, "limit", 0, "show at most `N` objects (0: all); if more follow, stderr gives the next page's --after")
 	f.StringVar(&q.after, "after", "", "start just after the object of `CURSOR`, a page's next cursor (the HTTP API's after=)")
 }
@@ -65,6 +69,14 @@ func (q *queryFlags) read(cmd *cobra.Command) error {
 	}
 	if err := checkKeyFormat(q.keyFormat, q.keySep); err != nil {
 		return err
+	}
+	if q.by != "" {
+		switch {
+		case q.index != "":
+			return usagef("give --index or --by, not both")
+		case f.Changed("after"):
+			return usagef("--by has no cursors: --after cannot go on from a page of it")
+		}
 	}
 	if f.Changed("after") {
 		k, err := decodeCursor(q.after)
@@ -205,8 +217,12 @@ the key's kind with --key-format (string, int64, uint32, addr, prefix,
 time, …; "string,uint32" for a composite whose parts --key-sep joins), or
 give its bytes in hex (--key-format hex). Such a table is queried on its
 primary index only: secondary indexes are not stored, but computed by the
-application's index functions. A snapshot records no keys: a table of
-unknown type in a snapshot can only be listed whole.
+application's index functions. Of such a table stored as JSON, --by
+FIELD:KIND queries keys the command computes from the objects' fields as
+it reads them (each element's, for an array; FIELD:KIND,FIELD:KIND for a
+composite), in a store or a snapshot; the query's keys are then of those
+kinds. A snapshot records no keys: a table of unknown type in a snapshot
+is otherwise only listed whole.
 
 With --limit N, when more objects follow, the last line on stderr gives
 the cursor of the next page: run the same dump with --after CURSOR. Each
@@ -249,6 +265,7 @@ default) is KEY. Exits with 4 if there is none.`,
 	f.StringVar(&q.index, "index", "", "the `index` of KEY (the primary index by default)")
 	f.StringVar(&q.keyFormat, "key-format", keyFormatText, keyFormatHelp)
 	f.StringVar(&q.keySep, "key-sep", "/", "the separator of a composite key's parts (--key-format KIND,KIND)")
+	f.StringVar(&q.by, "by", "", "`FIELD:KIND[,FIELD:KIND]`: KEY is of these fields of a JSON table of unknown type (offline)")
 	return cmd
 }
 
@@ -392,6 +409,12 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, p *pager) error {
 	if v.note != "" {
 		a.logf("note: %s", v.note)
 	}
+	if q.by != "" {
+		if err := byFieldUsable(v, q.by); err != nil {
+			return err
+		}
+		return a.dumpByField(v, storeRecords(r, table), q, p)
+	}
 	if !q.primary(v) && v.typed == nil {
 		return secondaryError(table, q.index, "store")
 	}
@@ -481,6 +504,12 @@ func (a *app) dumpSnapshot(path, table string, q *queryFlags, p *pager) error {
 	v := s.view(info.Name, snapshotSchema(info), info.CodecVersion)
 	if v.note != "" {
 		a.logf("note: %s", v.note)
+	}
+	if q.by != "" {
+		if err := byFieldUsable(v, q.by); err != nil {
+			return err
+		}
+		return a.dumpByField(v, snapshotRecords(sr, pos), q, p)
 	}
 	if v.typed == nil {
 		switch {

@@ -136,6 +136,7 @@ func secondaryError(table, indexName, source string) error {
 		"table %s: a query on index %q needs the table's type: a %s holds each object under its primary key only; a "+
 			"secondary index is computed from the objects by the application's index function (Go code), and a store does not "+
 			"record index names either. Query the primary index (leave out --index; keys with --key-format KIND or hex), "+
-			"the running application (--addr), or an application's own command that registers the table (stratacli.WithTable)",
+			"the running application (--addr), or an application's own command that registers the table (stratacli.WithTable); "+
+			"of a table stored as JSON, --by FIELD:KIND queries the keys of an object's field, computed as the objects are read",
 		table, indexName, source)}
 }

@@ -22,6 +22,7 @@ type kinded struct {
 	Zone string       `json:"zone"`
 	Addr netip.Addr   `json:"addr"`
 	Pfx  netip.Prefix `json:"pfx"`
+	Tags []string     `json:"tags,omitempty"`
 }
 
 // kindIndex is a unique index of kinded on key.
@@ -59,7 +60,8 @@ func kindStore(t testing.TB) string {
 	for i, n := range []int64{-300, -2, 0, 7, 42, 1 << 40} {
 		k := &kinded{N: n, U: uint32(i), Zone: []string{"eu", "us"}[i%2],
 			Addr: netip.AddrFrom4([4]byte{10, 0, byte(i / 3), byte(i)}),
-			Pfx:  netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)}
+			Pfx:  netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16),
+			Tags: [][]string{{"a", "b"}, {"b"}, nil}[i%3]}
 		for _, tbl := range tables {
 			if _, _, err := tbl.Insert(txn, k); err != nil {
 				t.Fatal(err)

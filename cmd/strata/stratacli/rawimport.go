@@ -3,6 +3,7 @@ package stratacli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -51,14 +52,24 @@ type rawKeyPart struct {
 // parseRawKeySpec parses a --key of snapshot import:
 // TABLE=FIELD:KIND[,FIELD:KIND...], FIELD a name or a dotted path.
 func parseRawKeySpec(s string) (rawKeySpec, error) {
-	bad := func(why string) (rawKeySpec, error) {
-		return rawKeySpec{}, usagef("--key %q: %s; want TABLE=FIELD:KIND, or TABLE=FIELD:KIND,FIELD:KIND,… for a composite key (kinds: %s)", s, why, keyKindNames())
-	}
 	table, spec, ok := strings.Cut(s, "=")
 	if !ok || table == "" || spec == "" {
-		return bad("no table")
+		return rawKeySpec{}, usagef("--key %q: no table; want TABLE=FIELD:KIND, or TABLE=FIELD:KIND,FIELD:KIND,… for a composite key (kinds: %s)", s, keyKindNames())
 	}
-	k := rawKeySpec{table: table}
+	parts, err := parseFieldSpec("--key", s, spec)
+	if err != nil {
+		return rawKeySpec{}, err
+	}
+	return rawKeySpec{table: table, parts: parts}, nil
+}
+
+// parseFieldSpec parses FIELD:KIND[,FIELD:KIND...], the value of flag
+// (whole, for messages) less its table, if any.
+func parseFieldSpec(flag, whole, spec string) ([]rawKeyPart, error) {
+	bad := func(why string) ([]rawKeyPart, error) {
+		return nil, usagef("%s %q: %s; want FIELD:KIND, or FIELD:KIND,FIELD:KIND,… for a composite key (kinds: %s)", flag, whole, why, keyKindNames())
+	}
+	var parts []rawKeyPart
 	for _, p := range strings.Split(spec, ",") {
 		field, kind, ok := strings.Cut(p, ":")
 		if !ok || field == "" {
@@ -68,61 +79,104 @@ func parseRawKeySpec(s string) (rawKeySpec, error) {
 		if !known {
 			return bad(fmt.Sprintf("%q is no kind of key", kind))
 		}
-		k.parts = append(k.parts, rawKeyPart{path: strings.Split(field, "."), field: field, kind: kind, parse: parse})
+		parts = append(parts, rawKeyPart{path: strings.Split(field, "."), field: field, kind: kind, parse: parse})
 	}
-	return k, nil
+	return parts, nil
 }
 
 // String is the spec as --key gives it, without the table.
-func (k rawKeySpec) String() string {
-	parts := make([]string, len(k.parts))
-	for i, p := range k.parts {
-		parts[i] = p.field + ":" + p.kind
+func (k rawKeySpec) String() string { return fieldSpecString(k.parts) }
+
+// fieldSpecString is parts as FIELD:KIND,FIELD:KIND.
+func fieldSpecString(parts []rawKeyPart) string {
+	s := make([]string, len(parts))
+	for i, p := range parts {
+		s[i] = p.field + ":" + p.kind
 	}
-	return strings.Join(parts, ",")
+	return strings.Join(s, ",")
 }
 
-// keyOf computes the key of the object whose JSON is data.
-func (k rawKeySpec) keyOf(data []byte) (index.Key, error) {
+// errNoField: an object has no value (or null) at a field of a spec.
+var errNoField = errors.New("no such field")
+
+// fieldKeys computes the keys of the object whose JSON is data from the
+// fields parts name: one key, the parts' keys joined as a composite if
+// there are several; or, with one part whose field is an array, the key
+// of each element. An object without one of the fields (or null there)
+// fails with errNoField.
+func fieldKeys(parts []rawKeyPart, data []byte) ([]index.Key, error) {
 	var obj any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&obj); err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
-	keys := make([]index.Key, len(k.parts))
-	for i, p := range k.parts {
+	keys := make([]index.Key, len(parts))
+	for i, p := range parts {
 		v := obj
 		for _, name := range p.path {
 			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("no field %q", p.field)
+			if ok {
+				v, ok = m[name]
 			}
-			if v, ok = m[name]; !ok {
-				return nil, fmt.Errorf("no field %q", p.field)
+			if !ok || v == nil {
+				return nil, fmt.Errorf("field %q: %w", p.field, errNoField)
 			}
 		}
-		var text string
-		switch v := v.(type) {
-		case string:
-			text = v
-		case json.Number:
-			text = v.String()
-		case bool:
-			text = fmt.Sprint(v)
-		default:
-			return nil, fmt.Errorf("field %q is %s, not a string, number or bool", p.field, jsonKind(v))
+		if elems, isArray := v.([]any); isArray && len(parts) == 1 {
+			var all []index.Key
+			for _, e := range elems {
+				k, err := fieldKey(p, e)
+				if err != nil {
+					return nil, err
+				}
+				all = append(all, k)
+			}
+			return all, nil
 		}
-		key, err := p.parse(text)
+		k, err := fieldKey(p, v)
 		if err != nil {
-			return nil, fmt.Errorf("field %q: %w", p.field, err)
+			return nil, err
 		}
-		keys[i] = key
+		keys[i] = k
 	}
 	if len(keys) == 1 {
-		return keys[0], nil
+		return keys, nil
 	}
-	return index.Composite(keys...), nil
+	return []index.Key{index.Composite(keys...)}, nil
+}
+
+// fieldKey encodes the value v of the field of p as a key of p's kind.
+func fieldKey(p rawKeyPart, v any) (index.Key, error) {
+	var text string
+	switch v := v.(type) {
+	case string:
+		text = v
+	case json.Number:
+		text = v.String()
+	case bool:
+		text = fmt.Sprint(v)
+	default:
+		return nil, fmt.Errorf("field %q is %s, not a string, number or bool", p.field, jsonKind(v))
+	}
+	key, err := p.parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("field %q: %w", p.field, err)
+	}
+	return key, nil
+}
+
+// keyOf computes the primary key of the object whose JSON is data: one
+// key, never an array's.
+func (k rawKeySpec) keyOf(data []byte) (index.Key, error) {
+	keys, err := fieldKeys(k.parts, data)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) != 1 {
+		return nil, fmt.Errorf("field %q is an array of %d: a primary key is one value", k.parts[0].field, len(keys))
+	}
+	return keys[0], nil
 }
 
 // jsonKind names the kind of a decoded JSON value.

@@ -93,7 +93,7 @@ func TestImportWithoutTypesRefused(t *testing.T) {
 		msg string
 	}{
 		{"ints=zone:string", ErrUsage, "not above the key"},
-		{"ints=nope:int64", ErrUsage, `no field "nope"`},
+		{"ints=nope:int64", ErrUsage, `field "nope": no such field`},
 		{"ints=n:uint8", ErrUsage, "uint8"},
 		{"ints=addr", ErrUsage, "is not FIELD:KIND"},
 		{"ints=n:integer", ErrUsage, `"integer" is no kind of key`},

@@ -127,6 +127,9 @@ func (a *app) dial(ctx context.Context, addr string) (Remote, error) {
 
 // remoteQuery turns the query flags into a RemoteQuery.
 func (q *queryFlags) remoteQuery() (RemoteQuery, error) {
+	if q.by != "" {
+		return RemoteQuery{}, usagef("--by reads the fields of stored objects (--dir, --file); query a running database's indexes with --index")
+	}
 	// Keys of a kind (--key-format uint64, …) are encoded here and sent
 	// raw, as hex keys are.
 	parse := keyParser(q.keyFormat, q.keySep)
