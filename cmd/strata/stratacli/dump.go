@@ -19,13 +19,13 @@ import (
 // queryFlags are the flags that select objects: one index, one op and its
 // keys, a limit, a cursor. They are the HTTP API's query parameters.
 type queryFlags struct {
-	index                       string
-	get, prefix, lowerbound     string
-	from, to                    string
-	keyFormat, keySep           string
+	index                   string
+	get, prefix, lowerbound string
+	from, to                string
+	keyFormat, keySep       string
 	// by is --by FIELD:KIND[,…]: the query is on keys computed from the
 	// fields of a JSON table of unknown type (fieldquery.go).
-	by string
+	by                          string
 	limit                       int
 	hasGet, hasPrefix, hasLower bool
 	hasFrom, hasTo              bool
