@@ -206,8 +206,14 @@ func TestUnixAddressForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: s.h}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serving on the socket: %v", err)
+		}
+	})
 	abs := filepath.Join(dir, "rel.sock")
 	for _, addr := range []string{"unix:" + abs, "unix://" + abs, "unix:rel.sock", "unix://rel.sock", "unix:./rel.sock"} {
 		if out, errOut, code := runCmd(t, nil, "get", "hosts", "a1", "--addr", addr, "-o", "jsonl"); code != 0 || !strings.Contains(out, `"key":"a1"`) {

@@ -45,12 +45,14 @@ type countedFile struct {
 	c *readCounter
 }
 
+// Read reads from the file, counting the bytes read.
 func (f *countedFile) Read(b []byte) (int, error) {
 	n, err := f.File.Read(b)
 	f.c.count(n)
 	return n, err
 }
 
+// ReadAt reads from the file at off, counting the bytes read.
 func (f *countedFile) ReadAt(b []byte, off int64) (int, error) {
 	n, err := f.File.ReadAt(b, off)
 	f.c.count(n)
