@@ -415,6 +415,7 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, p *pager) error {
 		}
 		return a.dumpByField(v, storeRecords(r, table), q, p)
 	}
+	a.setKeyKind(v, q.keyFormat, q.keySep)
 	if !q.primary(v) && v.typed == nil {
 		return secondaryError(table, q.index, "store")
 	}

@@ -53,6 +53,45 @@ var keyKinds = map[string]func(string) (index.Key, error){
 	"prefix":  index.NetIPPrefixString,
 }
 
+// keyFormatters are the renderers of the kinds' keys as text, package
+// index's, the inverses of keyKinds' parsers.
+var keyFormatters = map[string]func(index.Key) (string, error){
+	"string":  index.FormatString,
+	"bytes":   index.FormatBytes,
+	"bool":    index.FormatBool,
+	"int":     index.FormatInt,
+	"int8":    index.FormatInt8,
+	"int16":   index.FormatInt16,
+	"int32":   index.FormatInt32,
+	"int64":   index.FormatInt64,
+	"uint":    index.FormatUint,
+	"uint8":   index.FormatUint8,
+	"uint16":  index.FormatUint16,
+	"uint32":  index.FormatUint32,
+	"uint64":  index.FormatUint64,
+	"float64": index.FormatFloat64,
+	"time":    index.FormatTime,
+	"addr":    index.FormatNetIPAddr,
+	"prefix":  index.FormatNetIPPrefix,
+}
+
+// keyFormatter returns the renderer of keys of format (validated by
+// checkKeyFormat), composite parts joined by sep; nil for text and hex.
+func keyFormatter(format, sep string) func(index.Key) (string, error) {
+	if format == keyFormatText || format == keyFormatHex {
+		return nil
+	}
+	parts := strings.Split(format, ",")
+	if len(parts) == 1 {
+		return keyFormatters[format]
+	}
+	formatters := make([]func(index.Key) (string, error), len(parts))
+	for i, p := range parts {
+		formatters[i] = keyFormatters[p]
+	}
+	return index.CompositeFormatter(sep, formatters...)
+}
+
 // keyKindNames returns the kinds' names, sorted, for messages.
 func keyKindNames() string {
 	names := make([]string, 0, len(keyKinds))

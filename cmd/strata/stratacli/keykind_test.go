@@ -134,6 +134,24 @@ func TestKeyKinds(t *testing.T) {
 			t.Errorf("%v: %d %v, want %v\n%s", args, code, got, c.want, errOut)
 		}
 	}
+	// Keys shown as text of the kind too, beside their hex.
+	for _, c := range []struct {
+		table, format, get, want string
+	}{
+		{"ints", "int64", "-2", `"key":"-2","key_hex":"7ffffffffffffffe"`},
+		{"pairs", "string,uint32", "us/3", `"key":"us/3","key_hex":`},
+		{"routes", "prefix", "10.3.0.0/16", `"key":"10.3.0.0/16","key_hex":`},
+	} {
+		out, errOut, code := runCmd(t, nil, "dump", c.table, "-d", dir, "-o", "jsonl", "--key-format", c.format, "--get", c.get)
+		if code != 0 || !strings.Contains(out, c.want) || errOut != "" {
+			t.Errorf("dump %s --key-format %s --get %s: %d %q %q, want %s", c.table, c.format, c.get, code, out, errOut, c.want)
+		}
+	}
+	// A kind that is not the key's: noted once, the key column empty.
+	out, errOut, code := runCmd(t, nil, "dump", "ints", "-d", dir, "-o", "jsonl", "--key-format", "addr")
+	if code != 0 || strings.Count(out, `"key":"",`) != 6 || strings.Count(errOut, "note:") != 1 || !strings.Contains(errOut, "is not a key of kind addr") {
+		t.Errorf("ints as addr: %d %q %q", code, out, errOut)
+	}
 	// get with a kind.
 	if out, errOut, code := runCmd(t, nil, "get", "ints", "42", "-d", dir, "--key-format", "int64", "-o", "jsonl"); code != 0 || !equalFloats(ns(t, out), []float64{42}) {
 		t.Errorf("get ints 42: %d %q %q", code, out, errOut)
