@@ -142,16 +142,9 @@ tables of unknown type are refused, naming them.`,
 }
 
 func (a *app) importSnapshot(ctx context.Context, path, dir string, tables, keys []string) error {
-	specs := map[string]rawKeySpec{}
-	for _, k := range keys {
-		spec, err := parseRawKeySpec(k)
-		if err != nil {
-			return err
-		}
-		if _, twice := specs[spec.table]; twice {
-			return usagef("--key: table %s given twice", spec.table)
-		}
-		specs[spec.table] = spec
+	specs, err := parseRawKeySpecs(keys)
+	if err != nil {
+		return err
 	}
 	f, sr, err := openSnapshot(path)
 	if err != nil {
@@ -168,38 +161,9 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables, keys
 	if err != nil {
 		return err
 	}
-	var bindings []persist.TableBinding
-	var unknown, raw []string
-	for _, name := range tables {
-		i := slices.IndexFunc(infos, func(t persist.SnapshotTableInfo) bool { return t.Name == name })
-		if i < 0 {
-			return fmt.Errorf("snapshot %s: table %q: %w", path, name, persist.ErrSnapshotTableMissing)
-		}
-		t, registered := s.tables[name]
-		spec, keyed := specs[name]
-		switch {
-		case registered && keyed:
-			return usagef("--key %s=%s: table %s's type is registered, which computes its keys", name, spec, name)
-		case registered:
-			bindings = append(bindings, t.binding())
-		case keyed:
-			b, err := rawBinding(s.db, infos[i], spec)
-			if err != nil {
-				return err
-			}
-			bindings = append(bindings, b)
-			raw = append(raw, name)
-		default:
-			unknown = append(unknown, name)
-		}
-	}
-	for name, spec := range specs {
-		if !slices.Contains(tables, name) {
-			return usagef("--key %s=%s: table %s is not imported", name, spec, name)
-		}
-	}
-	if len(unknown) > 0 {
-		return importTypeError(unknown)
+	bindings, raw, err := s.importBindings(path, infos, tables, specs)
+	if err != nil {
+		return err
 	}
 	store, err := persist.Open(dir, persist.Options{Logger: a.logger()})
 	if err != nil {
@@ -238,6 +202,64 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables, keys
 			name, specs[name])
 	}
 	return nil
+}
+
+// parseRawKeySpecs parses the --key flags of snapshot import, by table.
+func parseRawKeySpecs(keys []string) (map[string]rawKeySpec, error) {
+	specs := map[string]rawKeySpec{}
+	for _, k := range keys {
+		spec, err := parseRawKeySpec(k)
+		if err != nil {
+			return nil, err
+		}
+		if _, twice := specs[spec.table]; twice {
+			return nil, usagef("--key: table %s given twice", spec.table)
+		}
+		specs[spec.table] = spec
+	}
+	return specs, nil
+}
+
+// importBindings returns the bindings of the tables snapshot import loads
+// from the snapshot at path (whose tables infos describes): a registered
+// type's, or for a table of unknown type one that --key (specs) keys;
+// and the names of the latter. A table of unknown type without a --key
+// fails with ErrTypeNeeded, naming every such table.
+func (s *session) importBindings(path string, infos []persist.SnapshotTableInfo, tables []string, specs map[string]rawKeySpec) (
+	bindings []persist.TableBinding, raw []string, err error) {
+	var unknown []string
+	for _, name := range tables {
+		i := slices.IndexFunc(infos, func(t persist.SnapshotTableInfo) bool { return t.Name == name })
+		if i < 0 {
+			return nil, nil, fmt.Errorf("snapshot %s: table %q: %w", path, name, persist.ErrSnapshotTableMissing)
+		}
+		t, registered := s.tables[name]
+		spec, keyed := specs[name]
+		switch {
+		case registered && keyed:
+			return nil, nil, usagef("--key %s=%s: table %s's type is registered, which computes its keys", name, spec, name)
+		case registered:
+			bindings = append(bindings, t.binding())
+		case keyed:
+			b, err := rawBinding(s.db, infos[i], spec)
+			if err != nil {
+				return nil, nil, err
+			}
+			bindings = append(bindings, b)
+			raw = append(raw, name)
+		default:
+			unknown = append(unknown, name)
+		}
+	}
+	for name, spec := range specs {
+		if !slices.Contains(tables, name) {
+			return nil, nil, usagef("--key %s=%s: table %s is not imported", name, spec, name)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, nil, importTypeError(unknown)
+	}
+	return bindings, raw, nil
 }
 
 // importTypeError is the error of snapshot import of tables whose types
