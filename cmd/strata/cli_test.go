@@ -198,16 +198,17 @@ func TestBadInput(t *testing.T) {
 	}{
 		{2, []string{"frobnicate"}, "unknown command"},
 		{2, []string{"inspect", "--bogus"}, "unknown flag"},
-		{2, []string{"dump"}, "takes 1 arguments"},
+		{2, []string{"dump"}, "takes 1 argument (TABLE), got 0"},
+		{2, []string{"inspect", "a", "b"}, "takes at most 1 argument (PATH), got 2"},
 		{2, []string{"dump", "nodes"}, "say what to read"},
 		{2, []string{"dump", "nodes", "-d", dir, "-f", snap}, "one of --dir, --file and --addr"},
 		{2, []string{"inspect", dir, "-d", dir}, "not both"},
 		{2, []string{"inspect", dir, "-o", "xml"}, "--output"},
 		{2, []string{"dump", "nodes", "-d", dir, "--get", "1", "--prefix", "1"}, "one of --get"},
-		{2, []string{"dump", "nodes", "-d", dir, "--get", "1"}, "needs table nodes's type"},
+		{2, []string{"dump", "nodes", "-d", dir, "--get", "1"}, "say the key's kind with --key-format KIND"},
 		{2, []string{"dump", "nodes", "-d", dir, "--get", "zz", "--key-format", "hex"}, "not hex"},
 		{2, []string{"dump", "nodes", "-d", dir, "--index", "zone", "--get", "eu"}, "index \"zone\""},
-		{2, []string{"dump", "nodes", "-f", snap, "--get", "00", "--key-format", "hex"}, "snapshots record no keys"},
+		{2, []string{"dump", "nodes", "-f", snap, "--get", "00", "--key-format", "hex"}, "a snapshot records no keys"},
 		{2, []string{"dump", "nodes", "-d", dir, "--limit", "-1"}, "--limit"},
 		{2, []string{"snapshot", "import", snap, "-d", t.TempDir()}, "needs the type"},
 		{2, []string{"snapshot", "export", snap, "-d", dir}, "exists"},
@@ -367,7 +368,7 @@ func TestSnapshotExport(t *testing.T) {
 		t.Fatalf("the export (%d bytes) differs from WriteSnapshot's (%d)", len(got), len(want))
 	}
 	strataRun(t, 0, "snapshot", "export", "-d", dir, out, "--force", "--tables", "blobs")
-	if r := strataRun(t, 0, "snapshot", "verify", out); r.stdout != "OK: 1 tables, 100 objects, "+fmt.Sprint(fileLen(t, out))+" bytes\n" {
+	if r := strataRun(t, 0, "snapshot", "verify", out); r.stdout != "OK: 1 table, 100 objects, "+fmt.Sprint(fileLen(t, out))+" bytes\n" {
 		t.Errorf("verify: %q", r.stdout)
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 1 {

@@ -24,7 +24,7 @@ func embedRun(t testing.TB, want int, args ...string) result {
 // with keys as text, checked by key, and imported from snapshots.
 func TestEmbed(t *testing.T) {
 	dir := t.TempDir()
-	embedRun(t, 0, "seed", "--dir", dir, "--n", "9")
+	embedRun(t, 0, "seed", "--dir", dir, "-n", "9")
 
 	// Columns of the objects' fields, a secondary index, keys as text.
 	r := embedRun(t, 0, "debug", "dump", "nodes", "--dir", dir, "--index", "zone", "--get", "eu")
@@ -86,7 +86,7 @@ func TestEmbed(t *testing.T) {
 
 	// diff by primary key: three nodes more.
 	more := t.TempDir()
-	embedRun(t, 0, "seed", "--dir", more, "--n", "12")
+	embedRun(t, 0, "seed", "--dir", more, "--nodes", "12")
 	snap3 := filepath.Join(t.TempDir(), "more.snap")
 	embedRun(t, 0, "debug", "snapshot", "export", "-d", more, snap3)
 	r = embedRun(t, 0, "debug", "snapshot", "diff", snap, snap3, "--tables", "nodes", "-o", "jsonl")

@@ -7,6 +7,7 @@ replace github.com/strata-db/strata => ../..
 replace github.com/strata-db/strata/persist => ../../persist
 
 require (
+	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/spf13/cobra v1.10.2
 	github.com/strata-db/strata v0.0.0-00010101000000-000000000000
 	github.com/strata-db/strata/persist v0.0.0-00010101000000-000000000000
@@ -24,7 +25,6 @@ require (
 	github.com/cockroachdb/crlib v0.0.0-20241112164430-1264a2edc35b // indirect
 	github.com/cockroachdb/errors v1.11.3 // indirect
 	github.com/cockroachdb/logtags v0.0.0-20230118201751-21c54148d20b // indirect
-	github.com/cockroachdb/pebble/v2 v2.1.7 // indirect
 	github.com/cockroachdb/redact v1.1.5 // indirect
 	github.com/cockroachdb/swiss v0.0.0-20260820225851-333444432258 // indirect
 	github.com/cockroachdb/tokenbucket v0.0.0-20230807174530-cc333fc44b06 // indirect

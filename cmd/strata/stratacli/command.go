@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/persist"
@@ -97,14 +98,17 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 corruption (or check found errors),
 4 not found, 5 cannot connect, 6 store locked (in use).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// --version: the line of the version command.
+		Version: readVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &wrapped{msg: err.Error(), err: ErrUsage}
 	})
 	pf := root.PersistentFlags()
 	pf.StringVarP(&a.dir, "dir", "d", "", "the store `directory` to read")
 	pf.StringVarP(&a.file, "file", "f", "", "the snapshot `file` to read")
-	pf.StringVar(&a.addr, "addr", "", "the running database's `address`: http(s)://host:port, unix:///path or unix:/path")
+	pf.StringVar(&a.addr, "addr", "", "the running database's `address`: http(s)://host:port, or a unix socket: unix:/path, unix:///path, unix:relative/path")
 	pf.StringVarP(&a.format, "output", "o", formatTable, "output `format`: "+strings.Join(formats, ", "))
 	pf.StringVar(&a.progressMode, "progress", progressAuto, "progress on stderr: auto (a bar on a terminal, log lines otherwise), bar, log, none")
 	pf.DurationVar(&a.progressEvery, "progress-interval", 5*time.Second, "how often a progress line is logged when stderr is not a terminal")
@@ -131,7 +135,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 corruption (or check found errors),
 	root.AddCommand(
 		a.inspectCommand(), a.tablesCommand(), a.dumpCommand(), a.getCommand(),
 		a.checkCommand(), a.watchCommand(), a.compactCommand(), a.snapshotCommand(),
-		a.clusterCommand(),
+		a.clusterCommand(), a.versionCommand(),
 	)
 	return root
 }
@@ -262,7 +266,13 @@ func (a *app) source(pathArg string) (kind, path string, err error) {
 // openStore opens the store in dir for reading. A locked store fails with
 // a message that names the ways out.
 func (a *app) openStore(dir string) (*persist.Reader, error) {
-	r, err := persist.OpenReader(dir, persist.Options{Logger: a.logger()})
+	return a.openStoreOn(dir, nil)
+}
+
+// openStoreOn is openStore on the file system fsys (nil: the operating
+// system's).
+func (a *app) openStoreOn(dir string, fsys vfs.FS) (*persist.Reader, error) {
+	r, err := persist.OpenReader(dir, persist.Options{Logger: a.logger(), FS: fsys})
 	if err != nil {
 		return nil, storeError(dir, err)
 	}
@@ -309,7 +319,7 @@ func fileSize(f *os.File) int64 {
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != len(names) {
-			return usagef("%s takes %d arguments (%s), got %d", cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
+			return usagef("%s takes %s (%s), got %d", cmd.CommandPath(), count(len(names), "argument"), strings.Join(names, " "), len(args))
 		}
 		return nil
 	}
@@ -318,8 +328,11 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 // maxArgs is cobra.MaximumNArgs with a usage error.
 func maxArgs(n int, names string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n && n == 0 {
+			return usagef("%s takes no arguments, got %d", cmd.CommandPath(), len(args))
+		}
 		if len(args) > n {
-			return usagef("%s takes at most %d arguments (%s), got %d", cmd.CommandPath(), n, names, len(args))
+			return usagef("%s takes at most %s (%s), got %d", cmd.CommandPath(), count(n, "argument"), names, len(args))
 		}
 		return nil
 	}

@@ -37,7 +37,7 @@ Memory: the objects of A's tables are kept as hashes while B is read.`,
 				a.logf("no differences")
 				return nil
 			}
-			a.logf("%d differences", n)
+			a.logf("%s", count(n, "difference"))
 			if exitCode {
 				return errDifferent
 			}
@@ -99,7 +99,7 @@ func (a *app) diff(ctx context.Context, pathA, pathB string, only []string) (int
 		}
 		j := slices.IndexFunc(infosB, func(t persist.SnapshotTableInfo) bool { return t.Name == ta.Name })
 		if j < 0 {
-			if err := emit(ta.Name, "table removed", "", ta.Revision, 0, fmt.Sprintf("%d objects", ta.Objects)); err != nil {
+			if err := emit(ta.Name, "table removed", "", ta.Revision, 0, count(ta.Objects, "object")); err != nil {
 				return n, err
 			}
 			continue
@@ -117,7 +117,7 @@ func (a *app) diff(ctx context.Context, pathA, pathB string, only []string) (int
 	}
 	for _, tb := range infosB {
 		if want(tb.Name) && !slices.ContainsFunc(infosA, func(t persist.SnapshotTableInfo) bool { return t.Name == tb.Name }) {
-			if err := emit(tb.Name, "table added", "", 0, tb.Revision, fmt.Sprintf("%d objects", tb.Objects)); err != nil {
+			if err := emit(tb.Name, "table added", "", 0, tb.Revision, count(tb.Objects, "object")); err != nil {
 				return n, err
 			}
 		}

@@ -22,7 +22,13 @@
 // JSON, JSON lines or YAML (-o); data goes to the command's output, and
 // progress and logs to its error output.
 //
-// Without types the commands show stored records raw. An application
+// Without types the commands show stored records raw, and take keys as
+// text of the kind the user names (--key-format uint64, addr, …; a store
+// records no key kinds) or in hex, on the primary index only: secondary
+// indexes are not stored (ErrIndexNotStored). A snapshot records no keys,
+// so snapshot import of a table of unknown type needs to be told its
+// primary key's fields (--key, for JSON tables), or fails with
+// ErrTypeNeeded. An application
 // registers the Go type of each table with WithTable (its codec and its
 // indexes, those it gives strata.NewTable): the commands then decode the
 // objects, show them as columns of their fields, query any index with keys

@@ -19,10 +19,13 @@ import (
 // queryFlags are the flags that select objects: one index, one op and its
 // keys, a limit, a cursor. They are the HTTP API's query parameters.
 type queryFlags struct {
-	index                       string
-	get, prefix, lowerbound     string
-	from, to                    string
-	keyFormat                   string
+	index                   string
+	get, prefix, lowerbound string
+	from, to                string
+	keyFormat, keySep       string
+	// by is --by FIELD:KIND[,…]: the query is on keys computed from the
+	// fields of a JSON table of unknown type (fieldquery.go).
+	by                          string
 	limit                       int
 	hasGet, hasPrefix, hasLower bool
 	hasFrom, hasTo              bool
@@ -40,7 +43,9 @@ func (q *queryFlags) register(cmd *cobra.Command) {
 	f.StringVar(&q.lowerbound, "lowerbound", "", "the objects whose key is at least `KEY`")
 	f.StringVar(&q.from, "from", "", "a range's first key (included)")
 	f.StringVar(&q.to, "to", "", "a range's end key (excluded)")
-	f.StringVar(&q.keyFormat, "key-format", "text", "keys as text (parsed by the index) or hex (raw)")
+	f.StringVar(&q.keyFormat, "key-format", keyFormatText, keyFormatHelp)
+	f.StringVar(&q.keySep, "key-sep", "/", "the separator of a composite key's parts (--key-format KIND,KIND)")
+	f.StringVar(&q.by, "by", "", "`FIELD:KIND[,FIELD:KIND]`: query the keys of these fields of a JSON table of unknown type (offline), for want of its secondary indexes")
 	f.IntVar(&q.limit, "limit", 0, "show at most `N` objects (0: all); if more follow, stderr gives the next page's --after")
 	f.StringVar(&q.after, "after", "", "start just after the object of `CURSOR`, a page's next cursor (the HTTP API's after=)")
 }
@@ -59,10 +64,19 @@ func (q *queryFlags) read(cmd *cobra.Command) error {
 	switch {
 	case n > 1:
 		return usagef("give one of --get, --prefix, --lowerbound and --from/--to")
-	case q.keyFormat != "text" && q.keyFormat != "hex":
-		return usagef("--key-format %q: want text or hex", q.keyFormat)
 	case q.limit < 0:
 		return usagef("--limit %d: want 0 or more", q.limit)
+	}
+	if err := checkKeyFormat(q.keyFormat, q.keySep); err != nil {
+		return err
+	}
+	if q.by != "" {
+		switch {
+		case q.index != "":
+			return usagef("give --index or --by, not both")
+		case f.Changed("after"):
+			return usagef("--by has no cursors: --after cannot go on from a page of it")
+		}
 	}
 	if f.Changed("after") {
 		k, err := decodeCursor(q.after)
@@ -109,7 +123,7 @@ func (q *queryFlags) anyQuery(v *view) (strata.AnyQuery, error) {
 		if !has {
 			return nil, nil
 		}
-		return v.parseKey(q.index, text, q.keyFormat)
+		return v.parseKey(q.index, text, q.keyFormat, q.keySep)
 	}
 	var err error
 	switch aq.Op {
@@ -198,9 +212,17 @@ func (a *app) dumpCommand() *cobra.Command {
 --get, --prefix, --lowerbound or --from/--to select in --index.
 
 Keys are typed as text and parsed by the index when the table's type is
-registered; otherwise give them in hex (--key-format hex), on the primary
-index only. A snapshot records no keys: a table of unknown type in a
-snapshot can only be listed whole.
+registered. A store records no key kinds: for a table of unknown type, say
+the key's kind with --key-format (string, int64, uint32, addr, prefix,
+time, …; "string,uint32" for a composite whose parts --key-sep joins), or
+give its bytes in hex (--key-format hex). Such a table is queried on its
+primary index only: secondary indexes are not stored, but computed by the
+application's index functions. Of such a table stored as JSON, --by
+FIELD:KIND queries keys the command computes from the objects' fields as
+it reads them (each element's, for an array; FIELD:KIND,FIELD:KIND for a
+composite), in a store or a snapshot; the query's keys are then of those
+kinds. A snapshot records no keys: a table of unknown type in a snapshot
+is otherwise only listed whole.
 
 With --limit N, when more objects follow, the last line on stderr gives
 the cursor of the next page: run the same dump with --after CURSOR. Each
@@ -241,7 +263,9 @@ default) is KEY. Exits with 4 if there is none.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&q.index, "index", "", "the `index` of KEY (the primary index by default)")
-	f.StringVar(&q.keyFormat, "key-format", "text", "KEY as text (parsed by the index) or hex (raw)")
+	f.StringVar(&q.keyFormat, "key-format", keyFormatText, keyFormatHelp)
+	f.StringVar(&q.keySep, "key-sep", "/", "the separator of a composite key's parts (--key-format KIND,KIND)")
+	f.StringVar(&q.by, "by", "", "`FIELD:KIND[,FIELD:KIND]`: KEY is of these fields of a JSON table of unknown type (offline)")
 	return cmd
 }
 
@@ -385,8 +409,15 @@ func (a *app) dumpStore(dir, table string, q *queryFlags, p *pager) error {
 	if v.note != "" {
 		a.logf("note: %s", v.note)
 	}
+	if q.by != "" {
+		if err := byFieldUsable(v, q.by); err != nil {
+			return err
+		}
+		return a.dumpByField(v, storeRecords(r, table), q, p)
+	}
+	a.setKeyKind(v, q.keyFormat, q.keySep)
 	if !q.primary(v) && v.typed == nil {
-		return v.typeNeeded(fmt.Sprintf("a query on index %q", q.index))
+		return secondaryError(table, q.index, "store")
 	}
 	aq, err := q.anyQuery(v)
 	if err != nil {
@@ -475,10 +506,21 @@ func (a *app) dumpSnapshot(path, table string, q *queryFlags, p *pager) error {
 	if v.note != "" {
 		a.logf("note: %s", v.note)
 	}
+	if q.by != "" {
+		if err := byFieldUsable(v, q.by); err != nil {
+			return err
+		}
+		return a.dumpByField(v, snapshotRecords(sr, pos), q, p)
+	}
 	if v.typed == nil {
 		switch {
-		case q.op() != strata.QueryAll || !q.primary(v):
-			return v.typeNeeded("a query by key in a snapshot (snapshots record no keys)")
+		case !q.primary(v):
+			return secondaryError(table, q.index, "snapshot")
+		case q.op() != strata.QueryAll:
+			return &wrapped{err: ErrIndexNotStored, msg: fmt.Sprintf("table %s: a query by key in a snapshot needs the table's type: "+
+				"a snapshot records no keys, not even primary ones, which the application's index computes from the objects. "+
+				"List the table whole (leave out --get, --prefix, --lowerbound, --from and --to), query a store or the running "+
+				"application (--addr), or use an application's own command that registers the table (stratacli.WithTable)", table)}
 		case q.afterKey != nil:
 			return v.typeNeeded("--after in a snapshot (snapshots record no keys)")
 		}

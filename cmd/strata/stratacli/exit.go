@@ -49,11 +49,34 @@ var (
 	ErrErrorsFound = errors.New("errors found")
 	// ErrConnect: the database named by --addr cannot be reached.
 	ErrConnect = errors.New("cannot connect")
+	// ErrKeyKindUnknown: a key was typed as text for a table whose Go type
+	// the command does not know. A store records no key kinds, so the
+	// text cannot be encoded: the message says to name the kind
+	// (--key-format string, uint64, addr, …) or to give the key in hex
+	// (--key-format hex). Exit code 2.
+	ErrKeyKindUnknown = errors.New("key kind unknown")
+	// ErrIndexNotStored: a query asked for an index other than the
+	// primary of a stored table (or any query by key of a snapshot's
+	// table) whose Go type the command does not know. A store holds
+	// objects under their primary keys only, and a snapshot under none;
+	// a secondary index is computed by the application's index function.
+	// The message names the table and the index, and the ways out: the
+	// primary index, --addr, or an application's command with
+	// WithTable. Exit code 2.
+	ErrIndexNotStored = errors.New("index not stored")
+	// ErrTypeNeeded: snapshot import of tables whose Go types the command
+	// does not know, and whose keys it was not told how to compute (--key,
+	// for tables stored as JSON). A snapshot records no primary keys and a
+	// store keeps each object under its primary key, which only the
+	// application's primary index computes. The message names the tables.
+	// Exit code 2.
+	ErrTypeNeeded = errors.New("table type needed")
 )
 
 // ExitCode returns the exit code for an error returned by the command: 0
 // for nil, then by the first of these it wraps: usage errors (ErrUsage,
-// and the strata and index errors of a bad query or key) 2, damage
+// ErrKeyKindUnknown, ErrIndexNotStored, ErrTypeNeeded, and the strata and
+// index errors of a bad query or key) 2, damage
 // (persist.ErrCorrupt, persist.ErrCorruptSnapshot, ErrErrorsFound) 3,
 // something missing (ErrNotFound, ErrNotClusterMember, persist.ErrNoStore,
 // persist.ErrTableUnknown, persist.ErrSnapshotTableMissing,
@@ -65,7 +88,8 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, persist.ErrLocked):
 		return ExitLocked
-	case errors.Is(err, ErrUsage), errors.Is(err, index.ErrParseKey), errors.Is(err, strata.ErrIndexNotFound),
+	case errors.Is(err, ErrUsage), errors.Is(err, ErrKeyKindUnknown), errors.Is(err, ErrIndexNotStored), errors.Is(err, ErrTypeNeeded),
+		errors.Is(err, index.ErrParseKey), errors.Is(err, strata.ErrIndexNotFound),
 		errors.Is(err, strata.ErrNoFromString), errors.Is(err, strata.ErrInvalidQuery), isCobraUsage(err):
 		return ExitUsage
 	case errors.Is(err, persist.ErrCorrupt), errors.Is(err, persist.ErrCorruptSnapshot), errors.Is(err, ErrErrorsFound):

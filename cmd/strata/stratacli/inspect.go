@@ -155,6 +155,7 @@ func (a *app) inspectStore(ctx context.Context, dir string) (summary, error) {
 	for _, st := range r.Tables() {
 		t := s.tableSummary(st.Name, st.Schema, 0)
 		t.ID, t.Revision = st.ID, st.Revision
+		var counted uint64 // t.Bytes in the progress
 		for obj, err := range r.Objects(st.Name, nil, nil) {
 			if err != nil {
 				return summary{}, err
@@ -163,7 +164,8 @@ func (a *app) inspectStore(ctx context.Context, dir string) (summary, error) {
 			t.Bytes += uint64(len(obj.Key) + len(obj.Value))
 			t.Revision = max(t.Revision, obj.Revision)
 			if t.Objects%4096 == 0 {
-				p.add(0, 4096)
+				p.add(int64(t.Bytes-counted), 4096)
+				counted = t.Bytes
 				if err := ctx.Err(); err != nil {
 					return summary{}, err
 				}
@@ -232,13 +234,71 @@ func (a *app) inspectSnapshot(ctx context.Context, path string) (summary, error)
 	return sum, err
 }
 
+// tableListing is a table's line of tables: what a store's catalog or a
+// snapshot's header tells of it, and nothing else. A store's catalog
+// holds no object counts and no table revision a reader can trust (its
+// revision record is written only by a commit whose last change to the
+// table was a delete; the objects' revisions are the rest), so for a
+// store Revision and Objects are nil and left out: never a zero that
+// reads as real. inspect counts them.
+type tableListing struct {
+	Name         string `json:"name"`
+	ID           uint32 `json:"id,omitempty"`
+	Codec        string `json:"codec,omitempty"`
+	CodecVersion uint32 `json:"codec_version"`
+	Type         string `json:"type,omitempty"`
+	// Revision and Objects: a snapshot's header's; nil for a store.
+	Revision *uint64 `json:"revision,omitempty"`
+	Objects  *uint64 `json:"objects,omitempty"`
+	// Registered: the command knows the table's type and decodes it.
+	Registered bool   `json:"registered"`
+	Note       string `json:"note,omitempty"`
+}
+
+// listing returns the line of tables of the summary t.
+func listing(t tableSummary) tableListing {
+	return tableListing{Name: t.Name, ID: t.ID, Codec: t.Codec, CodecVersion: t.CodecVersion, Type: t.Type,
+		Registered: t.Registered, Note: t.Note}
+}
+
+// writeListing writes the lines of tables as text: a snapshot's with its
+// header's revisions and counts, a store's without.
+func writeListing(w io.Writer, tables []tableListing, counted bool) error {
+	if counted {
+		fmt.Fprintln(w, "TABLE\tCODEC\tTYPE\tREVISION\tOBJECTS\tREGISTERED")
+	} else {
+		fmt.Fprintln(w, "TABLE\tCODEC\tTYPE\tREGISTERED")
+	}
+	for _, t := range tables {
+		codec := t.Codec
+		if codec == "" {
+			codec = "?"
+		}
+		if counted {
+			fmt.Fprintf(w, "%s\t%s/%d\t%s\t%d\t%d\t%v\n", t.Name, codec, t.CodecVersion, t.Type, *t.Revision, *t.Objects, t.Registered)
+		} else {
+			fmt.Fprintf(w, "%s\t%s/%d\t%s\t%v\n", t.Name, codec, t.CodecVersion, t.Type, t.Registered)
+		}
+	}
+	for _, t := range tables {
+		if t.Note != "" {
+			fmt.Fprintf(w, "note: %s\n", t.Note)
+		}
+	}
+	return nil
+}
+
 func (a *app) tablesCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "tables [PATH]",
 		Short: "List the tables of a store, a snapshot or a running database",
 		Long: `List the tables of a store or a snapshot (PATH, or --dir/--file) from its
 catalog or header, without reading the objects; or those of a running
-database (--addr) with their counts, revisions and indexes.`,
+database (--addr) with their counts, revisions and indexes.
+
+A snapshot's header counts each table's objects and gives its revision; a
+store's catalog does neither, so for a store they are left out: inspect
+reads the objects and counts them.`,
 		Args: maxArgs(1, "PATH"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, path, err := a.source(optArg(args))
@@ -252,7 +312,7 @@ database (--addr) with their counts, revisions and indexes.`,
 			if err != nil {
 				return err
 			}
-			var tables []tableSummary
+			tables := []tableListing{}
 			if kind == sourceStore {
 				r, err := a.openStore(path)
 				if err != nil {
@@ -260,8 +320,8 @@ database (--addr) with their counts, revisions and indexes.`,
 				}
 				defer r.Close()
 				for _, st := range r.Tables() {
-					t := s.tableSummary(st.Name, st.Schema, 0)
-					t.ID, t.Revision = st.ID, st.Revision
+					t := listing(s.tableSummary(st.Name, st.Schema, 0))
+					t.ID = st.ID
 					tables = append(tables, t)
 				}
 			} else {
@@ -271,20 +331,13 @@ database (--addr) with their counts, revisions and indexes.`,
 				}
 				defer f.Close()
 				for _, info := range sr.Tables() {
-					t := s.tableSummary(info.Name, snapshotSchema(info), info.CodecVersion)
-					t.Revision, t.Objects = info.Revision, info.Objects
+					t := listing(s.tableSummary(info.Name, snapshotSchema(info), info.CodecVersion))
+					t.Revision, t.Objects = &info.Revision, &info.Objects
 					tables = append(tables, t)
 				}
 			}
-			if tables == nil {
-				tables = []tableSummary{}
-			}
 			return writeDoc(a.out, a.format, tables, func(w io.Writer) error {
-				fmt.Fprintln(w, "TABLE\tCODEC\tTYPE\tREVISION\tREGISTERED")
-				for _, t := range tables {
-					fmt.Fprintf(w, "%s\t%s/%d\t%s\t%d\t%v\n", t.Name, t.Codec, t.CodecVersion, t.Type, t.Revision, t.Registered)
-				}
-				return nil
+				return writeListing(w, tables, kind == sourceSnapshot)
 			})
 		},
 	}

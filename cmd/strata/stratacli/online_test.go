@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -72,6 +74,13 @@ func TestHTTPDialer(t *testing.T) {
 	s := newAPIServer(t, httpapi.Options{})
 	if out, errOut, code := runCmd(t, nil, "dump", "hosts", "--addr", s.srv.URL, "-o", "jsonl"); code != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"key":"b1"`) {
 		t.Errorf("dump: %d %q %q", code, out, errOut)
+	}
+	// A key of a kind is encoded by the command and sent raw.
+	if out, errOut, code := runCmd(t, nil, "dump", "hosts", "--addr", s.srv.URL, "-o", "jsonl", "--key-format", "string", "--prefix", "b"); code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"key":"b1"`) {
+		t.Errorf("dump --key-format string: %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := runCmd(t, nil, "dump", "hosts", "--addr", s.srv.URL, "--key-format", "uint8", "--get", "256"); code != ExitUsage || !strings.Contains(errOut, `key "256" as uint8`) {
+		t.Errorf("dump --key-format uint8 --get 256: %d %q", code, errOut)
 	}
 	s.gate.Store(true)
 	if _, errOut, code := runCmd(t, nil, "tables", "--addr", s.srv.URL); code != ExitConnect || !strings.Contains(errOut, "no Strata HTTP API") {
@@ -180,5 +189,40 @@ func TestWatchReportsItsLastWrite(t *testing.T) {
 	}
 	if code == 0 || !strings.Contains(errOut.String(), "disk full") {
 		t.Fatalf("a watch whose last write failed: exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestUnixAddressForms: every form of a unix socket's address that a
+// server takes or prints is one --addr takes: "unix:/abs/path" (what
+// servers print), the URL form "unix:///abs/path", and a path relative to
+// the working directory, "unix:rel.sock" (what examples/inspect's -addr
+// takes) or "unix://rel.sock". "unix:" alone names no socket.
+func TestUnixAddressForms(t *testing.T) {
+	s := newAPIServer(t, httpapi.Options{})
+	dir := t.TempDir()
+	t.Chdir(dir)
+	l, err := net.Listen("unix", "rel.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: s.h}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serving on the socket: %v", err)
+		}
+	})
+	abs := filepath.Join(dir, "rel.sock")
+	for _, addr := range []string{"unix:" + abs, "unix://" + abs, "unix:rel.sock", "unix://rel.sock", "unix:./rel.sock"} {
+		if out, errOut, code := runCmd(t, nil, "get", "hosts", "a1", "--addr", addr, "-o", "jsonl"); code != 0 || !strings.Contains(out, `"key":"a1"`) {
+			t.Errorf("--addr %s: %d %q %q", addr, code, out, errOut)
+		}
+	}
+	for _, addr := range []string{"unix:", "unix://", "/abs/path.sock"} {
+		if _, errOut, code := runCmd(t, nil, "tables", "--addr", addr); code != ExitUsage {
+			t.Errorf("--addr %q: %d %q, want a usage error", addr, code, errOut)
+		}
 	}
 }

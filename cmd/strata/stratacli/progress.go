@@ -119,7 +119,7 @@ func (p *progress) line(now time.Time) string {
 		fmt.Fprintf(&s, " of %s (%d%%)", humanBytes(p.total), min(100, b*100/p.total))
 	}
 	if n > 0 {
-		fmt.Fprintf(&s, ", %d objects", n)
+		fmt.Fprintf(&s, ", %s", count(n, "object"))
 	}
 	if secs := elapsed.Seconds(); secs > 0 {
 		fmt.Fprintf(&s, ", %s/s", humanBytes(int64(float64(b)/secs)))

@@ -23,6 +23,9 @@ func TestRecordJSON(t *testing.T) {
 			{name: name, stored: &persist.Schema{Codec: "json", Version: 1}, version: 1, json: true},
 			{name: name, stored: &persist.Schema{Codec: "binary", Version: 3}, version: 3},
 			{name: name, version: 0},
+			// Keys shown as text of a kind (uint16): {0xff, 0} is
+			// 65280, "a1" 24881, the empty key none ("").
+			{name: name, stored: &persist.Schema{Codec: "json", Version: 1}, version: 1, json: true, keyKind: keyFormatter("uint16", "/")},
 		}
 	}
 	records := []record{

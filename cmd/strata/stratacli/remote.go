@@ -2,7 +2,6 @@ package stratacli
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -121,14 +120,20 @@ type RemoteChange struct {
 // the Dialer (HTTPDialer logs a watch's reconnects with it).
 func (a *app) dial(ctx context.Context, addr string) (Remote, error) {
 	if _, unix := remote.SocketPath(addr); !unix && !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") {
-		return nil, usagef("--addr %q: want http://host:port, https://host:port, unix:///path or unix:/path", addr)
+		return nil, usagef("--addr %q: want http://host:port, https://host:port, or a unix socket: unix:/path, unix:///path or unix:relative/path", addr)
 	}
 	return a.cfg.dial(context.WithValue(ctx, loggerKey{}, a.infoLogger()), addr)
 }
 
 // remoteQuery turns the query flags into a RemoteQuery.
 func (q *queryFlags) remoteQuery() (RemoteQuery, error) {
-	rq := RemoteQuery{Index: q.index, Op: q.op(), Limit: q.limit, Raw: q.keyFormat == "hex", After: q.after}
+	if q.by != "" {
+		return RemoteQuery{}, usagef("--by reads the fields of stored objects (--dir, --file); query a running database's indexes with --index")
+	}
+	// Keys of a kind (--key-format uint64, …) are encoded here and sent
+	// raw, as hex keys are.
+	parse := keyParser(q.keyFormat, q.keySep)
+	rq := RemoteQuery{Index: q.index, Op: q.op(), Limit: q.limit, Raw: parse != nil, After: q.after}
 	switch rq.Op {
 	case strata.QueryList:
 		rq.Key = q.get
@@ -149,9 +154,15 @@ func (q *queryFlags) remoteQuery() (RemoteQuery, error) {
 	}
 	if rq.Raw {
 		for _, k := range []*string{&rq.Key, &rq.To} {
-			b, err := hex.DecodeString(*k)
+			if *k == "" && q.keyFormat != keyFormatHex {
+				continue // not given: the empty key
+			}
+			b, err := parse(*k)
 			if err != nil {
-				return rq, usagef("key %q: not hex: %v", *k, err)
+				if q.keyFormat != keyFormatHex {
+					err = fmt.Errorf("key %q as %s: %w", *k, q.keyFormat, err)
+				}
+				return rq, err
 			}
 			*k = string(b)
 		}

@@ -82,10 +82,10 @@ func (a *app) export(ctx context.Context, dir, path string, tables []string) err
 	}
 	for _, t := range info.tables {
 		if want[t.Name] != t.Objects {
-			return fmt.Errorf("verifying the snapshot written: table %s: %d objects, the store holds %d", t.Name, t.Objects, want[t.Name])
+			return fmt.Errorf("verifying the snapshot written: table %s: %s, the store holds %d", t.Name, count(t.Objects, "object"), want[t.Name])
 		}
 	}
-	a.logf("exported %d tables, %d objects, %s to %s (verified)", len(info.tables), info.objects, humanBytes(int64(info.bytes)), path)
+	a.logf("exported %s, %s, %s to %s (verified)", count(len(info.tables), "table"), count(info.objects, "object"), humanBytes(int64(info.bytes)), path)
 	return nil
 }
 
@@ -104,29 +104,48 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 }
 
 func (a *app) importCommand() *cobra.Command {
-	var tables []string
+	var tables, keys []string
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Load a snapshot FILE into a store (--dir)",
 		Long: `Load the tables of snapshot FILE (every table, or those of --tables) into the
 store --dir, created if it does not exist, in one transaction: all of it or
 nothing. The tables must be empty in the store. Importing needs each
-table's type (its objects' keys are computed from them: a snapshot records
-none), so it works in an application that registers its tables
-(stratacli.WithTable).`,
+table's type: a store keeps every object under its primary key, which the
+application's primary index computes from the object, and a snapshot
+records no keys. So it works in an application that registers its tables
+(stratacli.WithTable).
+
+Without a table's type, a table stored with the JSON codec can be imported
+if --key TABLE=FIELD:KIND says how its primary key is computed: from the
+field FIELD (a.b for a nested one) of each object's JSON, as a key of kind
+KIND (string, int64, uint32, addr, prefix, time, …); FIELD:KIND,FIELD:KIND
+for a composite key. The objects are written as they are. Checked: each is
+JSON with those fields, of their kinds, and the keys strictly increase in
+the snapshot's order (its primary key order). Not checked without the
+type: that the key is the one the application's primary index computes
+(its Register checks every key, and refuses the table with
+persist.ErrKeyChanged if one differs), that the objects decode into its
+type, and its secondary indexes (it computes them when it loads). Other
+tables of unknown type are refused, naming them.`,
 		Args: exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if a.dir == "" {
 				return usagef("snapshot import writes a store: give --dir")
 			}
-			return a.importSnapshot(cmd.Context(), args[0], a.dir, tables)
+			return a.importSnapshot(cmd.Context(), args[0], a.dir, tables, keys)
 		},
 	}
 	cmd.Flags().StringSliceVar(&tables, "tables", nil, "the `tables` to import (all by default)")
+	cmd.Flags().StringArrayVar(&keys, "key", nil, "`TABLE=FIELD:KIND[,FIELD:KIND…]`: the primary key of a JSON table of unknown type, from its objects' fields (repeatable)")
 	return cmd
 }
 
-func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []string) error {
+func (a *app) importSnapshot(ctx context.Context, path, dir string, tables, keys []string) error {
+	specs, err := parseRawKeySpecs(keys)
+	if err != nil {
+		return err
+	}
 	f, sr, err := openSnapshot(path)
 	if err != nil {
 		return err
@@ -142,22 +161,9 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []str
 	if err != nil {
 		return err
 	}
-	var bindings []persist.TableBinding
-	var unknown []string
-	for _, name := range tables {
-		if !slices.ContainsFunc(infos, func(t persist.SnapshotTableInfo) bool { return t.Name == name }) {
-			return fmt.Errorf("snapshot %s: table %q: %w", path, name, persist.ErrSnapshotTableMissing)
-		}
-		t, ok := s.tables[name]
-		if !ok {
-			unknown = append(unknown, name)
-			continue
-		}
-		bindings = append(bindings, t.binding())
-	}
-	if len(unknown) > 0 {
-		return usagef("snapshot import needs the type of every table it loads (their keys are computed from the objects), and these are not registered: %s; leave them out with --tables",
-			strings.Join(unknown, ", "))
+	bindings, raw, err := s.importBindings(path, infos, tables, specs)
+	if err != nil {
+		return err
 	}
 	store, err := persist.Open(dir, persist.Options{Logger: a.logger()})
 	if err != nil {
@@ -188,8 +194,85 @@ func (a *app) importSnapshot(ctx context.Context, path, dir string, tables []str
 			objects += t.Objects
 		}
 	}
-	a.logf("imported %d tables, %d objects from %s into %s", len(bindings), objects, path, dir)
+	a.logf("imported %s, %s from %s into %s", count(len(bindings), "table"), count(objects, "object"), path, dir)
+	for _, name := range raw {
+		a.logf("note: table %s was imported without its type, keyed by %s: its objects are JSON with those fields and their keys "+
+			"increase in the snapshot's order; not checked: that these are the keys the application's primary index computes "+
+			"(its Register checks them: persist.ErrKeyChanged), that the objects decode into its type, and its secondary indexes",
+			name, specs[name])
+	}
 	return nil
+}
+
+// parseRawKeySpecs parses the --key flags of snapshot import, by table.
+func parseRawKeySpecs(keys []string) (map[string]rawKeySpec, error) {
+	specs := map[string]rawKeySpec{}
+	for _, k := range keys {
+		spec, err := parseRawKeySpec(k)
+		if err != nil {
+			return nil, err
+		}
+		if _, twice := specs[spec.table]; twice {
+			return nil, usagef("--key: table %s given twice", spec.table)
+		}
+		specs[spec.table] = spec
+	}
+	return specs, nil
+}
+
+// importBindings returns the bindings of the tables snapshot import loads
+// from the snapshot at path (whose tables infos describes): a registered
+// type's, or for a table of unknown type one that --key (specs) keys;
+// and the names of the latter. A table of unknown type without a --key
+// fails with ErrTypeNeeded, naming every such table.
+func (s *session) importBindings(path string, infos []persist.SnapshotTableInfo, tables []string, specs map[string]rawKeySpec) (
+	bindings []persist.TableBinding, raw []string, err error) {
+	var unknown []string
+	for _, name := range tables {
+		i := slices.IndexFunc(infos, func(t persist.SnapshotTableInfo) bool { return t.Name == name })
+		if i < 0 {
+			return nil, nil, fmt.Errorf("snapshot %s: table %q: %w", path, name, persist.ErrSnapshotTableMissing)
+		}
+		t, registered := s.tables[name]
+		spec, keyed := specs[name]
+		switch {
+		case registered && keyed:
+			return nil, nil, usagef("--key %s=%s: table %s's type is registered, which computes its keys", name, spec, name)
+		case registered:
+			bindings = append(bindings, t.binding())
+		case keyed:
+			b, err := rawBinding(s.db, infos[i], spec)
+			if err != nil {
+				return nil, nil, err
+			}
+			bindings = append(bindings, b)
+			raw = append(raw, name)
+		default:
+			unknown = append(unknown, name)
+		}
+	}
+	for name, spec := range specs {
+		if !slices.Contains(tables, name) {
+			return nil, nil, usagef("--key %s=%s: table %s is not imported", name, spec, name)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, nil, importTypeError(unknown)
+	}
+	return bindings, raw, nil
+}
+
+// importTypeError is the error of snapshot import of tables whose types
+// the command does not know: why the stock command cannot, and how to.
+func importTypeError(tables []string) error {
+	return &wrapped{err: ErrTypeNeeded, msg: fmt.Sprintf(
+		"snapshot import needs the type of every table it loads, and these are not registered: %s. A snapshot records "+
+			"no primary keys (only each object's encoding and revision) and a store keeps every object under its primary "+
+			"key, which only the table's primary index, Go code of the application, computes from the decoded object. "+
+			"Import with the application's own command (stratacli.WithTable) or persist.ReadSnapshotFile, or copy the "+
+			"store directory itself; for a table stored as JSON, say how its key is computed: --key TABLE=FIELD:KIND; "+
+			"leave these tables out with --tables",
+		strings.Join(tables, ", "))}
 }
 
 // ctxReader fails reads once ctx is done.
@@ -251,7 +334,7 @@ found (exit code 3). check also decodes the objects of registered tables.`,
 			}
 			doc := fields{{"ok", true}, {"tables", len(v.tables)}, {"objects", v.objects}, {"bytes", v.bytes}}
 			return writeDoc(a.out, a.format, doc, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "OK: %d tables, %d objects, %d bytes\n", len(v.tables), v.objects, v.bytes)
+				_, err := fmt.Fprintf(w, "OK: %s, %s, %s\n", count(len(v.tables), "table"), count(v.objects, "object"), count(v.bytes, "byte"))
 				return err
 			})
 		},

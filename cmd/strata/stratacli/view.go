@@ -1,7 +1,6 @@
 package stratacli
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -33,6 +32,11 @@ type view struct {
 	// row is written before the next is made.
 	scratch fields
 	cur     current
+	// keyKind renders a primary key as text of the kind --key-format
+	// names, for a table of unknown type; nil: keys are shown in hex
+	// only. badKey is called with a key it cannot render (shown as "").
+	keyKind func(index.Key) (string, error)
+	badKey  func(key []byte, err error)
 	// rowKey is the primary key of the object row made last, nil if it
 	// is not known (a snapshot's record of unknown type). It points into
 	// the row's record or object: valid until the next row.
@@ -121,6 +125,9 @@ func (v *view) row(rec record, withTable bool) (fields, error) {
 		v.cur.version = v.version
 	}
 	if rec.key != nil {
+		if v.keyKind != nil {
+			row = append(row, field{"key", v.renderKey(rec.key)})
+		}
 		row = append(row, field{"key_hex", &v.cur.key})
 	}
 	row = append(row, field{"revision", &v.cur.revision})
@@ -146,6 +153,9 @@ func (v *view) appendRecordJSON(b []byte, rec record, withTable bool) []byte {
 		b = append(wirejson.AppendString(append(b, `"table":`...), v.name), ',')
 	}
 	if rec.key != nil {
+		if v.keyKind != nil {
+			b = append(wirejson.AppendString(append(b, `"key":`...), v.renderKey(rec.key)), ',')
+		}
 		b = append(appendHex(append(b, `"key_hex":`...), rec.key), ',')
 	}
 	b = strconv.AppendUint(append(b, `"revision":`...), rec.revision, 10)
@@ -161,6 +171,39 @@ func (v *view) appendRecordJSON(b []byte, rec record, withTable bool) []byte {
 	}
 	v.rowKey = rec.key
 	return append(b, '}')
+}
+
+// renderKey renders a primary key with keyKind: "" if it is not of the
+// kind, which badKey is told.
+func (v *view) renderKey(key []byte) string {
+	text, err := v.keyKind(key)
+	if err != nil {
+		if v.badKey != nil {
+			v.badKey(key, err)
+		}
+		return ""
+	}
+	return text
+}
+
+// setKeyKind makes the rows of a table of unknown type show their primary
+// keys as text of the kind of the key format format (composite parts
+// joined by sep), if it names one; the first key that is not of it is
+// noted on stderr.
+func (a *app) setKeyKind(v *view, format, sep string) {
+	if v.typed != nil {
+		return
+	}
+	if v.keyKind = keyFormatter(format, sep); v.keyKind == nil {
+		return
+	}
+	told := false
+	v.badKey = func(key []byte, err error) {
+		if !told {
+			told = true
+			a.logf("note: table %s: key %x is not a key of kind %s (its key column is empty): %v", v.name, key, format, err)
+		}
+	}
 }
 
 // current holds the values of the row row made last.
@@ -188,18 +231,22 @@ func (v *view) objectRow(row fields, obj any, rev uint64) (fields, error) {
 }
 
 // parseKey encodes a key given on the command line for the named index:
-// as text through the index (a registered type), or in hex (--key-format
-// hex), which is the only way for a table of unknown type.
-func (v *view) parseKey(indexName, text, format string) (index.Key, error) {
-	if format == "hex" {
-		k, err := hex.DecodeString(text)
-		if err != nil {
-			return nil, usagef("key %q: not hex: %v", text, err)
+// as text through the index (a registered type), in hex (--key-format
+// hex), or as text of the kind --key-format names, which with hex is the
+// way for a table of unknown type (keykind.go).
+func (v *view) parseKey(indexName, text, format, sep string) (index.Key, error) {
+	if parse := keyParser(format, sep); parse != nil {
+		k, err := parse(text)
+		if err != nil && format != keyFormatHex {
+			err = fmt.Errorf("table %s: key %q as %s: %w", v.name, text, format, err)
 		}
-		return k, nil
+		return k, err
 	}
 	if v.typed == nil {
-		return nil, v.typeNeeded(fmt.Sprintf("a key typed as text (%q; give it in hex with --key-format hex)", text))
+		if v.note != "" {
+			return nil, &wrapped{err: ErrKeyKindUnknown, msg: fmt.Sprintf("%v; %s", keyKindError(v.name, indexName, text), v.note)}
+		}
+		return nil, keyKindError(v.name, indexName, text)
 	}
 	return v.typed.anyTable().ParseKey(indexName, text)
 }

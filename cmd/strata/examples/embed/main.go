@@ -2,7 +2,7 @@
 // its own binary, with its table types registered, so that the tree
 // decodes its tables and shows their objects as columns:
 //
-//	embed seed --dir /tmp/embed-store            # the application's own work
+//	embed seed --dir /tmp/embed-store -n 20      # the application's own work: 20 nodes (--nodes)
 //	embed debug dump nodes --dir /tmp/embed-store --index zone --get eu
 //	embed debug check --dir /tmp/embed-store
 //
@@ -127,6 +127,6 @@ func seedCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "the store `directory`")
-	cmd.Flags().IntVar(&n, "n", 9, "how many nodes")
+	cmd.Flags().IntVarP(&n, "nodes", "n", 9, "how many nodes")
 	return cmd
 }
