@@ -6,8 +6,8 @@ import (
 	"math/bits"
 )
 
-// validate checks the structural invariants of the tree and returns the
-// first violation found. It walks every node, so tests call it after every
+// validate checks the structural invariants of the tree, the leaf counts
+// of count.go included, and returns the first violation found. It walks every node, so tests call it after every
 // commit and builds with the invariants tag call it on every commit.
 func (t Tree[T]) validate() error {
 	r := t.root
@@ -91,6 +91,9 @@ func validateNode(n *header, isRoot bool) (int, error) {
 			return 0, err
 		}
 		leaves += l
+	}
+	if in.leaves != leaves {
+		return 0, fmt.Errorf("node %x: leaf count %d but %d leaves below (count.go, invariant 1)", p, in.leaves, leaves)
 	}
 	return leaves, nil
 }
