@@ -33,8 +33,8 @@ func (t *Txn[T]) recount(n *header, delta int) {
 	if n != nil {
 		n.inner().leaves += delta
 	}
-	for i := range t.path {
-		t.path[i].n.inner().leaves += delta
+	for _, e := range t.path {
+		e.n.inner().leaves += delta
 	}
 }
 
