@@ -12,7 +12,8 @@ package part
 //  1. For every inner node n of a committed tree, n.leaves is the number
 //     of leaves below n: 1 if n.leaf is set, plus, for each child, 1 if it
 //     is a leaf, and its own leaves if it is an inner node.
-//  2. The root's leaves equals the tree's size (Tree.Len).
+//  2. Hence the root's leaves is the number of keys: it is what Tree.Len
+//     and Txn.Len return, and neither keeps a size of its own.
 //
 // Between two operations of a Txn both hold of the transaction's current
 // tree too: a Txn keeps them as it writes. Path copying already rewrites

@@ -7,7 +7,7 @@
 //
 // # The tree
 //
-// A Tree is a small value (a root pointer, a size and the options) that
+// A Tree is a small value (a root pointer and the options) that
 // any number of goroutines may read at once. Its nodes are of five kinds
 // (node.go):
 //

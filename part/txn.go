@@ -21,8 +21,7 @@ import (
 // writes.
 type Txn[T any] struct {
 	opts *options
-	root *header
-	size int
+	root *header // its leaf count is the number of keys (count.go)
 	// id owns the nodes this transaction created since it began or last
 	// committed (see header.txn), or is noID until it creates one: then it
 	// takes a fresh id (nodeID). Commit sets noID again, which freezes
@@ -62,7 +61,7 @@ type pathEntry struct {
 // replaced stay open. Use it to begin anew after a commit; to throw away
 // changes that readers may have watched, use Discard.
 func (t *Txn[T]) Reset(tree Tree[T]) {
-	t.opts, t.root, t.size = tree.opts, tree.root, tree.size
+	t.opts, t.root = tree.opts, tree.root
 	t.id, t.first, t.exposed = noID, noID, false
 	if t.retired == nil {
 		t.retired, t.path = t.retiredBuf[:0], t.pathBuf[:0]
@@ -133,7 +132,7 @@ func sealSince(n *header, first uint64) {
 }
 
 // Len returns the number of keys in the transaction's current tree.
-func (t *Txn[T]) Len() int { return t.size }
+func (t *Txn[T]) Len() int { return t.root.inner().leaves }
 
 // Get returns the value stored under key, including the transaction's own
 // uncommitted writes.
@@ -238,7 +237,6 @@ func (t *Txn[T]) deleteIf(key []byte, cond func(T) bool) (old T, found, deleted 
 				return old, true, false
 			}
 			t.retire(l)
-			t.size--
 			t.recount(t.removeLeaf(n), -1)
 			return old, true, true
 		}
@@ -257,7 +255,6 @@ func (t *Txn[T]) deleteIf(key []byte, cond func(T) bool) (old T, found, deleted 
 				return old, true, false
 			}
 			t.retire(c)
-			t.size--
 			t.recount(t.removeChild(n, b, c), -1)
 			return old, true, true
 		}
@@ -270,14 +267,13 @@ func (t *Txn[T]) deleteIf(key []byte, cond func(T) bool) (old T, found, deleted 
 // many it removed.
 func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 	if len(prefix) == 0 {
-		removed := t.size
+		removed := t.Len()
 		if t.opts.rootOnlyWatch {
 			t.retire(t.root) // only the root has a channel to close
 		} else {
 			t.retireSubtree(t.root)
 		}
 		t.root = newInner(kindNode4, t.nodeID(), nil, nil)
-		t.size = 0
 		return removed
 	}
 	t.path = t.path[:0]
@@ -303,7 +299,6 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 			return 0
 		}
 		removed := t.retireSubtree(c)
-		t.size -= removed
 		t.recount(t.removeChild(n, b, c), -removed)
 		return removed
 	}
@@ -315,7 +310,7 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 // waking the watchers. The transaction goes on from the returned tree.
 func (t *Txn[T]) CommitOnly() Tree[T] {
 	t.id = noID
-	tree := Tree[T]{opts: t.opts, root: t.root, size: t.size}
+	tree := Tree[T]{opts: t.opts, root: t.root}
 	if invariants {
 		if err := tree.validate(); err != nil {
 			panic(err)
@@ -348,7 +343,7 @@ func (t *Txn[T]) Commit() Tree[T] {
 // and leave the snapshot, and iterators over it, undisturbed.
 func (t *Txn[T]) Snapshot() Tree[T] {
 	t.id, t.exposed = noID, true
-	return Tree[T]{opts: t.opts, root: t.root, size: t.size}
+	return Tree[T]{opts: t.opts, root: t.root}
 }
 
 // GetWatch is Get that also returns a watch channel for the key, as
@@ -413,7 +408,6 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 				t.retire(l)
 				t.setLeaf(n, nl)
 			} else {
-				t.size++
 				t.recount(t.setLeaf(n, nl), 1)
 			}
 			return old, hadOld, true, nl
@@ -424,7 +418,6 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			if declined(fn, &value, old, false) {
 				return old, false, false, nil
 			}
-			t.size++
 			nl := t.newLeaf(key, value)
 			t.recount(t.addChild(n, b, nl), 1)
 			return old, false, true, nl
@@ -449,7 +442,6 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			if declined(fn, &value, old, false) {
 				return old, false, false, nil
 			}
-			t.size++
 			nl := t.newLeaf(key, value)
 			t.recount(t.setChild(n, slot, b, t.split(c, ck, nl, d+1)), 1)
 			return old, false, true, nl
@@ -460,7 +452,6 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			if declined(fn, &value, old, false) {
 				return old, false, false, nil
 			}
-			t.size++
 			nl := t.newLeaf(key, value)
 			t.recount(t.setChild(n, slot, b, t.split(c, p, nl, d+1)), 1)
 			return old, false, true, nl
