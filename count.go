@@ -131,13 +131,42 @@ func CountAllWatch[Obj any](txn ReadTxn, t Table[Obj]) (int, <-chan struct{}) {
 // that embeds one): its untyped side is the table itself.
 func tableOf[Obj any](t Table[Obj]) *table[Obj] { return t.untyped().(*table[Obj]) }
 
-// indexCounter is what a count reads: an index's tree in a snapshot
-// (*part.Tree), or a write transaction's part.Txn of it.
-type indexCounter[Obj any] interface {
-	Len() int
-	Get(key []byte) (object[Obj], bool)
-	CountPrefix(prefix []byte) int
-	CountRange(lo, hi []byte) int
+// indexCounter is what a count reads: an index's tree in a snapshot, or
+// a write transaction's part.Txn of it (txn set). A struct rather than an
+// interface, so that the keys a count passes it stay on the stack.
+type indexCounter[Obj any] struct {
+	tree *part.Tree[object[Obj]]
+	txn  *part.Txn[object[Obj]]
+}
+
+func (c indexCounter[Obj]) len() int {
+	if c.txn != nil {
+		return c.txn.Len()
+	}
+	return c.tree.Len()
+}
+
+func (c indexCounter[Obj]) has(key []byte) bool {
+	if c.txn != nil {
+		_, found := c.txn.Get(key)
+		return found
+	}
+	_, found := c.tree.Get(key)
+	return found
+}
+
+func (c indexCounter[Obj]) prefix(p []byte) int {
+	if c.txn != nil {
+		return c.txn.CountPrefix(p)
+	}
+	return c.tree.CountPrefix(p)
+}
+
+func (c indexCounter[Obj]) between(lo, hi []byte) int {
+	if c.txn != nil {
+		return c.txn.CountRange(lo, hi)
+	}
+	return c.tree.CountRange(lo, hi)
 }
 
 // count returns the number of objects of the index at pos that op
@@ -151,19 +180,18 @@ func (t *table[Obj]) count(txn ReadTxn, pos int, op QueryOp, key, to []byte, wat
 		return 0, nil, fmt.Errorf("table %q: index %q: %w: an LPM index selects by containment", t.meta.name, ix.name, ErrCannotCount)
 	}
 	var c indexCounter[Obj]
-	var tree *part.Tree[object[Obj]]
 	var multiKey uint64
 	if h, ok := txn.(*txnRef); ok && h.w != nil && !watch {
 		// The transaction's own index: counting it freezes nothing.
 		if tt := t.pendingIn(h.w); tt != nil {
-			c, multiKey = tt.indexTxn(pos), tt.cur.multiKey
+			c.txn, multiKey = tt.indexTxn(pos), tt.cur.multiKey
 		}
 	}
-	if c == nil {
+	if c.txn == nil {
 		st := t.read(txn)
-		tree, multiKey = st.treeRef(pos), st.multiKey
-		c = tree
+		c.tree, multiKey = st.treeRef(pos), st.multiKey
 	}
+	tree := c.tree // with watch set, the snapshot's tree
 	if op != QueryList && multiKey&(1<<pos) != 0 {
 		return 0, nil, fmt.Errorf("table %q: index %q: %w: an object has several keys in it, and would be counted once per key",
 			t.meta.name, ix.name, ErrCannotCount)
@@ -176,7 +204,7 @@ func (t *table[Obj]) count(txn ReadTxn, pos int, op QueryOp, key, to []byte, wat
 	var node []byte // the prefix whose node's channel is the watch channel
 	switch op {
 	case QueryAll:
-		n = c.Len()
+		n = c.len()
 		if watch {
 			return n, tree.RootWatch(), nil
 		}
@@ -186,23 +214,22 @@ func (t *table[Obj]) count(txn ReadTxn, pos int, op QueryOp, key, to []byte, wat
 				_, ch, found := tree.GetWatch(key)
 				return b2i(found), ch, nil
 			}
-			_, found := c.Get(key)
-			return b2i(found), nil, nil
+			return b2i(c.has(key)), nil, nil
 		}
 		node = appendEscapedShort(&kb, key)
-		n = c.CountPrefix(node)
+		n = c.prefix(node)
 	case QueryPrefix:
 		node = key
 		if !ix.unique {
 			node = index.AppendEscapedPrefix(kb[:0], key)
 		}
-		n = c.CountPrefix(node)
+		n = c.prefix(node)
 	case QueryLowerBound:
 		lo := key
 		if !ix.unique {
 			lo = index.AppendEscaped(kb[:0], key)
 		}
-		n = c.Len() - c.CountRange(nil, lo)
+		n = c.len() - c.between(nil, lo)
 		if watch {
 			return n, tree.RootWatch(), nil
 		}
@@ -211,7 +238,7 @@ func (t *table[Obj]) count(txn ReadTxn, pos int, op QueryOp, key, to []byte, wat
 		if !ix.unique {
 			lo, hi = index.AppendEscaped(kb[:0], key), index.AppendEscaped(tb[:0], to)
 		}
-		n = c.CountRange(lo, hi)
+		n = c.between(lo, hi)
 		// Every key k with lo <= k < hi starts with the bounds' common
 		// prefix: where k leaves it, it would be below lo or above hi.
 		node = lo[:commonPrefixLen(lo, hi)]

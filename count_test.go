@@ -216,6 +216,53 @@ func countChecks(r *rand.Rand, tbl RWTable[*testObject]) []countCheck {
 		want:     countModel(tagsIndex, func(k []byte) bool { return string(k) >= tlo && string(k) < thi }),
 		multiKey: true,
 	})
+	// AnyTable's counts without a typed form: of a lower bound, and of a
+	// whole secondary index.
+	anyT := AnyTable{Meta: tbl}
+	lb := r.IntN(10) - 1
+	lbq := AnyQuery{Index: "value", Op: QueryLowerBound, Key: index.Int(lb)}
+	cs = append(cs, countCheck{
+		name:  fmt.Sprintf("AnyTable.Count(value>=%d)", lb),
+		count: func(txn ReadTxn) (int, error) { return anyT.Count(txn, lbq) },
+		any:   lbq,
+		read:  func(txn ReadTxn) []*testObject { return readObjects(tbl.LowerBound(txn, valueIndex.Query(lb))) },
+		want:  countModel(valueIndex, func(k []byte) bool { return bytes.Compare(k, index.Int(lb)) >= 0 }),
+	})
+	ilb := uint64(r.IntN(70))
+	ilbq := AnyQuery{Op: QueryLowerBound, Key: index.Uint64(ilb)}
+	cs = append(cs, countCheck{
+		name:  fmt.Sprintf("AnyTable.Count(id>=%d)", ilb),
+		count: func(txn ReadTxn) (int, error) { return anyT.Count(txn, ilbq) },
+		any:   ilbq,
+		read:  func(txn ReadTxn) []*testObject { return readObjects(tbl.LowerBound(txn, idIndex.Query(ilb))) },
+		want:  countModel(idIndex, func(k []byte) bool { return bytes.Compare(k, index.Uint64(ilb)) >= 0 }),
+	})
+	for _, ix := range []string{"value", "tags"} {
+		q := AnyQuery{Index: ix}
+		cs = append(cs, countCheck{
+			name:  fmt.Sprintf("AnyTable.Count(all of %s)", ix),
+			count: func(txn ReadTxn) (int, error) { return anyT.Count(txn, q) },
+			any:   q,
+			read: func(txn ReadTxn) []*testObject {
+				seq, err := anyT.Read(txn, q)
+				if err != nil {
+					panic(err)
+				}
+				var out []*testObject
+				for o := range seq {
+					out = append(out, o.Object.(*testObject))
+				}
+				return out
+			},
+			want: func(m map[uint64]*testObject) int {
+				if ix == "value" {
+					return len(m)
+				}
+				return countModel(tagsIndex, func([]byte) bool { return true })(m)
+			},
+			multiKey: ix == "tags",
+		})
+	}
 	return cs
 }
 
