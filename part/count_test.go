@@ -159,3 +159,13 @@ func BenchmarkCount(b *testing.B) {
 		}
 	})
 }
+
+// The zero Tree and a Txn never Reset have no keys, as when they kept a
+// size of their own.
+func TestCountZeroTree(t *testing.T) {
+	var tree part.Tree[int]
+	var txn part.Txn[int]
+	if tree.Len() != 0 || txn.Len() != 0 {
+		t.Fatalf("Len of the zero Tree and Txn: %d, %d", tree.Len(), txn.Len())
+	}
+}

@@ -413,7 +413,10 @@ func checkCounts(c chooser, txn *Txn[int], model *iradix.Node[int], fail func(st
 	case 0: // hi <= lo: empty
 	case 1: // hi just above lo's subtree or inside it
 		hi = append(bytes.Clone(lo), byte(c.intn(256)))
-	default:
+	case 2: // bounds that share a prefix: a narrower range
+		hi = append(bytes.Clone(lo[:len(lo)/2+len(lo)%2]), hi...)
+		fallthrough
+	default: // any two keys, in order: sums at the top of the tree
 		if bytes.Compare(lo, hi) > 0 {
 			lo, hi = hi, lo
 		}

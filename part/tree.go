@@ -61,7 +61,12 @@ func (t Tree[T]) Txn() *Txn[T] {
 }
 
 // Len returns the number of keys in the tree.
-func (t Tree[T]) Len() int { return t.root.inner().leaves }
+func (t Tree[T]) Len() int {
+	if t.root == nil {
+		return 0 // the zero Tree, as before the root kept the count
+	}
+	return t.root.inner().leaves
+}
 
 // Get returns the value stored under key.
 func (t Tree[T]) Get(key []byte) (value T, found bool) {

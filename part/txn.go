@@ -132,7 +132,12 @@ func sealSince(n *header, first uint64) {
 }
 
 // Len returns the number of keys in the transaction's current tree.
-func (t *Txn[T]) Len() int { return t.root.inner().leaves }
+func (t *Txn[T]) Len() int {
+	if t.root == nil {
+		return 0 // a Txn never Reset
+	}
+	return t.root.inner().leaves
+}
 
 // Get returns the value stored under key, including the transaction's own
 // uncommitted writes.
