@@ -6,6 +6,7 @@ package strata
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -16,6 +17,8 @@ import (
 	"github.com/strata-db/strata/index"
 	"github.com/strata-db/strata/part"
 )
+
+var countSeedFlag = flag.Uint64("strata.count.seed", 0, "seed of TestCountModel (0: random)")
 
 // countCheck is one count query with the table's read of the same query.
 type countCheck struct {
@@ -275,8 +278,11 @@ func countChecks(r *rand.Rand, tbl RWTable[*testObject]) []countCheck {
 // one, and the number of objects the table's read of the same query
 // returns; AnyTable.Count and the Watch forms agree.
 func TestCountModel(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := *countSeedFlag
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (rerun with -strata.count.seed=%d)", seed, seed)
 	r := rand.New(rand.NewPCG(seed, 30))
 	db := New()
 	tbl := newTestTable(t, db, "count", nameIndex, valueIndex, tagsIndex)
@@ -354,7 +360,7 @@ func TestCountModel(t *testing.T) {
 				must(t, tbl.DeleteAll(wtxn))
 				clear(model)
 				var objs []*testObject
-				for _, id := range rand.Perm(64)[:r.IntN(20)] {
+				for _, id := range r.Perm(64)[:r.IntN(20)] {
 					o := &testObject{ID: uint64(id), Name: fmt.Sprintf("h%d", id), Value: r.IntN(8),
 						Tags: part.NewSet(string(rune('a' + r.IntN(4))))}
 					objs = append(objs, o)
