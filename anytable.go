@@ -37,6 +37,8 @@ type untypedTable interface {
 	lpmAt(pos int) bool
 	keyStringAt(pos int, key index.Key) string
 	anyRead(txn ReadTxn, pos int, q AnyQuery, watch bool) (iter.Seq[AnyObject], <-chan struct{})
+	// anyCount serves AnyTable.Count (count.go).
+	anyCount(txn ReadTxn, pos int, q AnyQuery, watch bool) (int, <-chan struct{}, error)
 	anyInsert(txn WriteTxn, obj any) (old any, hadOld bool, err error)
 	anyDelete(txn WriteTxn, obj any) (old any, hadOld bool, err error)
 	decodeJSON(data []byte) (any, error)

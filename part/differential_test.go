@@ -339,6 +339,7 @@ func runDifferential(t testing.TB, c chooser) {
 		if txn.Len() != msize {
 			fail("op %d: Len = %d; model %d", op, txn.Len(), msize)
 		}
+		checkCounts(c, txn, mtxn.Root(), fail)
 	}
 	tree = txn.Commit()
 	if err := tree.validate(); err != nil {
@@ -382,4 +383,59 @@ func FuzzDifferential(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		runDifferential(t, &byteChooser{b: data})
 	})
+}
+
+// checkCounts compares, after every step of a differential run, the
+// transaction's CountPrefix and CountRange of random keys (most of them
+// long enough to match few keys, so that the check stays cheap) with the
+// number of the model's keys that match, counted one by one.
+func checkCounts(c chooser, txn *Txn[int], model *iradix.Node[int], fail func(string, ...any)) {
+	countKey := func() []byte {
+		k := genKey(c)
+		for len(k) < 2 && c.intn(16) != 0 {
+			k = append(k, genKey(c)...)
+		}
+		return k
+	}
+	p := countKey()
+	it := model.Iterator()
+	it.SeekPrefix(p)
+	want := 0
+	for _, _, ok := it.Next(); ok; _, _, ok = it.Next() {
+		want++
+	}
+	if got := txn.CountPrefix(p); got != want {
+		fail("CountPrefix(%x) = %d; model %d", p, got, want)
+	}
+
+	lo, hi := countKey(), countKey()
+	switch c.intn(4) {
+	case 0: // hi <= lo: empty
+	case 1: // hi just above lo's subtree or inside it
+		hi = append(bytes.Clone(lo), byte(c.intn(256)))
+	case 2: // bounds that share a prefix: a narrower range
+		hi = append(bytes.Clone(lo[:len(lo)/2+len(lo)%2]), hi...)
+		fallthrough
+	default: // any two keys, in order: sums at the top of the tree
+		if bytes.Compare(lo, hi) > 0 {
+			lo, hi = hi, lo
+		}
+	}
+	it = model.Iterator()
+	it.SeekLowerBound(lo)
+	want = 0
+	for k, _, ok := it.Next(); ok && bytes.Compare(k, hi) < 0; k, _, ok = it.Next() {
+		want++
+	}
+	if got := txn.CountRange(lo, hi); got != want {
+		fail("CountRange(%x, %x) = %d; model %d", lo, hi, got, want)
+	}
+	// Rarely: a snapshot freezes the transaction's nodes, and later writes
+	// must copy them, so taking one every step would leave in-place
+	// writes, and the counts they keep, untested.
+	if c.intn(32) == 0 {
+		if snap := txn.Snapshot(); snap.CountRange(lo, hi) != want || snap.CountPrefix(p) != txn.CountPrefix(p) {
+			fail("the snapshot's counts differ from the transaction's")
+		}
+	}
 }

@@ -7,7 +7,7 @@
 //
 // # The tree
 //
-// A Tree is a small value (a root pointer, a size and the options) that
+// A Tree is a small value (a root pointer and the options) that
 // any number of goroutines may read at once. Its nodes are of five kinds
 // (node.go):
 //
@@ -85,10 +85,15 @@
 // key. The key a read returns belongs to the tree and must not be
 // modified.
 //
+// CountPrefix and CountRange count keys without visiting them, in
+// O(key length): every inner node keeps the number of leaves below it,
+// which a transaction updates along the path of each write that adds or
+// removes a key (count.go). The root's count is Len.
+//
 // # Correctness
 //
 // The tree's structural invariants (kinds match child counts, children
-// sorted and under their parent's prefix, sizes right) are checked by
+// sorted and under their parent's prefix, leaf counts right) are checked by
 // validate.go after every commit in the tests, and on every commit in
 // builds with -tags invariants. TestDifferential and FuzzDifferential
 // compare every result against go-immutable-radix; TestWatchExact checks

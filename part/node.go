@@ -83,9 +83,9 @@ type leafKey struct {
 }
 
 // inner is the part shared by all inner node kinds. It is laid out so
-// that a lookup finds everything it reads of a node4 or node16 (kind,
-// count, prefix length, edge bytes and the first child) in the node's first
-// 64 bytes.
+// that a lookup finds everything it reads of a node4 (kind, count, prefix
+// length, edge bytes and the first child) in the node's first 64 bytes, and
+// of a node16 all but the children.
 type inner struct {
 	header
 	count uint16 // number of children
@@ -98,6 +98,11 @@ type inner struct {
 	pptr *byte
 	// leaf is the leaf whose key equals the prefix, or nil.
 	leaf *header
+	// leaves is the number of leaves below the node: its own leaf and
+	// those of all its children (count.go, invariant 1). A transaction
+	// changes it in place only in a node it owns, like every other field.
+	// Last, so that the fields a lookup reads come first.
+	leaves int
 }
 
 // prefix returns the node's prefix.
@@ -384,7 +389,9 @@ func (h *header) shouldShrink() bool {
 	}
 }
 
-// newInner allocates an empty inner node of the given kind.
+// newInner allocates an empty inner node of the given kind. Its leaf count
+// is 0, whatever leaf is: the caller sets it (kept out of here so that
+// newInner inlines, BenchmarkInsert).
 func newInner(k kind, txn uint64, prefix []byte, leaf *header) *header {
 	in := inner{header: mkHeader(txn, k), leaf: leaf}
 	in.setPrefix(prefix)
@@ -405,7 +412,7 @@ func newInner(k kind, txn uint64, prefix []byte, leaf *header) *header {
 // which readers change concurrently, is never read here.
 func cloneInner(h *header, txn uint64) *header {
 	src := h.inner()
-	in := inner{header: mkHeader(txn, h.kind()), count: src.count, plen: src.plen, pptr: src.pptr, leaf: src.leaf}
+	in := inner{header: mkHeader(txn, h.kind()), count: src.count, plen: src.plen, pptr: src.pptr, leaf: src.leaf, leaves: src.leaves}
 	switch h.kind() {
 	case kindNode4:
 		n := h.node4()
@@ -426,7 +433,7 @@ func cloneInner(h *header, txn uint64) *header {
 func resized(h *header, k kind, txn uint64) *header {
 	src := h.inner()
 	nn := newInner(k, txn, src.prefix(), src.leaf)
-	nn.inner().count = h.inner().count
+	nn.inner().count, nn.inner().leaves = src.count, src.leaves
 	kids := h.children()
 	switch k {
 	case kindNode4:

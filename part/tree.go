@@ -9,7 +9,7 @@ import (
 )
 
 // Tree is an immutable map from byte-string keys to values of type T. A Tree
-// is a small value (three words) that is cheap to copy; all copies share the
+// is a small value (two words) that is cheap to copy; all copies share the
 // same nodes. Nothing ever changes a Tree: changes are made in a Txn, whose
 // Commit returns a new Tree sharing every unchanged node with the old one.
 //
@@ -19,8 +19,7 @@ import (
 // The zero Tree is not usable; create trees with New.
 type Tree[T any] struct {
 	opts *options
-	root *header // an inner node with an empty prefix, never nil
-	size int
+	root *header // an inner node with an empty prefix, never nil; its leaf count is Len
 }
 
 type options struct {
@@ -62,7 +61,12 @@ func (t Tree[T]) Txn() *Txn[T] {
 }
 
 // Len returns the number of keys in the tree.
-func (t Tree[T]) Len() int { return t.size }
+func (t Tree[T]) Len() int {
+	if t.root == nil {
+		return 0 // the zero Tree, as before the root kept the count
+	}
+	return t.root.inner().leaves
+}
 
 // Get returns the value stored under key.
 func (t Tree[T]) Get(key []byte) (value T, found bool) {

@@ -21,8 +21,7 @@ import (
 // writes.
 type Txn[T any] struct {
 	opts *options
-	root *header
-	size int
+	root *header // its leaf count is the number of keys (count.go)
 	// id owns the nodes this transaction created since it began or last
 	// committed (see header.txn), or is noID until it creates one: then it
 	// takes a fresh id (nodeID). Commit sets noID again, which freezes
@@ -62,7 +61,7 @@ type pathEntry struct {
 // replaced stay open. Use it to begin anew after a commit; to throw away
 // changes that readers may have watched, use Discard.
 func (t *Txn[T]) Reset(tree Tree[T]) {
-	t.opts, t.root, t.size = tree.opts, tree.root, tree.size
+	t.opts, t.root = tree.opts, tree.root
 	t.id, t.first, t.exposed = noID, noID, false
 	if t.retired == nil {
 		t.retired, t.path = t.retiredBuf[:0], t.pathBuf[:0]
@@ -133,7 +132,12 @@ func sealSince(n *header, first uint64) {
 }
 
 // Len returns the number of keys in the transaction's current tree.
-func (t *Txn[T]) Len() int { return t.size }
+func (t *Txn[T]) Len() int {
+	if t.root == nil {
+		return 0 // a Txn never Reset
+	}
+	return t.root.inner().leaves
+}
 
 // Get returns the value stored under key, including the transaction's own
 // uncommitted writes.
@@ -238,8 +242,7 @@ func (t *Txn[T]) deleteIf(key []byte, cond func(T) bool) (old T, found, deleted 
 				return old, true, false
 			}
 			t.retire(l)
-			t.size--
-			t.removeLeaf(n)
+			t.recount(t.removeLeaf(n), -1)
 			return old, true, true
 		}
 		b := key[d]
@@ -257,8 +260,7 @@ func (t *Txn[T]) deleteIf(key []byte, cond func(T) bool) (old T, found, deleted 
 				return old, true, false
 			}
 			t.retire(c)
-			t.size--
-			t.removeChild(n, b, c)
+			t.recount(t.removeChild(n, b, c), -1)
 			return old, true, true
 		}
 		t.path = append(t.path, pathEntry{n, b})
@@ -270,14 +272,13 @@ func (t *Txn[T]) deleteIf(key []byte, cond func(T) bool) (old T, found, deleted 
 // many it removed.
 func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 	if len(prefix) == 0 {
-		removed := t.size
+		removed := t.Len()
 		if t.opts.rootOnlyWatch {
 			t.retire(t.root) // only the root has a channel to close
 		} else {
 			t.retireSubtree(t.root)
 		}
 		t.root = newInner(kindNode4, t.nodeID(), nil, nil)
-		t.size = 0
 		return removed
 	}
 	t.path = t.path[:0]
@@ -303,8 +304,7 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 			return 0
 		}
 		removed := t.retireSubtree(c)
-		t.size -= removed
-		t.removeChild(n, b, c)
+		t.recount(t.removeChild(n, b, c), -removed)
 		return removed
 	}
 }
@@ -315,7 +315,7 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 // waking the watchers. The transaction goes on from the returned tree.
 func (t *Txn[T]) CommitOnly() Tree[T] {
 	t.id = noID
-	tree := Tree[T]{opts: t.opts, root: t.root, size: t.size}
+	tree := Tree[T]{opts: t.opts, root: t.root}
 	if invariants {
 		if err := tree.validate(); err != nil {
 			panic(err)
@@ -348,7 +348,7 @@ func (t *Txn[T]) Commit() Tree[T] {
 // and leave the snapshot, and iterators over it, undisturbed.
 func (t *Txn[T]) Snapshot() Tree[T] {
 	t.id, t.exposed = noID, true
-	return Tree[T]{opts: t.opts, root: t.root, size: t.size}
+	return Tree[T]{opts: t.opts, root: t.root}
 }
 
 // GetWatch is Get that also returns a watch channel for the key, as
@@ -408,13 +408,13 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 				asLeaf[T](l).value = value
 				return old, hadOld, true, l
 			}
+			nl := t.newLeaf(key, value)
 			if l != nil {
 				t.retire(l)
+				t.setLeaf(n, nl)
 			} else {
-				t.size++
+				t.recount(t.setLeaf(n, nl), 1)
 			}
-			nl := t.newLeaf(key, value)
-			t.setLeaf(n, nl)
 			return old, hadOld, true, nl
 		}
 		b := key[d]
@@ -423,9 +423,8 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			if declined(fn, &value, old, false) {
 				return old, false, false, nil
 			}
-			t.size++
 			nl := t.newLeaf(key, value)
-			t.addChild(n, b, nl)
+			t.recount(t.addChild(n, b, nl), 1)
 			return old, false, true, nl
 		}
 		c := *slot
@@ -448,9 +447,8 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			if declined(fn, &value, old, false) {
 				return old, false, false, nil
 			}
-			t.size++
 			nl := t.newLeaf(key, value)
-			t.setChild(n, slot, b, t.split(c, ck, nl, d+1))
+			t.recount(t.setChild(n, slot, b, t.split(c, ck, nl, d+1)), 1)
 			return old, false, true, nl
 		}
 		p := c.inner().prefix()
@@ -459,9 +457,8 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			if declined(fn, &value, old, false) {
 				return old, false, false, nil
 			}
-			t.size++
 			nl := t.newLeaf(key, value)
-			t.setChild(n, slot, b, t.split(c, p, nl, d+1))
+			t.recount(t.setChild(n, slot, b, t.split(c, p, nl, d+1)), 1)
 			return old, false, true, nl
 		}
 		t.path = append(t.path, pathEntry{n, b})
@@ -531,6 +528,7 @@ func (t *Txn[T]) split(c *header, ck []byte, nl *header, from int) *header {
 	m := from + commonPrefix(ck[from:], nk[from:])
 	nn := newInner(kindNode4, t.nodeID(), nk[:m:m], nil)
 	n4 := nn.node4()
+	n4.leaves = leafCount(c) + 1
 	switch {
 	case len(ck) == m:
 		n4.leaf = c
@@ -587,9 +585,11 @@ func (t *Txn[T]) retireSubtree(n *header) int {
 
 // replaceUp puts r in the place of the node below the last entry of t.path,
 // copying the ancestors that are not owned and stopping at the first that is.
+// The entries of t.path then name the copies: every node on the path is
+// owned afterwards, which recount relies on.
 func (t *Txn[T]) replaceUp(r *header) {
 	for i := len(t.path) - 1; i >= 0; i-- {
-		e := t.path[i]
+		e := &t.path[i]
 		if e.n.txn() == t.id {
 			*e.n.findChild(e.b) = r
 			return
@@ -597,6 +597,7 @@ func (t *Txn[T]) replaceUp(r *header) {
 		np := cloneInner(e.n, t.nodeID())
 		*np.findChild(e.b) = r
 		t.retire(e.n)
+		e.n = np
 		r = np
 	}
 	t.root = r
@@ -614,61 +615,74 @@ func (t *Txn[T]) own(n *header) *header {
 	return nn
 }
 
+// The structural changes below (setLeaf to removeChild) return the owned
+// node that stands in n's place once they are done, or nil if n left the
+// tree, for recount: a change that adds or removes keys must then add to
+// the leaf counts of that node and of every node on the path.
+
 // setLeaf makes l the leaf of the inner node n (which the path leads to).
-func (t *Txn[T]) setLeaf(n *header, l *header) {
-	t.own(n).inner().leaf = l
+func (t *Txn[T]) setLeaf(n *header, l *header) *header {
+	o := t.own(n)
+	o.inner().leaf = l
+	return o
 }
 
 // setChild replaces the child in slot (n's slot for edge byte b) with c.
-func (t *Txn[T]) setChild(n *header, slot **header, b byte, c *header) {
+func (t *Txn[T]) setChild(n *header, slot **header, b byte, c *header) *header {
 	if n.txn() == t.id {
 		*slot = c
-		return
+		return n
 	}
-	*t.own(n).findChild(b) = c
+	o := t.own(n)
+	*o.findChild(b) = c
+	return o
 }
 
 // addChild adds c under the new edge byte b to the inner node n, growing n
 // into a bigger kind if it is full.
-func (t *Txn[T]) addChild(n *header, b byte, c *header) {
+func (t *Txn[T]) addChild(n *header, b byte, c *header) *header {
 	if n.isFull() {
 		nn := resized(n, n.kind()+1, t.nodeID())
 		nn.insertChild(b, c)
 		t.retire(n)
 		t.replaceUp(nn)
-		return
+		return nn
 	}
-	t.own(n).insertChild(b, c)
+	o := t.own(n)
+	o.insertChild(b, c)
+	return o
 }
 
 // removeLeaf removes the leaf of the inner node n; a node left with a single
 // child (other than the root) is replaced by that child.
-func (t *Txn[T]) removeLeaf(n *header) {
+func (t *Txn[T]) removeLeaf(n *header) *header {
 	if len(t.path) > 0 && n.inner().count == 1 {
 		t.retire(n)
 		t.replaceUp(n.firstChild())
-		return
+		return nil
 	}
-	t.own(n).inner().leaf = nil
+	o := t.own(n)
+	o.inner().leaf = nil
+	return o
 }
 
 // removeChild removes the child c under edge byte b from the inner node n.
 // A node other than the root that is left with one entry is replaced by it,
 // and a node that becomes sparse shrinks to a smaller kind.
-func (t *Txn[T]) removeChild(n *header, b byte, c *header) {
+func (t *Txn[T]) removeChild(n *header, b byte, c *header) *header {
 	if len(t.path) > 0 {
 		in := n.inner()
 		switch {
 		case n.inner().count == 1:
 			t.retire(n)
 			t.replaceUp(in.leaf)
-			return
+			return nil
 		case n.inner().count == 2 && in.leaf == nil:
 			t.retire(n)
 			for _, o := range n.children() {
 				if o != nil && o != c {
 					t.replaceUp(o)
-					return
+					return nil
 				}
 			}
 		}
@@ -678,7 +692,9 @@ func (t *Txn[T]) removeChild(n *header, b byte, c *header) {
 		nn.removeChild(b)
 		t.retire(n)
 		t.replaceUp(nn)
-		return
+		return nn
 	}
-	t.own(n).removeChild(b)
+	o := t.own(n)
+	o.removeChild(b)
+	return o
 }
