@@ -50,6 +50,7 @@ func main() {
 		ID: me.ID, NodeNumber: uint16(*n), Dir: *dir + "/" + string(me.ID), Peers: peers,
 		RaftAddr: me.RaftAddr, ForwardAddr: me.ForwardAddr,
 		DB: db, Tables: []replicate.Binding{replicate.Bind(hosts, persist.JSON[*Host]())},
+		Durable: true, // the tables in Pebble too: a restart replays only the log after them
 	})
 	if err != nil {
 		log.Fatal(err)
