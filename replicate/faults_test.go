@@ -1,0 +1,441 @@
+package replicate
+
+// Fault tests of issue 29's "Speed" goals on the in-process cluster
+// (harness in faults_harness_test.go): progress under a one-way link and
+// a bridge partition, leader changes caused by a flapping follower, and a
+// follower's catch-up after an outage while the leader commits ~5k/s.
+// The goals are figures to report (BENCH.md, "Partitions, a flapping
+// node, catch-up"), not assertions of speed: each test asserts what must
+// hold (progress within a generous bound, no acknowledged write lost,
+// every member equal at the end, at most one snapshot install per
+// catch-up) and logs the figures. The measurement runs are behind
+// -replicate.faults.long; run them one at a time (-parallel 1).
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// faultConf is the raft configuration of TestFaultProgress and
+// TestFaultFlapping: testRaftConfig, with -replicate.faults.heartbeat
+// as its heartbeat and leader-lease timeouts if set.
+func faultConf(conf *raft.Config) {
+	if hb := *faultsHeartbeat; hb > 0 {
+		conf.HeartbeatTimeout = hb
+		conf.LeaderLeaseTimeout = hb
+	}
+}
+
+// progressBound is how long a trial of TestFaultProgress waits for a
+// write to be acknowledged after the fault before it fails: generous, as
+// the goal (3 election timeouts) is a figure, not an assertion.
+const progressBound = 40 * faultElection
+
+// A progressFault cuts links of a 3-member cluster whose leader is ld and
+// followers f1 and f2, and says which it is.
+type progressFault struct {
+	name string
+	cut  func(c *fcluster, ld, f1, f2 *rnode) string
+}
+
+var progressFaults = []progressFault{
+	{"leader-hears-nothing", func(c *fcluster, ld, f1, f2 *rnode) string {
+		// The leader's messages arrive; nothing comes back to it (its
+		// followers' responses, votes, forwarded writes).
+		c.net.cut(f1.addr, ld.addr)
+		c.net.cut(f2.addr, ld.addr)
+		return fmt.Sprintf("%s→%s, %s→%s cut", f1.id, ld.id, f2.id, ld.id)
+	}},
+	{"leader-unheard", func(c *fcluster, ld, f1, f2 *rnode) string {
+		// Nothing from the leader arrives (its requests, and its
+		// responses to the followers); the followers' messages reach it.
+		c.net.cut(ld.addr, f1.addr)
+		c.net.cut(ld.addr, f2.addr)
+		return fmt.Sprintf("%s→%s, %s→%s cut", ld.id, f1.id, ld.id, f2.id)
+	}},
+	{"bridge-leader-end", func(c *fcluster, ld, f1, f2 *rnode) string {
+		// A (the leader) – B – C: A–C cut both ways, B the bridge.
+		c.net.cut(ld.addr, f2.addr)
+		c.net.cut(f2.addr, ld.addr)
+		return fmt.Sprintf("A=%s (leader) B=%s C=%s, A–C cut", ld.id, f1.id, f2.id)
+	}},
+	{"bridge-leader-middle", func(c *fcluster, ld, f1, f2 *rnode) string {
+		// A – B (the leader) – C: A–C cut both ways.
+		c.net.cut(f1.addr, f2.addr)
+		c.net.cut(f2.addr, f1.addr)
+		return fmt.Sprintf("A=%s B=%s (leader) C=%s, A–C cut", f1.id, ld.id, f2.id)
+	}},
+}
+
+// TestFaultProgress: issue 29's "a one-way link or a bridge partition
+// still makes progress within 3 election timeouts". Each trial starts a
+// 3-member cluster on faultTransports, with a writer on every member
+// (through the leader, forwarded from the followers), cuts the links of
+// one scenario at a random moment, and measures the time from the cut to
+// the first acknowledgement of a write begun after it (a probe on every
+// member writes until one is acknowledged), in election timeouts. It
+// asserts that a write is acknowledged within progressBound; after the
+// links heal, that every member holds the same tables and feeds and
+// every acknowledged write. -replicate.faults.long runs 20 trials per
+// scenario (-replicate.faults.trials sets it).
+func TestFaultProgress(t *testing.T) {
+	t.Parallel()
+	trials := *faultsTrials
+	if trials <= 0 {
+		trials = 1
+		if *faultsLong {
+			trials = 20
+		}
+	}
+	seed := testSeed(t)
+	for i, pf := range progressFaults {
+		t.Run(pf.name, func(t *testing.T) {
+			t.Parallel()
+			var ds []time.Duration
+			for trial := range trials {
+				rng := rand.New(rand.NewPCG(seed, uint64(i*1000+trial)))
+				ds = append(ds, progressTrial(t, rng, pf))
+				if t.Failed() {
+					return
+				}
+			}
+			t.Logf("%s: progress after the cut, in election timeouts (%v): %s", pf.name, faultElection, figures(ds, faultElection, 3))
+		})
+	}
+}
+
+// progressTrial runs one trial of TestFaultProgress and returns the time
+// from the cut to the first acknowledged write begun after it.
+func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration {
+	t.Helper()
+	c := newFaultCluster(t, 3, faultConf)
+	defer c.close()
+	c.committingLeader()
+	a := newAcks()
+	ctx, cancel := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	defer func() { cancel(); bg.Wait() }()
+	for _, nd := range c.nodes {
+		bg.Go(func() { a.writeLoop(ctx, t, nd, 5*time.Millisecond) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); a.acked() < 30; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 writes not acknowledged in 10s before the fault: %s", a)
+		}
+	}
+	// A random phase against the heartbeats and timers.
+	time.Sleep(time.Duration(rng.Int64N(int64(faultElection))))
+	ld := c.leader()
+	fs := c.followers(ld)
+	rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
+	start := time.Now()
+	what := pf.cut(c, ld, fs[0], fs[1])
+
+	type ack struct {
+		d  time.Duration
+		by raft.ServerID
+	}
+	first := make(chan ack, len(c.nodes))
+	pctx, pcancel := context.WithTimeout(ctx, progressBound)
+	var probes sync.WaitGroup
+	for _, nd := range c.nodes {
+		probes.Go(func() {
+			for pctx.Err() == nil {
+				if a.put(pctx, t, nd, "probe") {
+					first <- ack{time.Since(start), nd.id}
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	var got ack
+	select {
+	case got = <-first:
+	case <-pctx.Done():
+	}
+	pcancel()
+	probes.Wait()
+	if got.by == "" {
+		t.Fatalf("%s (%s): no write acknowledged within %v of the cut (%s)", pf.name, what, progressBound, a)
+	}
+	t.Logf("%s (%s): first write acknowledged %.2f× the election timeout after the cut (%v, through %s); transitions: %s",
+		pf.name, what, float64(got.d)/float64(faultElection), got.d.Round(time.Millisecond), got.by, timeline(c.elect.transitions(start), start))
+
+	c.net.healAll()
+	cancel()
+	bg.Wait()
+	c.committingLeader()
+	c.settle()
+	c.checkEqual(true)
+	a.check(c.rcluster)
+	return got.d
+}
+
+// flapDuration is how long TestFaultFlapping flaps.
+func flapDuration() time.Duration {
+	switch {
+	case *faultsFlap > 0:
+		return *faultsFlap
+	case *faultsLong:
+		return time.Minute
+	}
+	return 4 * time.Second
+}
+
+// TestFaultFlapping: issue 29's "one flapping node causes at most one
+// leader change a minute". One follower's links (both ways, to both
+// other members) go down for 1–3 s and up for 1–3 s (uniform, seeded),
+// for flapDuration, while a writer on every member writes. Each down
+// period is longer than the heartbeat timeout, so the follower always
+// times out and campaigns while it is cut off; each up period is longer
+// than the leader's heartbeat backoff (capped at half the heartbeat
+// timeout in raft v1.7.2), so the leader always reaches it again before
+// the next cut. The test counts the elections won during the flapping
+// (every member's raft observed) and logs them; it asserts that writes
+// were acknowledged during the flapping, and afterwards that every
+// member holds the same tables and feeds and every acknowledged write.
+// "prevote" is raft v1.7.2's default; "no-prevote" (PreVoteDisabled)
+// shows what pre-vote prevents.
+func TestFaultFlapping(t *testing.T) {
+	t.Parallel()
+	seed := testSeed(t)
+	for i, disabled := range []bool{false, true} {
+		name := "prevote"
+		if disabled {
+			name = "no-prevote"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testFlapping(t, rand.New(rand.NewPCG(seed, uint64(i))), disabled)
+		})
+	}
+}
+
+func testFlapping(t *testing.T, rng *rand.Rand, preVoteDisabled bool) {
+	dur := flapDuration()
+	c := newFaultCluster(t, 3, func(conf *raft.Config) {
+		faultConf(conf)
+		conf.PreVoteDisabled = preVoteDisabled
+	})
+	c.committingLeader()
+	a := newAcks()
+	ctx, cancel := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	defer func() { cancel(); bg.Wait() }()
+	for _, nd := range c.nodes {
+		bg.Go(func() { a.writeLoop(ctx, t, nd, 2*time.Millisecond) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); a.acked() < 30; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 writes not acknowledged in 10s before the flapping: %s", a)
+		}
+	}
+	fs := c.followers(c.leader())
+	f := fs[rng.IntN(len(fs))]
+	start := time.Now()
+	before := a.acked()
+	flaps := 0
+	var downFor time.Duration
+	for time.Since(start) < dur {
+		down := time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
+		up := time.Second + time.Duration(rng.Int64N(int64(2*time.Second)))
+		c.isolate(f)
+		flaps++
+		d0 := time.Now()
+		time.Sleep(min(down, max(dur-time.Since(start), 0)))
+		c.rejoin(f)
+		downFor += time.Since(d0)
+		time.Sleep(min(up, max(dur-time.Since(start), 0)))
+	}
+	elapsed := time.Since(start)
+	during := a.acked() - before
+	won := c.elect.since(start)
+	campaigns := 0
+	for _, tr := range c.elect.transitions(start) {
+		if tr.id == f.id && tr.state == raft.Candidate {
+			campaigns++
+		}
+	}
+	t.Logf("%s flapped %d times over %v (down %v in all), became a candidate %d times, its term %d at the end: %d leader changes (%.1f a minute), %d writes acknowledged meanwhile (%.0f/s, the longest time without one %v); elections won: %v",
+		f.id, flaps, elapsed.Round(time.Millisecond), downFor.Round(time.Millisecond), campaigns, f.node.Raft().CurrentTerm(), len(won),
+		float64(len(won))/elapsed.Minutes(), during, float64(during)/elapsed.Seconds(), a.maxGap(start, start.Add(elapsed)).Round(time.Millisecond), timeline(won, start))
+	if during == 0 {
+		t.Errorf("no write acknowledged during %v of flapping (%s)", elapsed, a)
+	}
+	cancel()
+	bg.Wait()
+	t.Logf("outcomes: %s", a)
+	c.committingLeader()
+	c.settle()
+	c.checkEqual(true)
+	a.check(c.rcluster)
+}
+
+// catchUpDown is how long TestFaultCatchUp keeps the follower stopped.
+func catchUpDown() time.Duration {
+	switch {
+	case *faultsDown > 0:
+		return *faultsDown
+	case *faultsLong:
+		return 10 * time.Second
+	}
+	return 1500 * time.Millisecond
+}
+
+// catchUpConfig is a snapshot configuration of TestFaultCatchUp.
+type catchUpConfig struct {
+	name string
+	long bool // only with -replicate.faults.long
+	conf func(*raft.Config)
+}
+
+var catchUpConfigs = []catchUpConfig{
+	// raft's defaults: TrailingLogs 10240, SnapshotThreshold 8192,
+	// SnapshotInterval 120s (its first check 120–240 s after the start).
+	{"raft-defaults", false, func(conf *raft.Config) {
+		d := raft.DefaultConfig()
+		conf.TrailingLogs, conf.SnapshotThreshold, conf.SnapshotInterval = d.TrailingLogs, d.SnapshotThreshold, d.SnapshotInterval
+	}},
+	// The same with a check every 1–2 s, so that the leader does snapshot
+	// and compact during the test.
+	{"raft-defaults-interval-1s", true, func(conf *raft.Config) {
+		d := raft.DefaultConfig()
+		conf.TrailingLogs, conf.SnapshotThreshold, conf.SnapshotInterval = d.TrailingLogs, d.SnapshotThreshold, time.Second
+	}},
+	// A log kept short: a follower down more than a fifth of a second at
+	// 5k commits/s is sent a snapshot.
+	{"trailing-1024", false, func(conf *raft.Config) {
+		conf.TrailingLogs, conf.SnapshotThreshold, conf.SnapshotInterval = 1024, 1024, time.Second
+	}},
+	// The snapshot tests' TrailingLogs (4, snapshotConf), with automatic
+	// snapshots every 50–100 ms of 64 entries or more.
+	{"trailing-4-interval-50ms", true, func(conf *raft.Config) {
+		conf.TrailingLogs, conf.SnapshotThreshold, conf.SnapshotInterval = 4, 64, 50*time.Millisecond
+	}},
+}
+
+// TestFaultCatchUp: issue 29's "a follower that was down while the
+// leader sustained 5k commits/s catches up without a snapshot-install
+// loop". Writers aim at -replicate.faults.rate commits/s (5000) through
+// the leader, each a new object; a follower is stopped (rcluster.stop),
+// kept down for catchUpDown, started again on its log and snapshot stores
+// (a new in-memory database), and must catch up while the writers go on:
+// its applied index within 100 ms of commits of the leader's. The test
+// counts the InstallSnapshot RPCs the leader sent it (faultTransport)
+// and asserts that it accepted at most one in the catch-up; then that
+// every member holds the same tables (and snapshot bytes) and every
+// acknowledged write. Each snapshot configuration is a subtest.
+func TestFaultCatchUp(t *testing.T) {
+	t.Parallel()
+	seed := testSeed(t)
+	for i, cc := range catchUpConfigs {
+		if cc.long && !*faultsLong {
+			continue
+		}
+		t.Run(cc.name, func(t *testing.T) {
+			t.Parallel()
+			testCatchUp(t, rand.New(rand.NewPCG(seed, uint64(i))), cc)
+		})
+	}
+}
+
+func testCatchUp(t *testing.T, rng *rand.Rand, cc catchUpConfig) {
+	down := catchUpDown()
+	rate := *faultsRate
+	c := newFaultCluster(t, 3, cc.conf)
+	ld := c.committingLeader()
+	a := newAcks()
+	ctx, cancel := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	defer func() { cancel(); bg.Wait() }()
+	var sent int64
+	var sentMu sync.Mutex
+	begin := time.Now()
+	const writers = 32
+	for range writers {
+		bg.Go(func() {
+			for ctx.Err() == nil {
+				sentMu.Lock()
+				sent++
+				due := begin.Add(time.Duration(sent) * time.Second / time.Duration(rate))
+				sentMu.Unlock()
+				if d := time.Until(due); d > 0 {
+					select {
+					case <-time.After(d):
+					case <-ctx.Done():
+						return
+					}
+				}
+				wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+				a.put(wctx, t, ld, "catch-up")
+				wcancel()
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	fs := c.followers(ld)
+	f := fs[rng.IntN(len(fs))]
+	stopAt, ackedAt := time.Now(), a.acked()
+	c.stopNode(f)
+	fApplied := f.node.AppliedIndex()
+	time.Sleep(down)
+	sentBefore, acceptedBefore := c.net.installCounts(f.addr)
+	behind := ld.node.AppliedIndex() - fApplied
+	first := firstIndex(t, ld)
+	restartAt := time.Now()
+	c.restartNode(f)
+
+	// Caught up: within 100 ms of commits of the leader.
+	slack := uint64(max(rate/10, 64))
+	var caughtUp time.Duration
+	var maxLag uint64
+	for deadline := restartAt.Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		lead, got := ld.node.AppliedIndex(), f.node.AppliedIndex()
+		if lead > got {
+			maxLag = max(maxLag, lead-got)
+		}
+		if got+slack >= lead {
+			caughtUp = time.Since(restartAt)
+			break
+		}
+		if time.Now().After(deadline) || t.Failed() {
+			s, acc := c.net.installCounts(f.addr)
+			t.Fatalf("%s did not catch up within a minute: applied %d, the leader %d; %d snapshots sent to it, %d accepted",
+				f.id, got, lead, s-sentBefore, acc-acceptedBefore)
+		}
+	}
+	// The writers go on a little after the catch-up.
+	time.Sleep(300 * time.Millisecond)
+	installsSent, installsAccepted := c.net.installCounts(f.addr)
+	installsSent -= sentBefore
+	installsAccepted -= acceptedBefore
+	elapsed, acked := time.Since(stopAt), a.acked()-ackedAt
+	cancel()
+	bg.Wait()
+	t.Logf("%s: %s stopped for %v while the leader committed %.0f/s (aim %d/s, %d writers): %d entries behind at restart (leader's log from %d, the follower at %d), caught up in %v (lag at most %d); snapshots sent to it %d, accepted %d; leader's last snapshot at %s; outcomes: %s",
+		cc.name, f.id, down, float64(acked)/elapsed.Seconds(), rate, writers, behind, first, fApplied,
+		caughtUp.Round(time.Millisecond), maxLag, installsSent, installsAccepted, lastSnapshot(ld), a)
+	if installsAccepted > 1 {
+		t.Errorf("%s installed %d snapshots (sent %d) in one catch-up: a snapshot-install loop", f.id, installsAccepted, installsSent)
+	}
+	c.committingLeader()
+	c.settle()
+	c.checkEqual(false)
+	c.checkSameBytes()
+	a.check(c.rcluster)
+}
+
+// firstIndex is the first index of nd's log store.
+func firstIndex(t *testing.T, nd *rnode) uint64 {
+	t.Helper()
+	first, err := nd.store.FirstIndex()
+	must(t, err)
+	return first
+}
