@@ -48,6 +48,10 @@ var (
 		"how long TestFaultFlapping flaps a follower (default 4s, 1m with -replicate.faults.long)")
 	faultsDown = flag.Duration("replicate.faults.down", 0,
 		"how long TestFaultCatchUp keeps a follower stopped (default 1.5s, 10s with -replicate.faults.long)")
+	faultsWatch = flag.Bool("replicate.faults.watch", false,
+		"TestFaultProgress records when each object is first published on each member (for the diagnosis of a divergence; it changes the timing)")
+	faultsDiverge = flag.Int("replicate.faults.diverge", 0,
+		"trials of TestFaultOldLeaderDiverges, which shows a bug of the node (0: it does not run)")
 	faultsRate = flag.Int("replicate.faults.rate", 5000,
 		"commits per second TestFaultCatchUp's writers aim at")
 )
@@ -216,7 +220,8 @@ func (f *faultForwarder) Forward(ctx context.Context, leader raft.ServerAddress,
 	}
 	index, err := f.local.Forward(ctx, leader, changes)
 	if !f.net.up(leader, f.from) {
-		return 0, &AmbiguousError{Err: errLinkDown}
+		// What the leader answered, for the diagnosis (acks.outcome).
+		return 0, &AmbiguousError{Err: fmt.Errorf("%w (the leader answered %d, %v)", errLinkDown, index, err)}
 	}
 	return index, err
 }
@@ -238,9 +243,10 @@ func (f *faultForwarder) ReadIndex(ctx context.Context, leader raft.ServerAddres
 // and write from any node through faultForwarders.
 type fcluster struct {
 	*rcluster
-	net   *faultNet
-	local *LocalForwarder
-	elect *elections
+	net    *faultNet
+	local  *LocalForwarder
+	elect  *elections
+	storeOps storeOps
 }
 
 // newFaultCluster starts n members as newRClusterWith does, each on a
@@ -289,9 +295,10 @@ func (c *fcluster) startNode(nd *rnode) {
 	if c.conf != nil {
 		c.conf(conf)
 	}
+	logs := c.storeOps.wrap(nd)
 	cfg := Config{
 		DB: nd.db, Tables: binds, NodeNumber: nd.num, Raft: conf,
-		LogStore: nd.store, StableStore: nd.store, Snapshots: nd.snaps,
+		LogStore: logs, StableStore: nd.store, Snapshots: nd.snaps,
 		Transport: &faultTransport{InmemTransport: nd.trans, net: c.net},
 		Forwarder: &faultForwarder{from: nd.addr, net: c.net, local: c.local},
 	}
@@ -418,20 +425,26 @@ type acks struct {
 	ids      []uint64
 	at       []time.Time // when each write of ids was acknowledged
 	outcomes map[string]int
+	// outcome is each write's: through which member, and what Write
+	// returned, for the diagnosis of a divergence (diverged).
+	outcome map[uint64]string
 }
 
-func newAcks() *acks { return &acks{outcomes: map[string]int{}} }
+func newAcks() *acks { return &acks{outcomes: map[string]int{}, outcome: map[uint64]string{}} }
 
 // put writes a new object through nd, records the outcome, and returns
 // whether it was acknowledged.
 func (a *acks) put(ctx context.Context, t *testing.T, nd *rnode, val string) bool {
 	id := a.next.Add(1)
-	// A new object: with ObjectConflicts a forwarded write conflicts only
-	// if the object exists, never because others wrote the table.
+	// A new object: with ObjectConflicts a forwarded write conflicts
+	// only if the object exists, or if the follower applied a write of
+	// the table between its read and the forward (forward.go,
+	// objectPreconditions): then it is refused, as the API allows.
 	index, err := putWith(ctx, nd, id, val, ObjectConflicts())
 	committed := err == nil || (index > 0 && errors.Is(err, ErrNotPublished))
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.outcome[id] = fmt.Sprintf("%s through %s: index %d, %v", val, nd.id, index, err)
 	if committed {
 		a.ids = append(a.ids, id)
 		a.at = append(a.at, time.Now())
@@ -449,8 +462,7 @@ func (a *acks) put(ctx context.Context, t *testing.T, nd *rnode, val string) boo
 	case errors.Is(err, ErrShutdown):
 		a.outcomes["shut down"]++
 	case errors.Is(err, ErrConflict):
-		a.outcomes["conflict"]++ // a new id per write: never expected
-		t.Errorf("write through %s: %v", nd.id, err)
+		a.outcomes["conflict"]++
 	case ctx.Err() != nil:
 		a.outcomes["cancelled"]++
 	default:
@@ -520,6 +532,138 @@ func (a *acks) check(c *rcluster) {
 			c.t.Fatalf("%s: %d of %d acknowledged writes lost", nd.id, lost, len(a.ids))
 		}
 	}
+}
+
+// diverged logs, if the live members' tables differ, the outcome of
+// each write some member holds and another does not, and returns whether
+// they differ (checkEqual then says how).
+func (a *acks) diverged(c *rcluster, seen map[raft.ServerID]map[uint64]sighting, start time.Time) bool {
+	c.t.Helper()
+	live := c.live()
+	holds := make([]map[uint64]uint64, len(live)) // id -> revision, table a
+	for i, nd := range live {
+		holds[i] = map[uint64]uint64{}
+		for o, rev := range nd.tables[0].All(nd.db.ReadTxn()) {
+			holds[i][o.ID] = uint64(rev)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	diff := false
+	for i, nd := range live {
+		for id, rev := range holds[i] {
+			for j, o := range live {
+				if r, ok := holds[j][id]; !ok || r != rev {
+					diff = true
+					c.t.Logf("%s holds %d at revision %d, %s does not (%d); the write: %s", nd.id, id, rev, o.id, r, a.outcome[id])
+					if s, ok := seen[nd.id][id]; ok {
+						c.t.Logf("  first published on %s at +%v, applied index %d, %v in term %d", nd.id, s.at.Sub(start).Round(time.Millisecond), s.applied, s.state, s.term)
+					}
+				}
+			}
+		}
+	}
+	if diff {
+		for _, nd := range live {
+			c.t.Logf("%s: applied %d, published %d, last index %d, term %d", nd.id, nd.node.AppliedIndex(), nd.node.PublishedIndex(), nd.node.Raft().LastIndex(), nd.node.Raft().CurrentTerm())
+		}
+	}
+	return diff
+}
+
+// storeOps records what raft stored in and deleted from each member's
+// log, for the diagnosis of a divergence.
+type storeOps struct {
+	mu  sync.Mutex
+	ops []storeOp
+}
+
+type storeOp struct {
+	at       time.Time
+	id       raft.ServerID
+	what     string // "store" or "delete"
+	lo, hi   uint64
+	terms    []uint64 // of the entries stored
+	commands int      // LogCommand entries stored
+}
+
+func (l *storeOps) wrap(nd *rnode) raft.LogStore { return &recordingLog{LogStore: nd.store, ops: l, id: nd.id} }
+
+// since returns nd's operations at or after t.
+func (l *storeOps) since(id raft.ServerID, t time.Time) []storeOp {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []storeOp
+	for _, op := range l.ops {
+		if op.id == id && !op.at.Before(t) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// recordingLog is a member's LogStore recording StoreLogs and
+// DeleteRange; monotonic as the LogStore is.
+type recordingLog struct {
+	*LogStore
+	ops *storeOps
+	id  raft.ServerID
+}
+
+func (r *recordingLog) StoreLog(l *raft.Log) error { return r.StoreLogs([]*raft.Log{l}) }
+
+func (r *recordingLog) StoreLogs(ls []*raft.Log) error {
+	err := r.LogStore.StoreLogs(ls)
+	if len(ls) > 0 {
+		op := storeOp{at: time.Now(), id: r.id, what: "store", lo: ls[0].Index, hi: ls[len(ls)-1].Index}
+		for _, l := range ls {
+			if len(op.terms) == 0 || op.terms[len(op.terms)-1] != l.Term {
+				op.terms = append(op.terms, l.Term)
+			}
+			if l.Type == raft.LogCommand {
+				op.commands++
+			}
+		}
+		r.ops.mu.Lock()
+		r.ops.ops = append(r.ops.ops, op)
+		r.ops.mu.Unlock()
+	}
+	return err
+}
+
+func (r *recordingLog) DeleteRange(lo, hi uint64) error {
+	err := r.LogStore.DeleteRange(lo, hi)
+	r.ops.mu.Lock()
+	r.ops.ops = append(r.ops.ops, storeOp{at: time.Now(), id: r.id, what: "delete", lo: lo, hi: hi})
+	r.ops.mu.Unlock()
+	return err
+}
+
+// sighting is when a member's published tables first held an object.
+type sighting struct {
+	at      time.Time
+	applied uint64
+	state   raft.RaftState
+	term    uint64
+}
+
+// watchPublished records, until ctx ends, when each object of table a
+// first appears in nd's published state, with nd's applied index and
+// raft state then: the diagnosis of a divergence (diverged) tells from
+// it whether a write that never committed was published by its own
+// commit, or later by an apply.
+func watchPublished(ctx context.Context, nd *rnode) map[uint64]sighting {
+	seen := map[uint64]sighting{}
+	for ctx.Err() == nil {
+		applied, state, term := nd.node.AppliedIndex(), nd.node.Raft().State(), nd.node.Raft().CurrentTerm()
+		for o := range nd.tables[0].All(nd.db.ReadTxn()) {
+			if _, ok := seen[o.ID]; !ok {
+				seen[o.ID] = sighting{time.Now(), applied, state, term}
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return seen
 }
 
 // writeLoop writes through nd until ctx ends, pausing pause between
