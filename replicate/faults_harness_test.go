@@ -243,9 +243,9 @@ func (f *faultForwarder) ReadIndex(ctx context.Context, leader raft.ServerAddres
 // and write from any node through faultForwarders.
 type fcluster struct {
 	*rcluster
-	net    *faultNet
-	local  *LocalForwarder
-	elect  *elections
+	net      *faultNet
+	local    *LocalForwarder
+	elect    *elections
 	storeOps storeOps
 }
 
@@ -587,7 +587,9 @@ type storeOp struct {
 	commands int      // LogCommand entries stored
 }
 
-func (l *storeOps) wrap(nd *rnode) raft.LogStore { return &recordingLog{LogStore: nd.store, ops: l, id: nd.id} }
+func (l *storeOps) wrap(nd *rnode) raft.LogStore {
+	return &recordingLog{LogStore: nd.store, ops: l, id: nd.id}
+}
 
 // since returns nd's operations at or after t.
 func (l *storeOps) since(id raft.ServerID, t time.Time) []storeOp {
