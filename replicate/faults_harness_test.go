@@ -75,10 +75,13 @@ type faultNet struct {
 	// installs and installed count, by target, the InstallSnapshot RPCs
 	// sent and those the target accepted.
 	installs, installed map[raft.ServerAddress]int
+	// installErrs are the errors of the installs that failed, by target.
+	installErrs map[raft.ServerAddress][]string
 }
 
 func newFaultNet() *faultNet {
-	return &faultNet{down: map[link]bool{}, installs: map[raft.ServerAddress]int{}, installed: map[raft.ServerAddress]int{}}
+	return &faultNet{down: map[link]bool{}, installs: map[raft.ServerAddress]int{}, installed: map[raft.ServerAddress]int{},
+		installErrs: map[raft.ServerAddress][]string{}}
 }
 
 // cut stops the messages from `from` to `to`; restore lets them through.
@@ -163,11 +166,16 @@ func (t *faultTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAdd
 	t.net.installs[target]++
 	t.net.mu.Unlock()
 	err := t.call(target, func() error { return t.InmemTransport.InstallSnapshot(id, target, args, resp, data) })
-	if err == nil && resp.Success {
-		t.net.mu.Lock()
+	t.net.mu.Lock()
+	switch {
+	case err == nil && resp.Success:
 		t.net.installed[target]++
-		t.net.mu.Unlock()
+	case err != nil:
+		t.net.installErrs[target] = append(t.net.installErrs[target], err.Error())
+	default:
+		t.net.installErrs[target] = append(t.net.installErrs[target], "refused")
 	}
+	t.net.mu.Unlock()
 	return err
 }
 
@@ -461,6 +469,10 @@ func (a *acks) put(ctx context.Context, t *testing.T, nd *rnode, val string) boo
 		a.outcomes["not leader"]++
 	case errors.Is(err, ErrShutdown):
 		a.outcomes["shut down"]++
+	case errors.Is(err, strata.ErrEarlierCommitFailed) && errors.Is(err, ErrNotReady):
+		// Queued behind a commit whose proposal failed, not proposed:
+		// Write returns it as Commit did.
+		a.outcomes["earlier commit failed"]++
 	case errors.Is(err, ErrConflict):
 		a.outcomes["conflict"]++
 	case ctx.Err() != nil:

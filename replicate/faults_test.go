@@ -221,7 +221,8 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 // TestFaultOldLeaderDiverges shows a bug of the node, out of the default
 // run: with -replicate.faults.diverge=N it runs up to N trials of
 // TestFaultProgress/leader-unheard (the leader's messages lost, the
-// followers' reaching it) with the CPU kept busy by spinning goroutines,
+// followers' reaching it) in each of two clusters at a time, with the CPU
+// kept busy by spinning goroutines,
 // and fails at the first trial after which the old leader's tables differ
 // from the others' at the same applied index. What it finds (BENCH.md,
 // "The old leader diverges"): writes whose commits failed on the old
@@ -240,7 +241,7 @@ func TestFaultOldLeaderDiverges(t *testing.T) {
 	seed := testSeed(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var spin sync.WaitGroup
-	defer func() { cancel(); spin.Wait() }()
+	t.Cleanup(func() { cancel(); spin.Wait() })
 	for range 2 {
 		spin.Go(func() {
 			for ctx.Err() == nil {
@@ -256,11 +257,18 @@ func TestFaultOldLeaderDiverges(t *testing.T) {
 			pf = f
 		}
 	}
-	for trial := range trials {
-		progressTrial(t, rand.New(rand.NewPCG(seed, uint64(trial))), pf)
-		if t.Failed() {
-			t.Fatalf("the old leader diverged in trial %d", trial)
-		}
+	// Two clusters at a time, each trial after the other, as the two
+	// test processes that found it.
+	for stream := range 2 {
+		t.Run(fmt.Sprint("stream", stream), func(t *testing.T) {
+			t.Parallel()
+			for trial := range trials {
+				progressTrial(t, rand.New(rand.NewPCG(seed, uint64(stream<<32|trial))), pf)
+				if t.Failed() {
+					t.Fatalf("the old leader diverged in trial %d", trial)
+				}
+			}
+		})
 	}
 }
 
@@ -510,8 +518,11 @@ func testCatchUp(t *testing.T, rng *rand.Rand, cc catchUpConfig) {
 		}
 		if time.Now().After(deadline) || t.Failed() {
 			s, acc := c.net.installCounts(f.addr)
-			t.Fatalf("%s did not catch up within a minute: applied %d, the leader %d; %d snapshots sent to it, %d accepted",
-				f.id, got, lead, s-sentBefore, acc-acceptedBefore)
+			c.net.mu.Lock()
+			errs := c.net.installErrs[f.addr]
+			c.net.mu.Unlock()
+			t.Fatalf("%s did not catch up (%v after its restart): applied %d, the leader %d; %d snapshots sent to it, %d accepted; the failed installs: %q",
+				f.id, time.Since(restartAt).Round(time.Millisecond), got, lead, s-sentBefore, acc-acceptedBefore, errs)
 		}
 	}
 	// The writers go on a little after the catch-up.
