@@ -661,6 +661,48 @@ type sighting struct {
 	term    uint64
 }
 
+// watchPublished starts, with -replicate.faults.watch, a watchPublished
+// of every member; the function it returns stops them (once) and
+// returns what they saw, by member (nil without the flag).
+func (c *fcluster) watchPublished(ctx context.Context) func() map[raft.ServerID]map[uint64]sighting {
+	ctx, cancel := context.WithCancel(ctx)
+	var (
+		mu   sync.Mutex
+		seen = map[raft.ServerID]map[uint64]sighting{}
+		wg   sync.WaitGroup
+	)
+	for _, nd := range c.nodes {
+		if !*faultsWatch {
+			break
+		}
+		wg.Go(func() {
+			s := watchPublished(ctx, nd)
+			mu.Lock()
+			seen[nd.id] = s
+			mu.Unlock()
+		})
+	}
+	return func() map[raft.ServerID]map[uint64]sighting {
+		cancel()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
+// logHistory logs, for the diagnosis of a divergence, nd's log
+// operations from a second before start and every member's state
+// transitions from start.
+func (c *fcluster) logHistory(nd *rnode, start time.Time) {
+	for _, op := range c.storeOps.since(nd.id, start.Add(-time.Second)) {
+		c.t.Logf("  %s's log at +%v: %s %d..%d, terms %v, %d commands", nd.id, op.at.Sub(start).Round(time.Millisecond), op.what, op.lo, op.hi, op.terms, op.commands)
+	}
+	for _, tr := range c.elect.transitions(start) {
+		c.t.Logf("  +%v %v", tr.at.Sub(start).Round(time.Millisecond), tr)
+	}
+}
+
 // watchPublished records, until ctx ends, when each object of table a
 // first appears in nd's published state, with nd's applied index and
 // raft state then: the diagnosis of a divergence (diverged) tells from

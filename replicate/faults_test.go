@@ -149,21 +149,8 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	ld := c.leader()
 	fs := c.followers(ld)
 	rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
-	wctx, wcancel := context.WithCancel(ctx)
-	seen := map[raft.ServerID]map[uint64]sighting{}
-	var watchers sync.WaitGroup
-	var seenMu sync.Mutex
-	for _, nd := range c.nodes {
-		if !*faultsWatch {
-			break
-		}
-		watchers.Go(func() {
-			s := watchPublished(wctx, nd)
-			seenMu.Lock()
-			seen[nd.id] = s
-			seenMu.Unlock()
-		})
-	}
+	stopWatch := c.watchPublished(ctx)
+	defer stopWatch()
 	start := time.Now()
 	what := pf.cut(c, ld, fs[0], fs[1])
 
@@ -203,15 +190,8 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	bg.Wait()
 	c.committingLeader()
 	c.settle()
-	wcancel()
-	watchers.Wait()
-	if a.diverged(c.rcluster, seen, start) {
-		for _, op := range c.storeOps.since(ld.id, start.Add(-time.Second)) {
-			t.Logf("  %s's log at +%v: %s %d..%d, terms %v, %d commands", ld.id, op.at.Sub(start).Round(time.Millisecond), op.what, op.lo, op.hi, op.terms, op.commands)
-		}
-		for _, tr := range c.elect.transitions(start) {
-			t.Logf("  +%v %v", tr.at.Sub(start).Round(time.Millisecond), tr)
-		}
+	if a.diverged(c.rcluster, stopWatch(), start) {
+		c.logHistory(ld, start)
 	}
 	a.check(c.rcluster)
 	c.checkEqual(true)
@@ -466,30 +446,8 @@ func testCatchUp(t *testing.T, rng *rand.Rand, cc catchUpConfig) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
 	defer func() { cancel(); bg.Wait() }()
-	var sent int64
-	var sentMu sync.Mutex
-	begin := time.Now()
 	const writers = 32
-	for range writers {
-		bg.Go(func() {
-			for ctx.Err() == nil {
-				sentMu.Lock()
-				sent++
-				due := begin.Add(time.Duration(sent) * time.Second / time.Duration(rate))
-				sentMu.Unlock()
-				if d := time.Until(due); d > 0 {
-					select {
-					case <-time.After(d):
-					case <-ctx.Done():
-						return
-					}
-				}
-				wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-				a.put(wctx, t, ld, "catch-up")
-				wcancel()
-			}
-		})
-	}
+	a.pacedWriters(ctx, t, &bg, ld, writers, rate)
 	time.Sleep(500 * time.Millisecond)
 	fs := c.followers(ld)
 	f := fs[rng.IntN(len(fs))]
@@ -550,6 +508,38 @@ func testCatchUp(t *testing.T, rng *rand.Rand, cc catchUpConfig) {
 	a.check(c.rcluster)
 	c.checkEqual(false)
 	c.checkSameBytes()
+}
+
+// pacedWriters starts writers goroutines (in wg) writing new objects
+// through nd until ctx ends, together at rate writes a second: the n-th
+// write begins n/rate seconds after the start, or as soon as a writer is
+// free if they fell behind.
+func (a *acks) pacedWriters(ctx context.Context, t *testing.T, wg *sync.WaitGroup, nd *rnode, writers, rate int) {
+	var (
+		mu   sync.Mutex
+		sent int64
+	)
+	begin := time.Now()
+	for range writers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				mu.Lock()
+				sent++
+				due := begin.Add(time.Duration(sent) * time.Second / time.Duration(rate))
+				mu.Unlock()
+				if d := time.Until(due); d > 0 {
+					select {
+					case <-time.After(d):
+					case <-ctx.Done():
+						return
+					}
+				}
+				wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+				a.put(wctx, t, nd, "catch-up")
+				wcancel()
+			}
+		})
+	}
 }
 
 // firstIndex is the first index of nd's log store.
