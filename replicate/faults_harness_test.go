@@ -51,9 +51,13 @@ var (
 	faultsWatch = flag.Bool("replicate.faults.watch", false,
 		"TestFaultProgress records when each object is first published on each member (for the diagnosis of a divergence; it changes the timing)")
 	faultsDiverge = flag.Int("replicate.faults.diverge", 0,
-		"trials of TestFaultOldLeaderDiverges, which shows a bug of the node (0: it does not run)")
+		"trials of TestFaultOldLeaderDiverges, which shows a bug of raft v1.7.2 (0: it does not run)")
 	faultsTips = flag.Bool("replicate.faults.tips", false,
 		"TestFaultProgress looks, every 5 ms, at what a write transaction of table a sees on the old leader once it stepped down (for the diagnosis of a divergence; it changes the timing)")
+	faultsTrace = flag.Bool("replicate.faults.trace", false,
+		"TestFaultProgress and TestFaultOldLeaderDiverges record every member's hold points (holds.go), logged for the diagnosis of a divergence")
+	faultsClamp = flag.Bool("replicate.faults.clampcommit", false,
+		"faultTransport caps each AppendEntries' LeaderCommitIndex at PrevLogEntry + len(Entries), the Raft paper's rule that raft v1.7.2's follower does not apply (BENCH.md, \"The old leader diverges\")")
 	faultsRate = flag.Int("replicate.faults.rate", 5000,
 		"commits per second TestFaultCatchUp's writers aim at")
 )
@@ -147,6 +151,7 @@ func (t *faultTransport) call(target raft.ServerAddress, rpc func() error) error
 }
 
 func (t *faultTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	clampCommit(args)
 	return t.call(target, func() error { return t.InmemTransport.AppendEntries(id, target, args, resp) })
 }
 
@@ -210,7 +215,27 @@ func (p *faultPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raf
 	if !p.t.net.up(from, p.target) || !p.t.net.up(p.target, from) {
 		return nil, fmt.Errorf("%w: pipeline %s to %s", errLinkDown, from, p.target)
 	}
+	clampCommit(args)
 	return p.AppendPipeline.AppendEntries(args, resp)
+}
+
+// clampCommit caps, with -replicate.faults.clampcommit, the commit index
+// an AppendEntries request tells the follower at the last entry the
+// request proves the follower holds as the leader does: PrevLogEntry and
+// the entries after it. raft v1.7.2's follower takes min(leader's commit
+// index, its own last index) (raft.go, appendEntries), which may reach
+// into a stale tail the request did not check, and the leader may send
+// a commit index beyond the entries it sends (replication.go,
+// setupAppendEntries reads it after replicateTo's lastIndex was taken,
+// and after the retry backoff). Raft's own request is changed: it sets
+// LeaderCommitIndex again for each request.
+func clampCommit(args *raft.AppendEntriesRequest) {
+	if !*faultsClamp {
+		return
+	}
+	if last := args.PrevLogEntry + uint64(len(args.Entries)); args.LeaderCommitIndex > last {
+		args.LeaderCommitIndex = last
+	}
 }
 
 // faultForwarder is a member's Forwarder: the cluster's LocalForwarder,
@@ -257,6 +282,7 @@ type fcluster struct {
 	local    *LocalForwarder
 	elect    *elections
 	storeOps storeOps
+	trace    *holdTrace // with -replicate.faults.trace
 }
 
 // newFaultCluster starts n members as newRClusterWith does, each on a
@@ -265,6 +291,9 @@ type fcluster struct {
 func newFaultCluster(t *testing.T, n int, conf func(*raft.Config)) *fcluster {
 	t.Helper()
 	c := &fcluster{rcluster: &rcluster{t: t, conf: conf}, net: newFaultNet(), local: NewLocalForwarder(), elect: &elections{}}
+	if *faultsTrace {
+		c.trace = &holdTrace{}
+	}
 	for i := range n {
 		nd := &rnode{
 			id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), num: uint16(i + 1),
@@ -317,8 +346,13 @@ func (c *fcluster) startNode(nd *rnode) {
 		must(t, err)
 		cfg.Store = nd.state
 	}
+	var self atomic.Pointer[Node]
+	if c.trace != nil {
+		cfg.hold = c.trace.hook(nd, &self)
+	}
 	nd.node, err = NewNode(cfg)
 	must(t, err)
+	self.Store(nd.node)
 	c.local.Register(nd.addr, nd.node)
 	c.elect.watch(nd)
 }
@@ -733,6 +767,73 @@ func watchTips(ctx context.Context, nd *rnode) []tipSighting {
 	return out
 }
 
+// holdTrace records the hold points (holds.go) every member passes, with
+// what the journal and the tables hold then: the diagnosis of a
+// divergence, at a cost of a lock and an append per point.
+type holdTrace struct {
+	mu     sync.Mutex
+	events []holdEvent
+	// watched is the member whose write transaction's view is looked at
+	// when its FSM applies an entry it did not propose (holdForeign).
+	watched atomic.Pointer[raft.ServerID]
+}
+
+type holdEvent struct {
+	at      time.Time
+	id      raft.ServerID
+	p       holdPoint
+	who     int
+	queued  int    // the batches the database has not settled
+	failing bool   // the journal refuses batches since a failure
+	pubRev  uint64 // table a's published revision
+	extra   []uint64
+}
+
+// hook returns the hold function of nd, whose Node self holds once
+// NewNode returned.
+func (h *holdTrace) hook(nd *rnode, self *atomic.Pointer[Node]) func(holdPoint, int) {
+	return func(p holdPoint, who int) {
+		n := self.Load()
+		if n == nil {
+			return
+		}
+		ev := holdEvent{at: time.Now(), id: nd.id, p: p, who: who}
+		n.mu.Lock()
+		ev.queued, ev.failing = n.st.queued, n.st.failing
+		n.mu.Unlock()
+		ev.pubRev = uint64(nd.tables[0].Revision(nd.db.ReadTxn()))
+		if w := h.watched.Load(); p == holdForeign && w != nil && *w == nd.id {
+			// What a write transaction of table a begins from now, as
+			// the FSM's is about to: objects the published state lacks
+			// are a tip's.
+			txn := nd.db.WriteTxn(nd.metas[0])
+			published := nd.db.ReadTxn()
+			for o := range nd.tables[0].All(txn) {
+				if _, _, found := nd.tables[0].Get(published, itemByID.Query(o.ID)); !found {
+					ev.extra = append(ev.extra, o.ID)
+				}
+			}
+			txn.Abort()
+		}
+		h.mu.Lock()
+		h.events = append(h.events, ev)
+		h.mu.Unlock()
+	}
+}
+
+// log logs id's events from start.
+func (h *holdTrace) log(t *testing.T, id raft.ServerID, start time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ev := range h.events {
+		if ev.id != id || ev.at.Before(start) {
+			continue
+		}
+		t.Logf("  +%v %s %v who %d: queued %d failing %v, a@%d, the write transaction's extra objects %v",
+			ev.at.Sub(start).Round(100*time.Microsecond), ev.id, ev.p, ev.who, ev.queued, ev.failing, ev.pubRev, ev.extra)
+	}
+}
+
 // logHistory logs, for the diagnosis of a divergence, nd's log
 // operations from a second before start and every member's state
 // transitions from start.
@@ -742,6 +843,9 @@ func (c *fcluster) logHistory(nd *rnode, start time.Time) {
 	}
 	for _, tr := range c.elect.transitions(start) {
 		c.t.Logf("  +%v %v", tr.at.Sub(start).Round(time.Millisecond), tr)
+	}
+	if c.trace != nil {
+		c.trace.log(c.t, nd.id, start)
 	}
 }
 

@@ -59,8 +59,8 @@ var progressFaults = []progressFault{
 		// Nothing from the leader arrives (its requests, and its
 		// responses to the followers); the followers' messages reach it.
 		// Long only: on a loaded machine the old leader sometimes ends
-		// with tables that differ from the others' (a bug of the node:
-		// TestFaultOldLeaderDiverges, BENCH.md).
+		// with tables that differ from the others' (raft v1.7.2 applies
+		// entries of its stale tail: TestFaultOldLeaderDiverges, BENCH.md).
 		c.net.cut(ld.addr, f1.addr)
 		c.net.cut(ld.addr, f2.addr)
 		return fmt.Sprintf("%s→%s, %s→%s cut", ld.id, f1.id, ld.id, f2.id)
@@ -159,6 +159,9 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	} else {
 		tips <- nil
 	}
+	if c.trace != nil {
+		c.trace.watched.Store(&ld.id)
+	}
 	start := time.Now()
 	what := pf.cut(c, ld, fs[0], fs[1])
 
@@ -211,20 +214,22 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	return got.d
 }
 
-// TestFaultOldLeaderDiverges shows a bug of the node, out of the default
-// run: with -replicate.faults.diverge=N it runs up to N trials of
-// TestFaultProgress/leader-unheard (the leader's messages lost, the
-// followers' reaching it) in each of two clusters at a time, with the CPU
-// kept busy by spinning goroutines,
-// and fails at the first trial after which the old leader's tables differ
-// from the others' at the same applied index. What it finds (BENCH.md,
-// "The old leader diverges"): writes whose commits failed on the old
-// leader as ambiguous (raft.ErrLeadershipLost), whose entries raft
-// deleted from its log when the new leader's replaced them, are in its
-// published tables once it applied the new leader's entries, and the new
-// leader's acknowledged writes at the same revisions are not (its FSM
-// skipped them as conflicts). Seen in about 1 trial in 20 on a loaded
-// 2-core machine; never without load.
+// TestFaultOldLeaderDiverges shows a bug of raft v1.7.2 that the node
+// inherits, out of the default run: with -replicate.faults.diverge=N it
+// runs up to N trials of TestFaultProgress/leader-unheard (the leader's
+// messages lost, the followers' reaching it) in each of two clusters at a
+// time, with the CPU kept busy by spinning goroutines, and fails at the
+// first trial after which the old leader's tables differ from the
+// others' at the same applied index. What it finds (BENCH.md, "The old
+// leader diverges"): the old leader's raft commits and applies entries of
+// its own stale tail, which never committed, when the new leader's first
+// request carries no entry and a commit index past them (appendEntries
+// takes min(LeaderCommitIndex, its own last index)); the writes of those
+// failed commits are then in its tables, and the new leader's
+// acknowledged writes at the same revisions are not (its FSM skipped them
+// as conflicts there). About 1 trial in 100 here. With
+// -replicate.faults.clampcommit (the Raft paper's rule imposed by the
+// transport) it passes.
 func TestFaultOldLeaderDiverges(t *testing.T) {
 	trials := *faultsDiverge
 	if trials <= 0 {
