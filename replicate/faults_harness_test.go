@@ -52,8 +52,6 @@ var (
 		"TestFaultProgress records when each object is first published on each member (for the diagnosis of a divergence; it changes the timing)")
 	faultsDiverge = flag.Int("replicate.faults.diverge", 0,
 		"trials of TestFaultOldLeaderDiverges, the stress test of a bug of raft v1.7.2 that commitclamp.go works around (0: it does not run)")
-	faultsTips = flag.Bool("replicate.faults.tips", false,
-		"TestFaultProgress looks, every 5 ms, at what a write transaction of table a sees on the old leader once it stepped down (for the diagnosis of a divergence; it changes the timing)")
 	faultsTrace = flag.Bool("replicate.faults.trace", false,
 		"TestFaultProgress and TestFaultOldLeaderDiverges record every member's hold points (holds.go), logged for the diagnosis of a divergence")
 	faultsRate = flag.Int("replicate.faults.rate", 5000,
@@ -527,13 +525,6 @@ func (a *acks) put(ctx context.Context, t *testing.T, nd *rnode, val string) boo
 	return err == nil
 }
 
-// outcomeOf returns what the write of object id returned.
-func (a *acks) outcomeOf(id uint64) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.outcome[id]
-}
-
 func (a *acks) acked() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -740,39 +731,6 @@ func (c *fcluster) watchPublished(ctx context.Context) func() map[raft.ServerID]
 		defer mu.Unlock()
 		return seen
 	}
-}
-
-// tipSighting is an object a write transaction of a member saw and its
-// published state did not hold.
-type tipSighting struct {
-	at      time.Time
-	id      uint64
-	applied uint64
-}
-
-// watchTips looks, every 5 ms until ctx ends and once nd no longer
-// leads, at what a write transaction of table a on nd begins from (the
-// published state and the table's tip) and records the objects it holds
-// that the published state does not: the writes of commits not settled,
-// or of a failed tip not dropped. It aborts each transaction.
-func watchTips(ctx context.Context, nd *rnode) []tipSighting {
-	var out []tipSighting
-	for ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-		if nd.node.Raft().State() == raft.Leader {
-			continue
-		}
-		applied := nd.node.AppliedIndex()
-		txn := nd.db.WriteTxn(nd.metas[0])
-		published := nd.db.ReadTxn()
-		for o := range nd.tables[0].All(txn) {
-			if _, _, found := nd.tables[0].Get(published, itemByID.Query(o.ID)); !found {
-				out = append(out, tipSighting{time.Now(), o.ID, applied})
-			}
-		}
-		txn.Abort()
-	}
-	return out
 }
 
 // holdTrace records the hold points (holds.go) every member passes, with

@@ -153,14 +153,6 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
 	stopWatch := c.watchPublished(ctx)
 	defer stopWatch()
-	tctx, tcancel := context.WithCancel(ctx)
-	defer tcancel()
-	tips := make(chan []tipSighting, 1)
-	if *faultsTips {
-		go func() { tips <- watchTips(tctx, ld) }()
-	} else {
-		tips <- nil
-	}
 	if c.trace != nil {
 		c.trace.watched.Store(&ld.id)
 	}
@@ -202,13 +194,8 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	cancel()
 	bg.Wait()
 	c.settleAll()
-	tcancel()
-	sightings := <-tips
 	if a.diverged(c.rcluster, stopWatch(), start) {
 		c.logHistory(ld, start)
-		for _, s := range sightings {
-			t.Logf("  +%v: a write transaction on %s holds %d, unpublished (applied %d); the write: %s", s.at.Sub(start).Round(time.Millisecond), ld.id, s.id, s.applied, a.outcomeOf(s.id))
-		}
 	}
 	a.check(c.rcluster)
 	c.checkEqual(true)
