@@ -89,7 +89,10 @@ var ErrInvalidConfig = errors.New("replicate: invalid config")
 // that loop readily (TestNodeInterleavings/faults/snapshots found it at
 // TrailingLogs 1 to 3), but a node led again and again without a commit
 // adds a term's worth each time, so only a long log (raft's default,
-// 10240) makes it remote (docs/interleavings.md).
+// 10240) makes it remote (docs/interleavings.md). A follower that catches
+// up loops too if TrailingLogs is below commits/s × (2 ×
+// SnapshotInterval + the install's time): the floor cannot know the rate
+// (docs/replication.md).
 func trailingError(got, least uint64) error {
 	return fmt.Errorf("%w: raft.Config.TrailingLogs is %d, below MaxInFlight+4 = %d: a deposed leader could install snapshots in a loop (hashicorp/raft#697)", ErrInvalidConfig, got, least)
 }
