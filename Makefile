@@ -162,7 +162,10 @@ cluster-demo:
 # minutes of random faults under each linearizability test (3 and 5
 # nodes, histories checked with porcupine), and 12 leader kills and 10
 # kills of a follower installing a snapshot in three-process clusters
-# (about 1.5 minutes). Not part of test: about twelve minutes on two
+# (about 1.5 minutes), the fault measurements (one-way links, bridges, a
+# minute of a flapping follower, catch-ups after 10 s down, 100 trials
+# of the old leader's divergence under CPU load; BENCH.md). Not part of
+# test: about twenty minutes on two
 # cores. Run it before changing the log store, the entry format or the
 # node.
 replicate-long:
@@ -170,5 +173,6 @@ replicate-long:
 	cd replicate && $(GO) test -count=1 -timeout 30m -run 'TestLinearizable' . -replicate.lin.long=2m
 	cd replicate && $(GO) test -count=1 -run 'TestNodeInterleavings' . -replicate.interleavings=2000
 	cd replicate && $(GO) test -count=1 -run 'TestProcess' . -replicate.procs.long
+	cd replicate && $(GO) test -count=1 -timeout 30m -parallel 1 -run 'TestFault' . -replicate.faults.long -replicate.faults.diverge=100
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryDecode$$' -fuzztime 60s .
 	cd replicate && $(GO) test -count=1 -run '^$$' -fuzz '^FuzzEntryRoundTrip$$' -fuzztime 60s .
