@@ -58,9 +58,9 @@ func TestClampCommit(t *testing.T) {
 // offers it; Close ends the goroutine (goleak, TestMain).
 func TestClampTransport(t *testing.T) {
 	_, inner := raft.NewInmemTransport("a")
-	defer inner.Close()
+	defer func() { must(t, inner.Close()) }()
 	_, peer := raft.NewInmemTransport("b")
-	defer peer.Close()
+	defer func() { must(t, peer.Close()) }()
 	peer.Connect("a", inner)
 	wrapped, c := newClampTransport(inner)
 	defer c.Close()

@@ -181,7 +181,7 @@ func TestDurableStoreAhead(t *testing.T) {
 	logs := openStore(t, nil, filepath.Join(t.TempDir(), "lost"))
 	defer closeStore(t, logs)
 	_, trans := raft.NewInmemTransport("lost")
-	defer trans.Close()
+	defer func() { must(t, trans.Close()) }()
 	_, err = NewNode(Config{
 		DB: db, Tables: binds, NodeNumber: 9, Raft: testRaftConfig("lost"),
 		LogStore: logs, StableStore: logs, Snapshots: raft.NewInmemSnapshotStore(), Transport: trans,
