@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,15 +92,21 @@ func BenchmarkClusterCommits(b *testing.B) {
 // runClients runs b.N commits split over clients goroutines, commit(c,
 // i) being client c's i-th, and reports commits/s and the latencies.
 func runClients(b *testing.B, clients int, commit func(c, i int) error) {
+	runWorkers(b, clients, "commits/s", commit)
+}
+
+// runWorkers runs b.N calls of op split over workers goroutines, op(w, i)
+// being worker w's i-th, and reports the rate in unit and the latencies.
+func runWorkers(b *testing.B, workers int, unit string, op func(w, i int) error) {
 	lats := make([]time.Duration, b.N)
 	var wg sync.WaitGroup
-	errs := make(chan error, clients)
+	errs := make(chan error, workers)
 	b.ReportAllocs()
 	b.ResetTimer()
 	lo := 0
-	for c := range clients {
-		k := b.N / clients
-		if c < b.N%clients {
+	for w := range workers {
+		k := b.N / workers
+		if w < b.N%workers {
 			k++
 		}
 		mine := lats[lo : lo+k]
@@ -109,7 +114,7 @@ func runClients(b *testing.B, clients int, commit func(c, i int) error) {
 		wg.Go(func() {
 			for i := range mine {
 				start := time.Now()
-				if err := commit(c, i); err != nil {
+				if err := op(w, i); err != nil {
 					errs <- err
 					return
 				}
@@ -123,10 +128,8 @@ func runClients(b *testing.B, clients int, commit func(c, i int) error) {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-	slices.Sort(lats)
-	b.ReportMetric(float64(lats[len(lats)/2])/1e6, "p50-ms")
-	b.ReportMetric(float64(lats[len(lats)*99/100])/1e6, "p99-ms")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit)
+	reportLatencies(b, lats)
 }
 
 // benchRaw runs the raw probe: raft.Apply of one object per commit, or

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,43 +108,14 @@ func BenchmarkClusterReads(b *testing.B) {
 	})
 }
 
-// runReaders runs b.N reads split over readers goroutines and reports
-// reads/s and the latencies.
+// runReaders runs b.N reads split over readers goroutines, read(i)
+// with i growing per reader from a distinct start, and reports reads/s
+// and the latencies.
 func runReaders(b *testing.B, readers int, read func(i int) error) {
-	lats := make([]time.Duration, b.N)
-	errs := make(chan error, readers)
-	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	lo := 0
-	for r := range readers {
-		k := b.N / readers
-		if r < b.N%readers {
-			k++
-		}
-		mine, first := lats[lo:lo+k], lo
-		lo += k
-		wg.Go(func() {
-			for i := range mine {
-				start := time.Now()
-				if err := read(first + i); err != nil {
-					errs <- err
-					return
-				}
-				mine[i] = time.Since(start)
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
-	reportLatencies(b, lats)
+	runWorkers(b, readers, "reads/s", func(w, i int) error { return read(w*1_000_003 + i) })
 }
 
+// reportLatencies sorts lats and reports their p50 and p99.
 func reportLatencies(b *testing.B, lats []time.Duration) {
 	slices.Sort(lats)
 	b.ReportMetric(float64(lats[len(lats)/2])/1e6, "p50-ms")
