@@ -139,38 +139,44 @@ func (s *Store) LoadApplied(tables ...TableBinding) (_ *Applied, err error) {
 	return a, nil
 }
 
-// readApplied returns the store's applied position, 0 if none.
-func (s *Store) readApplied() (_ uint64, err error) {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if err := s.usable(); err != nil {
-		return 0, err
-	}
-	defer recoverFatal(&err)
-	v, closer, err := s.db.Get(appliedKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fromPebble(err)
-	}
-	defer closer.Close()
-	p, err := parseUvarint(v)
-	if err != nil {
-		return 0, fmt.Errorf("applied position: %w", err)
-	}
-	return p, nil
-}
-
-// checkAppliedMark refuses a table that is not marked applied but holds
-// objects or a revision (invariant 3).
-func (s *Store) checkAppliedMark(id uint32, keys tableKeys) (err error) {
+// using runs f with the store's database open and usable (closeMu held
+// for reading), a fatal error of Pebble returned as ErrStoreFailed.
+func (s *Store) using(f func() error) (err error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if err := s.usable(); err != nil {
 		return err
 	}
 	defer recoverFatal(&err)
+	return f()
+}
+
+// readApplied returns the store's applied position, 0 if none.
+func (s *Store) readApplied() (position uint64, err error) {
+	err = s.using(func() error {
+		v, closer, err := s.db.Get(appliedKey)
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fromPebble(err)
+		}
+		defer closer.Close()
+		if position, err = parseUvarint(v); err != nil {
+			return fmt.Errorf("applied position: %w", err)
+		}
+		return nil
+	})
+	return position, err
+}
+
+// checkAppliedMark refuses a table that is not marked applied but holds
+// objects or a revision (invariant 3).
+func (s *Store) checkAppliedMark(id uint32, keys tableKeys) error {
+	return s.using(func() error { return s.checkAppliedMarkUsing(id, keys) })
+}
+
+func (s *Store) checkAppliedMarkUsing(id uint32, keys tableKeys) error {
 	marked, err := s.has(appliedMarkKey(id))
 	if err != nil || marked {
 		return err
@@ -210,13 +216,7 @@ func (s *Store) has(key []byte) (bool, error) {
 func (s *Store) isApplied(id uint32) (bool, error) { return s.has(appliedMarkKey(id)) }
 
 // markApplied marks the tables applied, in one synced batch.
-func (s *Store) markApplied(ids []uint32) (err error) {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	defer recoverFatal(&err)
+func (s *Store) markApplied(ids []uint32) error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	for _, id := range ids {
@@ -224,7 +224,7 @@ func (s *Store) markApplied(ids []uint32) (err error) {
 			return err
 		}
 	}
-	return fromPebble(b.Commit(pebble.Sync))
+	return s.applySynced(b)
 }
 
 // loadApplied restores the table's stored objects into it, in a
@@ -370,14 +370,8 @@ func setPosition(b *pebble.Batch, position uint64) error {
 }
 
 // applyBatch writes b without a sync.
-func (s *Store) applyBatch(b *pebble.Batch) (err error) {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	defer recoverFatal(&err)
-	return fromPebble(s.db.Apply(b, pebble.NoSync))
+func (s *Store) applyBatch(b *pebble.Batch) error {
+	return s.using(func() error { return fromPebble(s.db.Apply(b, pebble.NoSync)) })
 }
 
 // Replace writes, in one batch with position, the state of every applied
@@ -406,14 +400,8 @@ func (a *Applied) Replace(position uint64, txn strata.ReadTxn) (err error) {
 }
 
 // applySynced writes b with a sync.
-func (s *Store) applySynced(b *pebble.Batch) (err error) {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if err := s.usable(); err != nil {
-		return err
-	}
-	defer recoverFatal(&err)
-	return fromPebble(s.db.Apply(b, pebble.Sync))
+func (s *Store) applySynced(b *pebble.Batch) error {
+	return s.using(func() error { return fromPebble(s.db.Apply(b, pebble.Sync)) })
 }
 
 // appendState appends to b the deletion of every stored object of the
@@ -448,18 +436,14 @@ func (b *binding[Obj]) appendState(pb *pebble.Batch, keys tableKeys, txn strata.
 
 // checkNotApplied refuses to register table id if it is marked applied
 // (invariant 3).
-func (s *Store) checkNotApplied(id uint32) (err error) {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if err := s.usable(); err != nil {
+func (s *Store) checkNotApplied(id uint32) error {
+	return s.using(func() error {
+		marked, err := s.isApplied(id)
+		if err == nil && marked {
+			err = fmt.Errorf("register it with LoadApplied, or drop it: %w", ErrAppliedTable)
+		}
 		return err
-	}
-	defer recoverFatal(&err)
-	marked, err := s.isApplied(id)
-	if err == nil && marked {
-		err = fmt.Errorf("register it with LoadApplied, or drop it: %w", ErrAppliedTable)
-	}
-	return err
+	})
 }
 
 // Sync makes the position of the last batch committed durable, with
