@@ -17,6 +17,7 @@
 //	GET    /v1/tables/{table}            TableInfo
 //	GET    /v1/tables/{table}/objects    Page: a query's objects (below)
 //	GET    /v1/tables/{table}/object     ObjectResult: the first object with key=
+//	GET    /v1/tables/{table}/count      CountResult: how many objects a query matches
 //	POST   /v1/tables/{table}/objects    insert the body's JSON objects (NDJSON)
 //	DELETE /v1/tables/{table}/object     delete the object with primary key=
 //	GET    /v1/tables/{table}/changes    the change stream (below)

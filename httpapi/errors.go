@@ -72,6 +72,7 @@ var knownErrors = []struct {
 	{strata.ErrNoFromString, "strata.ErrNoFromString", http.StatusBadRequest},
 	{index.ErrParseKey, "index.ErrParseKey", http.StatusBadRequest},
 	{strata.ErrInvalidQuery, "strata.ErrInvalidQuery", http.StatusBadRequest},
+	{strata.ErrCannotCount, "strata.ErrCannotCount", http.StatusBadRequest},
 	{strata.ErrObjectType, "strata.ErrObjectType", http.StatusBadRequest},
 	{strata.ErrPrimaryKey, "strata.ErrPrimaryKey", http.StatusBadRequest},
 	{strata.ErrKeyTooLong, "strata.ErrKeyTooLong", http.StatusBadRequest},

@@ -251,6 +251,7 @@ func (h *Handler) routes() *http.ServeMux {
 	route("GET", "/v1/tables/{table}/objects", AccessRead, h.getObjects)
 	route("POST", "/v1/tables/{table}/objects", AccessWrite, h.postObjects)
 	route("GET", "/v1/tables/{table}/object", AccessRead, h.getObject)
+	route("GET", "/v1/tables/{table}/count", AccessRead, h.getCount)
 	route("DELETE", "/v1/tables/{table}/object", AccessWrite, h.deleteObject)
 	route("GET", "/v1/tables/{table}/changes", AccessWatch, h.getChanges)
 	route("GET", "/v1/dump", AccessRead, h.getDump)

@@ -101,6 +101,18 @@ type ObjectResult struct {
 	Object
 }
 
+// CountResult is the document GET /v1/tables/{table}/count serves.
+type CountResult struct {
+	Table string `json:"table"`
+	// Index is the index counted in, the primary's name if the query
+	// named none.
+	Index    string          `json:"index"`
+	Revision strata.Revision `json:"revision"`
+	// Count is how many objects the query matches: what /objects would
+	// list, each object once.
+	Count int `json:"count"`
+}
+
 // WriteResult is the document a write serves.
 type WriteResult struct {
 	// Revision is the table's revision after the write.
