@@ -115,6 +115,20 @@ func (c *Client) Wait(ctx context.Context, table string, q Query, rev strata.Rev
 	return p, err
 }
 
+// Count returns how many objects of table q selects, counted by the
+// server without reading them (GET /v1/tables/{table}/count), with the
+// table's revision. A query the index cannot count fails with a *Error
+// whose Problem names strata.ErrCannotCount.
+func (c *Client) Count(ctx context.Context, table string, q Query) (httpapi.CountResult, error) {
+	var res httpapi.CountResult
+	v, err := q.values()
+	if err != nil {
+		return res, err
+	}
+	_, err = c.getJSON(ctx, "tables/"+url.PathEscape(table)+"/count", v, &res)
+	return res, err
+}
+
 // Object returns the first object whose key in q's index is q's key (q.Op
 // is ignored), and the table's revision. found is false if there is none.
 func (c *Client) Object(ctx context.Context, table string, q Query) (obj httpapi.ObjectResult, found bool, err error) {
