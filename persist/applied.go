@@ -75,13 +75,15 @@ type appliedTable struct {
 // state loaded: the applier replays the log after it.
 //
 // Call it once per store, with every applied table, before the tables
-// are written. It refuses, changing nothing: a table registered with the
-// store (ErrAlreadyRegistered), one stored with another codec or type
-// (ErrSchemaMismatch), one that is not empty (strata.ErrTableNotEmpty),
-// and a stored table that holds objects or a revision written otherwise
-// than through an Applied (ErrAppliedTable): Drop it, or open it with
-// Register. Tables it loads are marked applied: Register refuses them
-// (ErrAppliedTable) until they are dropped.
+// are written. Before it loads anything it refuses a table registered
+// with the store (ErrAlreadyRegistered), one stored with another codec or
+// type (ErrSchemaMismatch), and a stored table that holds objects or a
+// revision written otherwise than through an Applied (ErrAppliedTable):
+// Drop it, or open it with Register. A table that is not empty
+// (strata.ErrTableNotEmpty) or fails to load (a value that does not
+// decode, ErrCorrupt) fails it with the tables before it loaded in
+// memory: discard the database. Tables it loads are marked applied:
+// Register refuses them (ErrAppliedTable) until they are dropped.
 func (s *Store) LoadApplied(tables ...TableBinding) (_ *Applied, err error) {
 	defer func() {
 		if err != nil {
