@@ -89,14 +89,14 @@ type nodeVariant struct {
 	forward bool
 	// inFlight is Config.MaxInFlight.
 	inFlight int
-	// snapshots: raft snapshots every two entries and keeps one entry
-	// behind them (set past NewNode's floor with ReloadConfig), so that
-	// a node cut off is sent a snapshot (hold points snapshot, persist,
+	// snapshots: raft snapshots every two entries and keeps the fewest
+	// entries behind them that NewNode takes (MaxInFlight+4), so that a
+	// node cut off is sent a snapshot (hold points snapshot, persist,
 	// restore). Only followers are cut off, unless
 	// -replicate.interleavings.raft697: a deposed leader whose log holds
 	// entries past the snapshot the new leader sends it may install that
 	// snapshot for ever (hashicorp/raft#697, open in raft v1.7.2;
-	// docs/interleavings.md), also at NewNode's floor.
+	// docs/interleavings.md).
 	snapshots bool
 }
 
@@ -418,14 +418,6 @@ func (r *nodeRig) newNode(i int, hold func(holdPoint, int)) *mnode {
 	}
 	nd.node, err = NewNode(cfg)
 	must(t, err)
-	if r.v.snapshots && !*raft697 {
-		// Below what NewNode takes: the test cuts only followers off,
-		// whose logs hold no entry the leader does not have.
-		must(t, nd.node.Raft().ReloadConfig(raft.ReloadableConfig{
-			TrailingLogs: 1, SnapshotInterval: conf.SnapshotInterval, SnapshotThreshold: conf.SnapshotThreshold,
-			HeartbeatTimeout: conf.HeartbeatTimeout, ElectionTimeout: conf.ElectionTimeout,
-		}))
-	}
 	return nd
 }
 
