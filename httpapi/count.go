@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/strata-db/strata"
 )
@@ -39,40 +38,16 @@ func (h *Handler) getCount(w http.ResponseWriter, r *http.Request, vals url.Valu
 	return writeJSON(w, CountResult{Table: t.Name(), Index: indexName(t, req.q.Index), Revision: rev, Count: n})
 }
 
-// count is read's counterpart for counts: it counts req's query on a
-// snapshot, and, for a blocking count (waitRev) of a table still at
-// waitRev, waits on the count's watch channel for a newer snapshot.
+// count counts req's query on a snapshot, waiting as await says.
 func (h *Handler) count(ctx context.Context, t strata.AnyTable, req readRequest) (strata.ReadTxn, int, error) {
-	var timeout <-chan time.Time
-	for {
-		txn := h.db.ReadTxn()
-		if !req.block {
-			n, err := t.Count(txn, req.q)
-			return txn, n, err
+	var n int
+	txn, err := h.await(ctx, t, req, func(txn strata.ReadTxn, watch bool) (ch <-chan struct{}, err error) {
+		if watch {
+			n, ch, err = t.CountWatch(txn, req.q)
+		} else {
+			n, err = t.Count(txn, req.q)
 		}
-		n, watch, err := t.CountWatch(txn, req.q)
-		if err != nil || t.Revision(txn) != req.waitRev {
-			return txn, n, err
-		}
-		if timeout == nil {
-			timer := time.NewTimer(req.wait)
-			defer timer.Stop()
-			timeout = timer.C
-		}
-		h.waiting.Add(1)
-		select {
-		case <-watch:
-			h.waiting.Add(-1)
-			req.block = false
-		case <-timeout:
-			h.waiting.Add(-1)
-			return txn, n, nil
-		case <-ctx.Done():
-			h.waiting.Add(-1)
-			return nil, 0, ctx.Err()
-		case <-h.ctx.Done():
-			h.waiting.Add(-1)
-			return nil, 0, ErrShuttingDown
-		}
-	}
+		return ch, err
+	})
+	return txn, n, err
 }

@@ -54,23 +54,42 @@ func (h *Handler) getObject(w http.ResponseWriter, r *http.Request, vals url.Val
 	return fmt.Errorf("table %q: no object with key %q in index %q: %w", t.Name(), vals.Get("key"), indexName(t, req.q.Index), strata.ErrObjectNotFound)
 }
 
-// read runs req's query on a snapshot and returns it. A blocking read
-// (waitRev) returns at once if the table's revision differs from waitRev;
-// otherwise it waits on the query's watch channel, and returns the result
-// of a newer snapshot once the channel closes (the result may have
-// changed), or that of the first when wait runs out. A client whose
-// request goes away ends the wait with its context's error.
+// read runs req's query on a snapshot and returns it, waiting as await
+// says.
 func (h *Handler) read(ctx context.Context, t strata.AnyTable, req readRequest) (strata.ReadTxn, iter.Seq[strata.AnyObject], error) {
+	var seq iter.Seq[strata.AnyObject]
+	txn, err := h.await(ctx, t, req, func(txn strata.ReadTxn, watch bool) (ch <-chan struct{}, err error) {
+		if watch {
+			seq, ch, err = t.ReadWatch(txn, req.q)
+		} else {
+			seq, err = t.Read(txn, req.q)
+		}
+		return ch, err
+	})
+	if txn == nil {
+		return nil, nil, err
+	}
+	return txn, seq, err
+}
+
+// await runs look, a read of req's query, on a snapshot and returns the
+// snapshot. A blocking read (waitRev) returns at once if the table's
+// revision differs from waitRev; otherwise it waits on the channel look
+// returns when asked to watch, and reads a newer snapshot once the
+// channel closes (the result may have changed), or returns the first
+// when wait runs out. A client whose request goes away ends the wait
+// with its context's error, and a nil snapshot.
+func (h *Handler) await(ctx context.Context, t strata.AnyTable, req readRequest, look func(txn strata.ReadTxn, watch bool) (<-chan struct{}, error)) (strata.ReadTxn, error) {
 	var timeout <-chan time.Time
 	for {
 		txn := h.db.ReadTxn()
 		if !req.block {
-			seq, err := t.Read(txn, req.q)
-			return txn, seq, err
+			_, err := look(txn, false)
+			return txn, err
 		}
-		seq, watch, err := t.ReadWatch(txn, req.q)
+		watch, err := look(txn, true)
 		if err != nil || t.Revision(txn) != req.waitRev {
-			return txn, seq, err
+			return txn, err
 		}
 		if timeout == nil {
 			timer := time.NewTimer(req.wait)
@@ -84,13 +103,13 @@ func (h *Handler) read(ctx context.Context, t strata.AnyTable, req readRequest) 
 			req.block = false // read the newer snapshot, and return it
 		case <-timeout:
 			h.waiting.Add(-1)
-			return txn, seq, nil
+			return txn, nil
 		case <-ctx.Done():
 			h.waiting.Add(-1)
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		case <-h.ctx.Done():
 			h.waiting.Add(-1)
-			return nil, nil, ErrShuttingDown
+			return nil, ErrShuttingDown
 		}
 	}
 }
