@@ -256,18 +256,8 @@ func (n *Node) forward(ctx context.Context, cs ChangeSet, objects bool) (uint64,
 	if n.published.Load() >= index {
 		return index, nil
 	}
-	// Until ctx ends or the node closes (Close does not wake the waiters
-	// of the published index).
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-n.quit:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	if err := n.waitPublished(wctx, index); err != nil {
+	// Until ctx ends or the node closes.
+	if err := n.waitPublished(ctx, index); err != nil {
 		if n.closed.Load() {
 			err = errors.New("the node closed") // not ErrShutdown: committed
 		}

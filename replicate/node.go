@@ -318,15 +318,16 @@ func (n *Node) AppliedIndex() uint64 { return n.applied.Load() }
 // index of a command entry (or 0).
 func (n *Node) PublishedIndex() uint64 { return n.published.Load() }
 
-// WaitApplied returns once the node applied the entry at index, or ctx's
-// error.
+// WaitApplied returns once the node applied the entry at index, or with
+// ctx's error, the *StoppedError of a stopped node, or ErrShutdown once
+// the node closes.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	return n.waitIndex(ctx, &n.applied, index)
 }
 
 // waitIndex waits, on the channel that moves with the applied and
 // published indexes, until idx (one of them) is at least index, or the
-// node stops, or ctx ends.
+// node stops (its *StoppedError) or closes (ErrShutdown), or ctx ends.
 func (n *Node) waitIndex(ctx context.Context, idx *atomic.Uint64, index uint64) error {
 	for {
 		n.appliedMu.Lock()
@@ -342,6 +343,11 @@ func (n *Node) waitIndex(ctx context.Context, idx *atomic.Uint64, index uint64) 
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-n.quit:
+			if idx.Load() >= index {
+				return nil
+			}
+			return ErrShutdown
 		}
 	}
 }

@@ -127,10 +127,10 @@ func (n *Node) ReadTxn(ctx context.Context, opts ...ReadOption) (strata.ReadTxn,
 // ReadAtLeast waits until the node published every entry up to index
 // (PublishedIndex), and returns a read transaction that holds them: with
 // the index Node.Write returned, it reads that write on any node. It
-// fails with ctx's error or the *StoppedError of a stopped node. index
-// should be a command entry's (Write's, ReadIndex's): one of an entry
-// without a command (a no-op, a barrier) is reached only with the next
-// command.
+// fails with ctx's error, the *StoppedError of a stopped node, or
+// ErrShutdown once the node closes. index should be a command entry's
+// (Write's, ReadIndex's): one of an entry without a command (a no-op, a
+// barrier) is reached only with the next command.
 func (n *Node) ReadAtLeast(ctx context.Context, index uint64) (strata.ReadTxn, error) {
 	if err := n.waitPublished(ctx, index); err != nil {
 		return nil, err

@@ -256,6 +256,48 @@ func TestReadAtLeastOwnCommits(t *testing.T) {
 	t.Logf("%d reads at the applied index, %d missed the entry", reads, misses)
 }
 
+// TestWaitersEndOnClose: ReadAtLeast and WaitApplied of an index the
+// node has not reached, with a context that never ends, return
+// ErrShutdown once the node closes; after Close they return at once.
+func TestWaitersEndOnClose(t *testing.T) {
+	t.Parallel()
+	c := newRCluster(t, 3)
+	ld := c.leader()
+	index, err := put(context.Background(), ld, 1, "x")
+	must(t, err)
+	nd := c.followers(ld)[0]
+	must(t, nd.node.WaitApplied(context.Background(), index))
+	far := index + 1000
+	errs := make(chan error, 2)
+	go func() {
+		_, err := nd.node.ReadAtLeast(context.Background(), far)
+		errs <- err
+	}()
+	go func() { errs <- nd.node.WaitApplied(context.Background(), far) }()
+	select {
+	case err := <-errs:
+		t.Fatalf("a waiter of index %d returned before Close: %v", far, err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.stop(nd)
+	for range 2 {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrShutdown) {
+				t.Errorf("a waiter at Close: %v, want ErrShutdown", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a waiter of an index the node never reaches outlived Close")
+		}
+	}
+	if _, err := nd.node.ReadAtLeast(context.Background(), far); !errors.Is(err, ErrShutdown) {
+		t.Errorf("ReadAtLeast after Close: %v, want ErrShutdown", err)
+	}
+	if _, err := nd.node.ReadAtLeast(context.Background(), index); err != nil {
+		t.Errorf("ReadAtLeast of a published index after Close: %v", err)
+	}
+}
+
 // TestReadLinearizableSeesWrite: after a write through the leader returns,
 // a linearizable read on the leader and on every follower sees it.
 func TestReadLinearizableSeesWrite(t *testing.T) {
