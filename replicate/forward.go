@@ -439,8 +439,11 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 				// The commit may have failed in the database's queue
 				// behind an earlier one (strata.ErrEarlierCommitFailed)
 				// while its entry is in the log.
-				if errors.Is(berr, ErrAmbiguous) {
+				switch {
+				case errors.Is(berr, ErrAmbiguous):
 					return 0, berr
+				case errors.Is(err, ErrAmbiguous):
+					return 0, err
 				}
 				return 0, &AmbiguousError{Err: err}
 			}

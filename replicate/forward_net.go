@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +99,12 @@ func encodeResult(dst []byte, index uint64, err error) []byte {
 	dst = binary.AppendUvarint(dst, index)
 	dst = binary.AppendUvarint(dst, uint64(len(name)))
 	dst = append(dst, name...)
+	var ae *AmbiguousError
+	if code == resultAmbiguous && errors.As(err, &ae) {
+		// decodeResult wraps the cause in an *AmbiguousError again: its
+		// text once.
+		err = ae.Err
+	}
 	return append(dst, err.Error()...)
 }
 
@@ -132,19 +139,25 @@ func decodeResult(data []byte) (uint64, error) {
 	case resultAmbiguous:
 		return 0, &AmbiguousError{Err: cause}
 	case resultShutdown:
-		return 0, fmt.Errorf("%w (the leader): %s", ErrShutdown, msg)
+		return 0, fmt.Errorf("%w (the leader): %s", ErrShutdown, trimSentinel(msg, ErrShutdown))
 	case resultStopped:
 		return 0, &StoppedError{Index: index, Err: cause}
 	case resultNotReady:
-		return 0, fmt.Errorf("%w (the leader): %s", ErrNotReady, msg)
+		return 0, fmt.Errorf("%w (the leader): %s", ErrNotReady, trimSentinel(msg, ErrNotReady))
 	case resultInvalid:
-		return 0, fmt.Errorf("%w: %s", ErrInvalidForward, msg)
+		return 0, fmt.Errorf("%w: %s", ErrInvalidForward, trimSentinel(msg, ErrInvalidForward))
 	case resultTooLarge:
-		return 0, fmt.Errorf("%w: %s", ErrEntryTooLarge, msg)
+		return 0, fmt.Errorf("%w: %s", ErrEntryTooLarge, trimSentinel(msg, ErrEntryTooLarge))
 	case resultOther:
 		return 0, &RemoteError{Msg: msg}
 	}
 	return 0, errBadResult
+}
+
+// trimSentinel returns msg, an error's text, without the text of
+// sentinel it begins with: the decoded error wraps sentinel again.
+func trimSentinel(msg string, sentinel error) string {
+	return strings.TrimPrefix(msg, sentinel.Error()+": ")
 }
 
 // ForwardServer serves a node's forward requests (ApplyForwarded,
@@ -214,19 +227,46 @@ type NetForwarder struct {
 	resolve func(raft.ServerAddress) (string, bool)
 	client  *http.Client
 	tr      *http.Transport
+	timeout time.Duration
+}
+
+// DefaultForwardTimeout is how long a NetForwarder waits for the answer
+// to one request, unless WithRequestTimeout says otherwise.
+const DefaultForwardTimeout = 30 * time.Second
+
+// NetForwarderOption is an option of NewNetForwarder.
+type NetForwarderOption func(*NetForwarder)
+
+// WithRequestTimeout bounds each request a NetForwarder makes to d (d > 0;
+// DefaultForwardTimeout otherwise), whatever the caller's context: a
+// leader whose connection stays open but that never answers (a stopped
+// process, a network that drops packets after the connection was made)
+// ends the request then. A change set whose request timed out is
+// ambiguous (an *AmbiguousError): the leader may have committed it. A
+// context with an earlier deadline ends the request first.
+func WithRequestTimeout(d time.Duration) NetForwarderOption {
+	return func(f *NetForwarder) {
+		if d > 0 {
+			f.timeout = d
+		}
+	}
 }
 
 // NewNetForwarder returns a NetForwarder that finds the forward address
 // (host:port of the node's ForwardServer) of the node at a raft address
 // with resolve; false: the node is unknown (an *UnreachableError).
 // StaticResolver makes one of a map.
-func NewNetForwarder(resolve func(raft.ServerAddress) (string, bool)) *NetForwarder {
+func NewNetForwarder(resolve func(raft.ServerAddress) (string, bool), opts ...NetForwarderOption) *NetForwarder {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     time.Minute,
 	}
-	return &NetForwarder{resolve: resolve, client: &http.Client{Transport: tr}, tr: tr}
+	f := &NetForwarder{resolve: resolve, client: &http.Client{Transport: tr}, tr: tr, timeout: DefaultForwardTimeout}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
 }
 
 // StaticResolver returns a resolver for NewNetForwarder of a fixed map
@@ -262,6 +302,8 @@ func (f *NetForwarder) call(ctx context.Context, leader raft.ServerAddress, path
 	if !ok {
 		return 0, &UnreachableError{Leader: leader, Err: errors.New("no forward address known")}
 	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, &UnreachableError{Leader: leader, Err: err}
@@ -294,7 +336,7 @@ func (f *NetForwarder) call(ctx context.Context, leader raft.ServerAddress, path
 }
 
 // Close closes the forwarder's idle connections. Requests in progress end
-// as their contexts say.
+// as their contexts or the request timeout say.
 func (f *NetForwarder) Close() {
 	f.tr.CloseIdleConnections()
 }

@@ -33,7 +33,7 @@ type fwdNodes struct {
 // startForwardNodes starts n nodes as newRCluster does (in-memory raft
 // transport, a LogStore each, feeds opened before any write), each with a
 // Forwarder of the given kind, and bootstraps them.
-func startForwardNodes(tb testing.TB, n int, mode string) *fwdNodes {
+func startForwardNodes(tb testing.TB, n int, mode string, holds ...func(holdPoint, int)) *fwdNodes {
 	tb.Helper()
 	f := &fwdNodes{local: NewLocalForwarder()}
 	// The forward addresses of the net mode, known before any node
@@ -64,7 +64,7 @@ func startForwardNodes(tb testing.TB, n int, mode string) *fwdNodes {
 		nd.node, err = NewNode(Config{
 			DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
 			LogStore: nd.store, StableStore: nd.store, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
-			Forwarder: fwd,
+			Forwarder: fwd, hold: holdOf(holds, i),
 		})
 		must(tb, err)
 		f.local.Register(nd.addr, nd.node)
@@ -88,6 +88,14 @@ func startForwardNodes(tb testing.TB, n int, mode string) *fwdNodes {
 	return f
 }
 
+// holdOf returns the i'th hook of holds, or nil.
+func holdOf(holds []func(holdPoint, int), i int) func(holdPoint, int) {
+	if i < len(holds) {
+		return holds[i]
+	}
+	return nil
+}
+
 // closeForwarders closes the servers and the network forwarders, after
 // the nodes.
 func (f *fwdNodes) closeForwarders(tb testing.TB) {
@@ -102,9 +110,9 @@ func (f *fwdNodes) closeForwarders(tb testing.TB) {
 }
 
 // newForwardCluster is newRCluster with forwarding.
-func newForwardCluster(t *testing.T, n int, mode string) (*rcluster, *fwdNodes) {
+func newForwardCluster(t *testing.T, n int, mode string, holds ...func(holdPoint, int)) (*rcluster, *fwdNodes) {
 	t.Helper()
-	f := startForwardNodes(t, n, mode)
+	f := startForwardNodes(t, n, mode, holds...)
 	c := &rcluster{t: t, nodes: f.nodes}
 	t.Cleanup(func() {
 		c.close()

@@ -43,6 +43,9 @@ type ServerConfig struct {
 	// has state ignores them, but for the forward addresses of the other
 	// members, which its NetForwarder uses.
 	Peers []Peer
+	// ForwardTimeout bounds each request this node's NetForwarder sends
+	// to the leader (WithRequestTimeout); 0: DefaultForwardTimeout.
+	ForwardTimeout time.Duration
 	// DB and Tables are Config's: the database and the tables the node
 	// replicates.
 	DB     *strata.DB
@@ -125,7 +128,7 @@ func StartServer(cfg ServerConfig) (_ *Server, err error) {
 	for _, p := range cfg.Peers {
 		forwards[raft.ServerAddress(p.RaftAddr)] = p.ForwardAddr
 	}
-	s.fwd = NewNetForwarder(StaticResolver(forwards, nil))
+	s.fwd = NewNetForwarder(StaticResolver(forwards, nil), WithRequestTimeout(cfg.ForwardTimeout))
 	conf := raft.DefaultConfig()
 	conf.LocalID = cfg.ID
 	conf.Logger = logger
