@@ -42,9 +42,10 @@ import (
 //     calls after raft has shut down.
 type clampTransport struct {
 	raft.Transport
-	out  chan raft.RPC
-	quit chan struct{}
-	done chan struct{}
+	fenced func() bool // diskstall.go; nil: never
+	out    chan raft.RPC
+	quit   chan struct{}
+	done   chan struct{}
 }
 
 // preVoteClampTransport is a clampTransport over a transport that offers

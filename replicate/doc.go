@@ -33,6 +33,12 @@
 //     Node.Write retries it), ErrShutdown, a *StoppedError.
 //   - An entry that does not decode, names a table not bound, or whose
 //     apply cannot commit stops the node (Node.Stopped).
+//   - A stalled disk (diskstall.go; TestFaultProgress/leader-disk-stalled):
+//     a node whose log store has not finished a write within
+//     Config.DiskStallTimeout stops sending raft's heartbeats, so that
+//     its followers elect another leader, and refuses new writes with
+//     ErrNotReady; a Write whose ctx ends while its commit waits returns
+//     an *AmbiguousError.
 //   - AppliedIndex and WaitApplied; PublishedIndex, which moves only once
 //     the database published the entries (the node's own commits once
 //     settled, strata.SettledBatch).

@@ -118,7 +118,11 @@ func TestDurableSnapshotNewer(t *testing.T) {
 	c.settle()
 	f := c.follower()
 	must(t, f.node.Raft().Snapshot().Error())
-	snapIndex := f.node.AppliedIndex()
+	// The snapshot's index is raft's last applied entry's, which may be
+	// one without a command (a leader's no-op) after AppliedIndex.
+	metas, err := f.snaps.List()
+	must(t, err)
+	snapIndex := metas[0].Index
 	writeRandom(t, c.leader(), rng, 10)
 	c.settle()
 	c.stop(f)

@@ -628,8 +628,43 @@ func (a *acks) diverged(c *rcluster, seen map[raft.ServerID]map[uint64]sighting,
 // storeOps records what raft stored in and deleted from each member's
 // log, for the diagnosis of a divergence.
 type storeOps struct {
-	mu  sync.Mutex
-	ops []storeOp
+	mu      sync.Mutex
+	ops     []storeOp
+	stalled map[raft.ServerID]chan struct{} // closed when the stall ends
+}
+
+// stall makes every write to id's log (StoreLogs, DeleteRange) wait until
+// unstallAll, as a disk that stopped answering: the writes in progress
+// and those that come.
+func (l *storeOps) stall(id raft.ServerID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stalled == nil {
+		l.stalled = map[raft.ServerID]chan struct{}{}
+	}
+	if _, ok := l.stalled[id]; !ok {
+		l.stalled[id] = make(chan struct{})
+	}
+}
+
+// unstallAll ends every stall.
+func (l *storeOps) unstallAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, ch := range l.stalled {
+		close(ch)
+		delete(l.stalled, id)
+	}
+}
+
+// wait returns once id's log is not stalled.
+func (l *storeOps) wait(id raft.ServerID) {
+	l.mu.Lock()
+	ch := l.stalled[id]
+	l.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 type storeOp struct {
@@ -669,6 +704,7 @@ type recordingLog struct {
 func (r *recordingLog) StoreLog(l *raft.Log) error { return r.StoreLogs([]*raft.Log{l}) }
 
 func (r *recordingLog) StoreLogs(ls []*raft.Log) error {
+	r.ops.wait(r.id)
 	err := r.LogStore.StoreLogs(ls)
 	if len(ls) > 0 {
 		op := storeOp{at: time.Now(), id: r.id, what: "store", lo: ls[0].Index, hi: ls[len(ls)-1].Index}
@@ -688,6 +724,7 @@ func (r *recordingLog) StoreLogs(ls []*raft.Log) error {
 }
 
 func (r *recordingLog) DeleteRange(lo, hi uint64) error {
+	r.ops.wait(r.id)
 	err := r.LogStore.DeleteRange(lo, hi)
 	r.ops.mu.Lock()
 	r.ops.ops = append(r.ops.ops, storeOp{at: time.Now(), id: r.id, what: "delete", lo: lo, hi: hi})

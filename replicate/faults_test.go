@@ -73,6 +73,18 @@ var progressFaults = []progressFault{
 		c.isolate(ld)
 		return fmt.Sprintf("%s isolated", ld.id)
 	}},
+	{"leader-disk-stalled", false, func(c *fcluster, ld, f1, f2 *rnode) string {
+		// The leader's log stops taking writes (a disk that hangs);
+		// every link stays up.
+		c.storeOps.stall(ld.id)
+		return fmt.Sprintf("%s's log stalled", ld.id)
+	}},
+	{"leader-stopped", false, func(c *fcluster, ld, f1, f2 *rnode) string {
+		// The reference for leader-disk-stalled: the leader's node
+		// closes, as a process killed would (TestProcess kills them).
+		c.stopNode(ld)
+		return fmt.Sprintf("%s stopped", ld.id)
+	}},
 	{"bridge-leader-end", false, func(c *fcluster, ld, f1, f2 *rnode) string {
 		// A (the leader) – B – C: A–C cut both ways, B the bridge.
 		c.net.cut(ld.addr, f2.addr)
@@ -133,6 +145,7 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	t.Helper()
 	c := newFaultCluster(t, 3, faultConf)
 	defer c.close()
+	defer c.storeOps.unstallAll() // first: a stalled member would not close
 	c.committingLeader()
 	a := newAcks()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -163,17 +176,29 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 		d  time.Duration
 		by raft.ServerID
 	}
-	first := make(chan ack, len(c.nodes))
+	// A new write on every member every probeEvery, each its own client:
+	// a write sent to a member that stopped answering (a stalled disk)
+	// waits for its context, as a client's would, while the ones after
+	// it go to the member the cluster elects.
+	const probeEvery = 10 * time.Millisecond
+	first := make(chan ack, 1)
 	pctx, pcancel := context.WithTimeout(ctx, progressBound)
 	var probes sync.WaitGroup
 	for _, nd := range c.nodes {
 		probes.Go(func() {
 			for pctx.Err() == nil {
-				if a.put(pctx, t, nd, "probe") {
-					first <- ack{time.Since(start), nd.id}
-					return
+				probes.Go(func() {
+					if a.put(pctx, t, nd, "probe") {
+						select {
+						case first <- ack{time.Since(start), nd.id}:
+						default:
+						}
+					}
+				})
+				select {
+				case <-time.After(probeEvery):
+				case <-pctx.Done():
 				}
-				time.Sleep(time.Millisecond)
 			}
 		})
 	}
@@ -191,6 +216,7 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 		pf.name, what, float64(got.d)/float64(faultElection), got.d.Round(time.Millisecond), got.by, timeline(c.elect.transitions(start), start))
 
 	c.net.healAll()
+	c.storeOps.unstallAll()
 	cancel()
 	bg.Wait()
 	c.settleAll()

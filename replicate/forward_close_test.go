@@ -76,3 +76,72 @@ func TestForwardLeaderClosesMidRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWithCommittedUnapplied: raft v1.7.2 never answers the future
+// of an entry it committed and had not handed to the FSM when it shut
+// down (hashicorp/raft#498). The leader's FSM is held in the apply of one
+// write while a second commits behind it; the leader closes, and the hold
+// is let go: raft's FSM loop then applies the second, or (as often) sees
+// the shutdown first and drops it with its future. Close returns either
+// way, and so do both writes, each acknowledged or ambiguous.
+func TestCloseWithCommittedUnapplied(t *testing.T) {
+	t.Parallel()
+	for round := range 6 {
+		var (
+			leader  atomic.Int32
+			once    sync.Once
+			reached = make(chan struct{})
+			release = make(chan struct{})
+		)
+		leader.Store(-1)
+		hooks := make([]func(holdPoint, int), 3)
+		for i := range hooks {
+			hooks[i] = func(p holdPoint, who int) {
+				if p == holdApply && who == holdFSM && leader.Load() == int32(i) {
+					once.Do(func() { close(reached) })
+					<-release
+				}
+			}
+		}
+		c, _ := newForwardCluster(t, 3, fwdLocal, hooks...)
+		ld := c.leader()
+		for i, nd := range c.nodes {
+			if nd == ld {
+				leader.Store(int32(i))
+			}
+		}
+		done := make(chan error, 2)
+		go func() { _, err := put(context.Background(), ld, 1, "held"); done <- err }()
+		<-reached
+		go func() { _, err := put(context.Background(), ld, 2, "behind"); done <- err }()
+		// The second entry commits: the followers apply it.
+		deadline := time.Now().Add(10 * time.Second)
+		for !has(c.followers(ld)[0], 0, 2) {
+			if time.Now().After(deadline) {
+				close(release)
+				t.Fatalf("round %d: the second write never committed", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		closed := make(chan struct{})
+		go func() { c.stop(ld); close(closed) }()
+		time.Sleep(20 * time.Millisecond) // raft's shutdown begins
+		close(release)
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Close of a leader with a committed, unapplied entry never returned", round)
+		}
+		t.Logf("round %d: the old leader applied the second write: %v", round, has(ld, 0, 2))
+		for range 2 {
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, ErrAmbiguous) {
+					t.Errorf("round %d: a write: %v, want success or ErrAmbiguous", round, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("round %d: a write never returned after its leader closed", round)
+			}
+		}
+	}
+}

@@ -127,6 +127,11 @@ func (b *batch) Enqueue() error {
 		}
 		return n.notLeader(nil)
 	}
+	if n.logStalled() {
+		// Its followers elect another (diskstall.go): a write proposed
+		// here would wait for the disk.
+		return fmt.Errorf("%w: %w", ErrNotReady, errLogStalled)
+	}
 	// The database calls Enqueue for one record at a time, in commit
 	// order: the sequence, outside n.mu, follows the queue's order.
 	seq := n.nextSeq.Add(1)
@@ -491,15 +496,27 @@ func (s *journalState) take() []*batch {
 
 // await is the goroutine that waits for the entries in flight, in order,
 // and settles the batches the FSM did not.
+//
+// It learns each future's outcome from waitFutures, until the node
+// closes: raft v1.7.2 never answers the future of an entry it committed
+// and had not handed to the FSM when it shut down (hashicorp/raft#498),
+// and Close, which closes n.quit once raft shut down, settles every batch
+// left (journalState.failAll).
 func (n *Node) await() {
 	defer n.wg.Done()
-	for p := range n.inflight {
-		err := p.f.Error()
-		if err == nil {
-			if e, ok := p.f.Response().(error); ok {
-				err = e
-			}
+	answers := make(chan answer)
+	go n.waitFutures(answers)
+	for {
+		var a answer
+		select {
+		case a = <-answers:
+		case <-n.quit:
+			return
 		}
+		if a.p == nil {
+			return // n.inflight closed
+		}
+		p, err := a.p, a.err
 		n.at(holdFuture, holdAwaiter)
 		<-n.sem
 		if err == nil {
@@ -528,6 +545,38 @@ func (n *Node) await() {
 			n.st.failFrom(first.seq, &AmbiguousError{Err: err}, fmt.Errorf("%w: an earlier proposal failed: %w", ErrNotReady, err))
 		}
 		n.mu.Unlock()
+	}
+}
+
+// answer is a proposal's outcome, as its future says; a nil p: no more.
+type answer struct {
+	p   *proposal
+	err error
+}
+
+// waitFutures waits for the futures of the proposals in flight, in order,
+// and hands their outcomes to await, until n.inflight is closed or the
+// node closes. It is the node's one goroutine that Close does not wait
+// for: once raft shut down, a future it never answers holds it for good
+// (hashicorp/raft#498); every other future returns, and then the
+// goroutine ends with the node.
+func (n *Node) waitFutures(answers chan<- answer) {
+	for p := range n.inflight {
+		err := p.f.Error()
+		if err == nil {
+			if e, ok := p.f.Response().(error); ok {
+				err = e
+			}
+		}
+		select {
+		case answers <- answer{p, err}:
+		case <-n.quit:
+			return
+		}
+	}
+	select {
+	case answers <- answer{}:
+	case <-n.quit:
 	}
 }
 

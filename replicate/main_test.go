@@ -26,7 +26,11 @@ func TestMain(m *testing.M) {
 	}
 	// Close ends every goroutine of a store, and Shutdown every one of a
 	// raft node. The process tests' program, built once, goes at the end.
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+	//
+	// One goroutine may outlive its node: the node's waitFutures, held
+	// by a future that raft v1.7.2 drops at shutdown and never answers
+	// (hashicorp/raft#498; journal.go, TestCloseWithCommittedUnapplied).
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/strata-db/strata/replicate.(*Node).waitFutures"), goleak.Cleanup(func(code int) {
 		removeClusterBuild()
 		os.Exit(code)
 	}))

@@ -64,6 +64,13 @@ type Config struct {
 	// with a *NotLeaderError; 0 is Raft.HeartbeatTimeout plus twice
 	// Raft.ElectionTimeout.
 	ForwardHold time.Duration
+	// DiskStallTimeout is how long a write to the log store may take
+	// before the node stops sending raft's heartbeats, so that a leader
+	// whose disk stopped answering is replaced (diskstall.go); 0 is one
+	// tenth of Raft.HeartbeatTimeout, and a negative value turns the
+	// fence off. A stall shorter than this plus the followers' heartbeat
+	// timeout changes nothing.
+	DiskStallTimeout time.Duration
 
 	// hold is the tests' hook at the hold points (holds.go); nil in
 	// production.
@@ -144,6 +151,10 @@ type Node struct {
 
 	// clamp carries raft's RPCs from the transport (commitclamp.go).
 	clamp *clampTransport
+	// stall times the log store's writes, and stallAfter is the fence's
+	// timeout, 0 for none (diskstall.go).
+	stall      *stallLog
+	stallAfter time.Duration
 
 	logs        raft.LogStore
 	leaderIndex LeaderIndexer
@@ -258,7 +269,10 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 	}
 	trans, clamp := newClampTransport(cfg.Transport)
-	r, err := raft.NewRaft(conf, n.fsm, cfg.LogStore, cfg.StableStore, cfg.Snapshots, trans)
+	logs, stall := newStallLog(cfg.LogStore)
+	n.stall, n.stallAfter = stall, diskStallTimeout(&cfg)
+	clamp.fenced = n.logStalled
+	r, err := raft.NewRaft(conf, n.fsm, logs, cfg.StableStore, cfg.Snapshots, trans)
 	if err != nil {
 		clamp.Close()
 		// The tables stay attached: their commits fail with ErrShutdown.
@@ -279,7 +293,11 @@ func NewNode(cfg Config) (*Node, error) {
 // (or raft.Config.NotifyCh, LeadershipObservation).
 func (n *Node) Raft() *raft.Raft { return n.raft }
 
-// Close shuts the raft node down and stops the node's goroutines. Commits
+// Close shuts the raft node down and stops the node's goroutines, but
+// for one that raft v1.7.2 may hold for good: the one that waits for the
+// futures of the node's entries, when raft drops the future of an entry it
+// committed and had not applied at shutdown (hashicorp/raft#498). Close
+// does not wait for it. Commits
 // in flight end with an *AmbiguousError (submitted) or ErrShutdown (not);
 // later commits of the bound tables fail with ErrShutdown, as the tables
 // stay attached to the node's journal. The stores and the transport are
@@ -410,7 +428,10 @@ func (n *Node) Entries() (entries, combined uint64) {
 // bound table). fn's error aborts the transaction and is returned. A
 // commit refused with ErrNotReady (nothing proposed) is retried, with fn
 // run again, until ctx is done; every other error is returned as Commit
-// returned it.
+// returned it. A ctx that ends while the commit is in progress ends the
+// Write with an *AmbiguousError wrapping ctx's error: the change set may
+// still commit (a leader whose disk stalled, diskstall.go, keeps it until
+// the disk answers or the cluster elects another).
 //
 // On a follower with a Config.Forwarder, fn runs on the node's state and
 // its change set goes to the leader, which commits it if the tables it
@@ -568,7 +589,7 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 			s = n.want(name, rev, mode.forward)
 		}
 	}
-	_, err = txn.Commit()
+	err = commitContext(ctx, txn)
 	if s == nil {
 		// No bound table written: nothing is proposed, and the caller
 		// learns only what fn read. The commit waited for the tips the

@@ -1,0 +1,215 @@
+package replicate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/strata-db/strata"
+)
+
+// A leader whose disk stops answering stops the whole cluster with
+// raft v1.7.2 as it is. The leader's loop writes the entries it proposes
+// to its log store before it replicates them, so a write that never
+// returns holds the loop; but raft sends heartbeats from goroutines of
+// their own, which go on. The followers hear their leader, never start an
+// election, and every write, forwarded to it, waits for the disk.
+// TestFaultProgress/leader-disk-stalled measured it: no write acknowledged
+// in 40 election timeouts.
+//
+// The node fences such a leader. Every write to the log store raft is
+// given (StoreLogs, DeleteRange) goes through a stallLog, which knows
+// since when its oldest write in progress has waited. Once that is longer
+// than Config.DiskStallTimeout, the node's transport refuses the node's
+// outgoing AppendEntries RPCs (raft's heartbeats among them), on their
+// own or in a pipeline: the
+// followers stop hearing the leader and elect another as if it had died.
+// Pipelines too: raft's replication sends an empty request through its
+// pipeline every CommitTimeout, which the followers count as contact.
+// A write that ends lifts the fence: heartbeats resume, and the old
+// leader learns the new term from the answers and steps down. A stall
+// shorter than DiskStallTimeout plus the followers' heartbeat timeout
+// changes nothing at all, so the timeout can be short; it is one tenth of
+// raft's HeartbeatTimeout by default, the interval of raft's heartbeats.
+//
+// Writes waiting on the stalled node end with their contexts (Node.Write:
+// an *AmbiguousError, as their entries may yet commit), and the node
+// refuses new ones before it proposes them (ErrNotReady), so that they
+// can be retried on another node. Reads do not touch the log store.
+//
+// Invariants, kept by this file:
+//
+//  1. stalledFor is 0 while no write is in progress, and otherwise at
+//     least the time since the oldest write in progress began.
+//  2. With the fence on (DiskStallTimeout > 0), no AppendEntries RPC
+//     leaves the node while stalledFor exceeds DiskStallTimeout; every
+//     other RPC, and every AppendEntries while it does not, goes to the
+//     wrapped transport unchanged.
+
+// errLogStalled is the fence's error for an AppendEntries RPC it refuses.
+var errLogStalled = errors.New("replicate: this node's log store has not finished a write within DiskStallTimeout: the node does not send heartbeats until it does")
+
+// stallLog is the log store raft is given: the node's, each write timed.
+type stallLog struct {
+	raft.LogStore
+	mu       sync.Mutex
+	inflight map[uint64]time.Time // writes in progress, by ticket
+	next     uint64
+}
+
+// monotonicStallLog is a stallLog over a raft.MonotonicLogStore: raft
+// asks its log store whether it is one.
+type monotonicStallLog struct {
+	*stallLog
+	m raft.MonotonicLogStore
+}
+
+// IsMonotonic passes the wrapped store's answer through.
+func (s monotonicStallLog) IsMonotonic() bool { return s.m.IsMonotonic() }
+
+// newStallLog wraps ls, keeping raft.MonotonicLogStore if ls is one.
+func newStallLog(ls raft.LogStore) (raft.LogStore, *stallLog) {
+	s := &stallLog{LogStore: ls, inflight: map[uint64]time.Time{}}
+	if m, ok := ls.(raft.MonotonicLogStore); ok {
+		return monotonicStallLog{stallLog: s, m: m}, s
+	}
+	return s, s
+}
+
+// begin records a write in progress and returns its ticket for end.
+func (s *stallLog) begin() uint64 {
+	s.mu.Lock()
+	s.next++
+	t := s.next
+	s.inflight[t] = time.Now()
+	s.mu.Unlock()
+	return t
+}
+
+// end records that the write of ticket t returned.
+func (s *stallLog) end(t uint64) {
+	s.mu.Lock()
+	delete(s.inflight, t)
+	s.mu.Unlock()
+}
+
+// stalledFor returns how long the oldest write in progress has waited,
+// or 0 (invariant 1).
+func (s *stallLog) stalledFor() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var oldest time.Time
+	for _, at := range s.inflight {
+		if oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
+	}
+	if oldest.IsZero() {
+		return 0
+	}
+	return time.Since(oldest)
+}
+
+// StoreLog stores one entry, timed.
+func (s *stallLog) StoreLog(l *raft.Log) error {
+	t := s.begin()
+	defer s.end(t)
+	return s.LogStore.StoreLog(l)
+}
+
+// StoreLogs stores entries, timed.
+func (s *stallLog) StoreLogs(ls []*raft.Log) error {
+	t := s.begin()
+	defer s.end(t)
+	return s.LogStore.StoreLogs(ls)
+}
+
+// DeleteRange deletes entries, timed.
+func (s *stallLog) DeleteRange(lo, hi uint64) error {
+	t := s.begin()
+	defer s.end(t)
+	return s.LogStore.DeleteRange(lo, hi)
+}
+
+// diskStallTimeout returns the fence's timeout for cfg: DiskStallTimeout,
+// one tenth of the heartbeat timeout when 0, and 0 (no fence) when
+// negative.
+func diskStallTimeout(cfg *Config) time.Duration {
+	switch d := cfg.DiskStallTimeout; {
+	case d < 0:
+		return 0
+	case d > 0:
+		return d
+	}
+	if cfg.Raft != nil && cfg.Raft.HeartbeatTimeout > 0 {
+		return cfg.Raft.HeartbeatTimeout / 10
+	}
+	return raft.DefaultConfig().HeartbeatTimeout / 10
+}
+
+// logStalled reports whether the node's log store has a write in
+// progress for longer than the fence's timeout (false without a fence).
+func (n *Node) logStalled() bool {
+	return n.stallAfter > 0 && n.stall.stalledFor() > n.stallAfter
+}
+
+// AppendEntries sends an AppendEntries RPC through the wrapped transport,
+// unless the node's log store is stalled (invariant 2).
+func (c *clampTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if c.fenced != nil && c.fenced() {
+		return errLogStalled
+	}
+	return c.Transport.AppendEntries(id, target, args, resp)
+}
+
+// AppendEntriesPipeline opens a pipeline through the wrapped transport,
+// fenced as AppendEntries is: raft sends its entries, and an empty request
+// every CommitTimeout, through it (invariant 2).
+func (c *clampTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := c.Transport.AppendEntriesPipeline(id, target)
+	if err != nil || c.fenced == nil {
+		return p, err
+	}
+	return fencedPipeline{AppendPipeline: p, fenced: c.fenced}, nil
+}
+
+// fencedPipeline is a pipeline that refuses requests while fenced says
+// so; raft then closes it and goes back to AppendEntries.
+type fencedPipeline struct {
+	raft.AppendPipeline
+	fenced func() bool
+}
+
+// AppendEntries sends a request down the pipeline, unless fenced.
+func (p fencedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	if p.fenced() {
+		return nil, errLogStalled
+	}
+	return p.AppendPipeline.AppendEntries(args, resp)
+}
+
+// commitContext commits txn, and returns its error; for a ctx that can
+// end, it returns once ctx ends if that comes first, with an
+// *AmbiguousError: the commit goes on and ends as the node decides (its
+// entry may commit), in a goroutine that ends with it. Node.Close ends
+// every commit in flight.
+func commitContext(ctx context.Context, txn strata.WriteTxn) error {
+	if ctx.Done() == nil {
+		_, err := txn.Commit()
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := txn.Commit()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return &AmbiguousError{Err: fmt.Errorf("the commit was in progress when the write's context ended: %w", ctx.Err())}
+	}
+}
