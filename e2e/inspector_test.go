@@ -324,6 +324,8 @@ func TestInspector(t *testing.T) {
 		t.Fatalf("a deleted row's decoration is %q", decoration)
 	}
 	waitJS(t, ctx, "the count to follow", `document.getElementById("count").textContent === "12"`)
+	// The filter's count (every object) follows too, read from /count.
+	waitJS(t, ctx, "the filter's count to follow", `document.getElementById("matching").textContent === "12"`)
 	screenshot(t, ctx, "table-live")
 
 	// An object, watched: blocking reads bring its new state.

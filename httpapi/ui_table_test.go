@@ -233,3 +233,60 @@ func TestUITableCount(t *testing.T) {
 		t.Fatalf("tag prefix r: status %d, keys %q, matching %q", v.status, rowKeys(v.rows), v.matching)
 	}
 }
+
+// insertMany commits n hosts, h000000 up, in ten zones z0 to z9.
+func insertMany(t testing.TB, f *fixture, n int) {
+	t.Helper()
+	wtxn := f.db.WriteTxn(f.hosts)
+	for i := range n {
+		if _, _, err := f.hosts.Insert(wtxn, &Host{Name: fmt.Sprintf("h%06d", i), Zone: fmt.Sprintf("z%d", i%10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCommit(t, wtxn)
+}
+
+// TestUITableLarge: a table of 100,000 objects is shown a page at a
+// time: a page holds the limit's rows and the link to the next, which
+// starts where it ended; the counts are of the whole query.
+func TestUITableLarge(t *testing.T) {
+	f := newFixture(t, Options{UI: true})
+	insertMany(t, f, 100_000)
+	r := f.get(t, "/ui/table?table=hosts")
+	v := viewTable(t, f, "/ui/table?table=hosts")
+	if len(v.rows) != defaultPageRows || v.rows[99][0] != "h000099" || v.matching != "100000" || len(r.body) > 150<<10 {
+		t.Fatalf("first page: %d rows, last %q, matching %q, %d bytes", len(v.rows), v.rows[len(v.rows)-1], v.matching, len(r.body))
+	}
+	m := regexp.MustCompile(`id="next" href="([^"]+)"`).FindStringSubmatch(string(r.body))
+	if m == nil {
+		t.Fatal("no link to the next page")
+	}
+	v = viewTable(t, f, "/ui/"+html.UnescapeString(m[1]))
+	if len(v.rows) != defaultPageRows || v.rows[0][0] != "h000100" {
+		t.Fatalf("second page: %d rows, first %q", len(v.rows), v.rows[0])
+	}
+	v = viewTable(t, f, "/ui/table?table=hosts&index=zone&op=key&key=z3&limit=20")
+	if len(v.rows) != 20 || v.rows[0][0] != "h000003" || v.rows[1][0] != "h000013" || v.matching != "10000" {
+		t.Fatalf("zone z3: %d rows, first two %q, matching %q", len(v.rows), rowKeys(v.rows[:2]), v.matching)
+	}
+	v = viewTable(t, f, "/ui/table?table=hosts&op=prefix&key=h0999")
+	if len(v.rows) != 100 || v.rows[0][0] != "h099900" || v.matching != "100" {
+		t.Fatalf("prefix h0999: %d rows, first %q, matching %q", len(v.rows), v.rows[0], v.matching)
+	}
+}
+
+// BenchmarkUITablePage: a table page of 100 rows, columns and count of
+// a table of 100,000 objects, rendered.
+func BenchmarkUITablePage(b *testing.B) {
+	f := newFixture(b, Options{UI: true})
+	insertMany(b, f, 100_000)
+	for _, q := range []string{"", "&op=prefix&key=h05", "&index=zone&op=key&key=z3"} {
+		b.Run(strings.TrimPrefix(q, "&"), func(b *testing.B) {
+			for b.Loop() {
+				if r := serve(f.h, "GET", "/ui/table?table=hosts"+q); r.status != 200 {
+					b.Fatalf("%d", r.status)
+				}
+			}
+		})
+	}
+}
