@@ -511,6 +511,9 @@ func TestInspectorTable(t *testing.T) {
 	checkShot(t, ctx, img, "table-columns", "#rows thead", `tr[data-key="h00"]`, `tr[data-key="h03"] + tr.json pre`, "#filter")
 	do(t, ctx, "close h03", chromedp.Click(chromedp.CSS(`tr[data-key="h03"] td:nth-child(3)`)))
 	waitJS(t, ctx, "h03's JSON to hide", `document.querySelector('tr[data-key="h03"] + tr.json').hidden`)
+	// From the keyboard: Enter on a focused row opens it.
+	do(t, ctx, "open h04 with Enter", chromedp.Focus(chromedp.CSS(`tr[data-key="h04"]`)), chromedp.KeyEvent(kb.Enter))
+	waitJS(t, ctx, "h04's JSON", `!document.querySelector('tr[data-key="h04"] + tr.json').hidden`)
 
 	// The filter: a prefix typed as text narrows the rows to exactly the
 	// hosts it names, and the count says how many match.
