@@ -595,6 +595,18 @@ func TestInspectorTable(t *testing.T) {
 	img = screenshot(t, ctx, "table-jobs")
 	checkShot(t, ctx, img, "table-jobs", "#rows thead", `#rows tr.obj:nth-of-type(1)`, `#rows tr.obj:nth-of-type(49)`) // the 25th object, after 24 of them and their JSON rows
 
+	// Live, new jobs come in as rows with their columns filled, and
+	// their JSON below them.
+	do(t, ctx, "live jobs", chromedp.Click(chromedp.ID("live")))
+	waitJS(t, ctx, "a new job's row", `(() => {
+		const tr = document.querySelector("#rows tr.obj.new");
+		if (!tr) return false;
+		const o = JSON.parse(tr.nextElementSibling.querySelector("pre").textContent);
+		return tr.cells.length === 4 && tr.cells[2].textContent === tr.dataset.key && /^h\d\d$/.test(tr.cells[3].textContent) &&
+			String(o.ID) === tr.dataset.key && o.Host === tr.cells[3].textContent &&
+			document.getElementById("shown").textContent === String(document.querySelectorAll("#rows tr.obj").length);
+	})()`)
+
 	// The refused filter's page came with its problem's status, 400,
 	// which the browser notes in the console.
 	checkConsole(t, console, refusedURL)

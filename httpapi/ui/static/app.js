@@ -331,6 +331,7 @@ function tablePage() {
     if (empty) empty.remove();
     tbody.prepend(tr, json);
     rows.set(ev.key, tr);
+    $("shown").textContent = String(rows.size);
     return tr;
   }
 
