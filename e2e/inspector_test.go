@@ -548,7 +548,16 @@ func TestInspectorTable(t *testing.T) {
 	// integer, which shows the API's problem, not a blank page.
 	waitFor(t, "20 jobs", func() bool { return w.jobs.NumObjects(w.db.ReadTxn()) >= 20 })
 	do(t, ctx, "jobs", chromedp.Navigate(w.url+"/ui/table?table=jobs"))
+	// The form hints at the index's key type, and asks for a second key
+	// only for a range.
+	form := `[document.getElementById("f-key").placeholder, String(document.getElementById("f-to-label").hidden), document.getElementById("f-key-name").textContent]`
+	if got := run(t, ctx, "the form", chromedp.Evaluate[[]string](form)); !slices.Equal(got, []string{"uint64", "true", "Key"}) {
+		t.Fatalf("the jobs' form: %q", got)
+	}
 	filter(t, ctx, "", "range", "3", "7")
+	if got := run(t, ctx, "the form", chromedp.Evaluate[[]string](form)); !slices.Equal(got, []string{"uint64", "false", "From"}) {
+		t.Fatalf("the jobs' range form: %q", got)
+	}
 	if got := keys(t, ctx); !slices.Equal(got, []string{"3", "4", "5", "6"}) {
 		t.Fatalf("jobs 3 to 7: rows %q", got)
 	}
