@@ -280,7 +280,7 @@ func TestUITableLarge(t *testing.T) {
 func BenchmarkUITablePage(b *testing.B) {
 	f := newFixture(b, Options{UI: true})
 	insertMany(b, f, 100_000)
-	for _, q := range []string{"", "&op=prefix&key=h05", "&index=zone&op=key&key=z3"} {
+	for _, q := range []string{"&op=all", "&op=prefix&key=h05", "&index=zone&op=key&key=z3"} {
 		b.Run(strings.TrimPrefix(q, "&"), func(b *testing.B) {
 			for b.Loop() {
 				if r := serve(f.h, "GET", "/ui/table?table=hosts"+q); r.status != 200 {
