@@ -106,6 +106,19 @@
 // blocking reads to finish; change streams move their own write deadline
 // forward with each write (Options.WriteTimeout).
 //
+// # The inspector
+//
+// With Options.UI, /ui/ serves a web inspector: an overview of the
+// tables with plots of commits per second and objects per table; a
+// table's objects, a page at a time, as a table of their fields (the
+// columns of the strata command's table output), each row opening on the
+// object's JSON, with a filter on any index (exact key, prefix, at least,
+// range) whose keys are text parsed as the query parameters' are, the
+// number of objects the filter matches (as /count counts them, or
+// "cannot count"), and live updates from the change stream; and one
+// object, watched with blocking reads. A filter the API refuses is shown
+// as the API's problem, on the page, under the problem's status.
+//
 // The inspector is read-only. Its pages show object contents only as
 // text, and are served with a Content-Security-Policy that allows no
 // inline script and no other origin.

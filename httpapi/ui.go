@@ -12,16 +12,19 @@ import (
 	"strconv"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/internal/columns"
 	"github.com/strata-db/strata/internal/wirejson"
 )
 
 // The web inspector (Options.UI): pages rendered by html/template from
-// the embedded files under ui/, which work without JavaScript (links page
-// through a table), and a small script, ui/static/app.js, that makes them
-// live: the overview's counts, plots and Cluster panel refresh (the panel
-// is on the page only with Options.Cluster, hidden until /v1/cluster
-// answers), a table's rows follow its change stream, an object's view
-// follows the object with blocking reads.
+// the embedded files under ui/, which work without JavaScript (a table's
+// filter is a form, links page through it), and a small script,
+// ui/static/app.js, that makes them live: the overview's counts, plots
+// and Cluster panel refresh (the panel is on the page only with
+// Options.Cluster, hidden until /v1/cluster answers), a table's rows open
+// on their JSON when clicked and follow its change stream, an object's
+// view follows the object with blocking reads. The table page is
+// ui_table.go's.
 // Every page is served with a Content-Security-Policy that allows only the
 // handler's own script, styles and requests: no inline script, so object
 // contents, which reach the page only as text, cannot run.
@@ -42,7 +45,11 @@ type ui struct {
 func newUI(h *Handler) *ui {
 	u := &ui{h: h, pages: map[string]*template.Template{}}
 	u.static, _ = fs.Sub(uiFiles, "ui/static")
-	funcs := template.FuncMap{"ops": func() []string { return uiOps }}
+	funcs := template.FuncMap{
+		"ops": func() []uiOp { return uiOps },
+		// span is the width of a table page's rows: key, revision, columns.
+		"span": func(cols []string) int { return 2 + len(cols) },
+	}
 	for _, page := range []string{"overview", "table", "object", "error"} {
 		u.pages[page] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(uiFiles, "ui/layout.html", "ui/"+page+".html"))
 	}
@@ -127,129 +134,34 @@ func (u *ui) overview(w http.ResponseWriter, r *http.Request, _ url.Values) erro
 	})
 }
 
-type tablePage struct {
-	Title string
-	Info  TableInfo
-	// The query, as the form holds it.
-	Index, Op, Key, To string
-	Raw                bool
-	Limit              int
-	// Revision is the table's revision in the snapshot shown.
-	Revision strata.Revision
-	Rows     []row
-	// Next is the link to the next page ("" on the last).
-	Next template.URL
-	// First is the link to the first page, if this is not it.
-	First template.URL
-	// Live: the rows follow the change stream (the view's whole table:
-	// new objects are shown too).
-	AllObjects bool
-}
-
 type row struct {
 	Key      string
 	RawKey   string // base64url of the primary key
 	Revision strata.Revision
 	JSON     string
-}
-
-var uiOps = []string{"all", "key", "prefix", "lowerbound", "range"}
-
-func (u *ui) table(w http.ResponseWriter, r *http.Request, vals url.Values) error {
-	t, err := u.h.db.AnyTable(vals.Get("table"))
-	if err != nil {
-		return u.renderError(w, err)
-	}
-	// Live mode streams the changes from the revision of the page: start
-	// the table's ring (if it is not running) before the page's snapshot
-	// is taken, so that the ring covers it for RingRetention.
-	if hb, err := u.h.attach(t); err == nil {
-		u.h.detach(hb)
-	}
-	txn := u.h.db.ReadTxn()
-	p := tablePage{
-		Title: t.Name(),
-		Info:  tableInfo(txn, t),
-		Index: vals.Get("index"),
-		Op:    vals.Get("op"),
-		Key:   vals.Get("key"),
-		To:    vals.Get("to"),
-		Limit: 50,
-	}
-	if p.Op == "" {
-		p.Op = "all"
-	}
-	p.Raw, _ = strconv.ParseBool(vals.Get("raw"))
-	if s := vals.Get("limit"); s != "" {
-		if p.Limit, err = strconv.Atoi(s); err != nil || p.Limit <= 0 || p.Limit > 10000 {
-			return u.renderError(w, fmt.Errorf("%w: limit=%q: want 1 to 10000", ErrBadRequest, s))
-		}
-	}
-	// The form's query, in the API's terms.
-	api := url.Values{}
-	if p.Index != "" {
-		api.Set("index", p.Index)
-	}
-	switch p.Op {
-	case "all":
-	case "key", "prefix", "lowerbound":
-		api.Set(p.Op, p.Key)
-	case "range":
-		api.Set("from", p.Key)
-		api.Set("to", p.To)
-	default:
-		return u.renderError(w, fmt.Errorf("%w: op=%q: want one of %v", ErrBadRequest, p.Op, uiOps))
-	}
-	if p.Raw {
-		api.Set("raw", "1")
-	}
-	api.Set("limit", strconv.Itoa(p.Limit))
-	if after := vals.Get("after"); after != "" {
-		api.Set("after", after)
-	}
-	req, err := u.h.parseRead(api, t, false)
-	if err != nil {
-		return u.renderError(w, err)
-	}
-	seq, err := t.Read(txn, req.q)
-	if err != nil {
-		return u.renderError(w, err)
-	}
-	p.Revision = t.Revision(txn)
-	p.AllObjects = p.Op == "all"
-	primary := isPrimary(t, req.q.Index)
-	enc := wirejson.NewEncoder()
-	var last []byte
-	for o := range seq {
-		if len(p.Rows) == p.Limit {
-			next := cloneValues(vals)
-			next.Set("after", encodeBase64(last))
-			p.Next = template.URL("table?" + next.Encode())
-			break
-		}
-		p.Rows = append(p.Rows, rowOf(t, primary, o, enc))
-		last = o.Cursor
-	}
-	if vals.Has("after") {
-		first := cloneValues(vals)
-		first.Del("after")
-		p.First = template.URL("table?" + first.Encode())
-	}
-	return u.render(w, http.StatusOK, "table", p)
-}
-
-func cloneValues(v url.Values) url.Values {
-	c := url.Values{}
-	for k, vs := range v {
-		c[k] = append([]string(nil), vs...)
-	}
-	return c
+	// Cells are the row's cells, one per column of its page
+	// (tablePage.Columns); members is the object's, as rowOf read them.
+	Cells   []string
+	members []columns.Member
 }
 
 // rowOf renders o, read from the primary index or another, as a row.
 func rowOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *wirejson.Encoder) row {
 	obj := objectOf(t, primary, o, enc)
-	return row{Key: obj.Key, RawKey: encodeBase64(primaryKey(t, primary, o)), Revision: o.Revision, JSON: indentJSON(obj)}
+	r := row{Key: obj.Key, RawKey: encodeBase64(primaryKey(t, primary, o)), Revision: o.Revision, JSON: indentJSON(obj)}
+	// The columns of package columns, as the CLI's: an object's members,
+	// or, for a value that is no JSON object, one column "object".
+	if obj.Error == "" {
+		r.members = columns.Members(obj.Object)
+	}
+	if r.members == nil {
+		value := obj.Object
+		if obj.Error != "" {
+			value, _ = json.Marshal(r.JSON)
+		}
+		r.members = []columns.Member{{Name: "object", Value: value}}
+	}
+	return r
 }
 
 func indentJSON(obj Object) string {

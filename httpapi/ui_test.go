@@ -52,7 +52,7 @@ func TestUIPages(t *testing.T) {
 		t.Fatalf("second page:\n%s", body)
 	}
 	body = page("/ui/table?table=hosts&index=zone&op=key&key=us", 200)
-	if strings.Count(body, "<tr data-key=") != 3 || !strings.Contains(body, `data-all="false"`) || !strings.Contains(body, `<option value="zone" selected>`) {
+	if strings.Count(body, "<tr data-key=") != 3 || !strings.Contains(body, `data-all="false"`) || !strings.Contains(body, `<option value="zone" data-key-type="string" data-text="true" selected>`) {
 		t.Fatalf("zone us:\n%s", body)
 	}
 	body = page("/ui/table?table=hosts&op=range&key=a2&to=b1", 200)

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/strata-db/strata/internal/columns"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -359,12 +360,13 @@ func deleted(row fields) bool {
 }
 
 // tableColumns returns the columns of rows like row: its fields, with the
-// members of a field "object" that is a JSON object in its place.
+// members of a field "object" that is a JSON object in its place (the
+// rule of package columns, which the web inspector shares).
 func tableColumns(row fields) []string {
 	var cols []string
 	for _, f := range row {
-		if f.name == "object" {
-			if names := objectMembers(deref(f.value)); names != nil {
+		if raw, ok := deref(f.value).(json.RawMessage); ok && f.name == "object" {
+			if names := columns.Names(raw); names != nil {
 				cols = append(cols, names...)
 				continue
 			}
@@ -372,33 +374,6 @@ func tableColumns(row fields) []string {
 		cols = append(cols, f.name)
 	}
 	return cols
-}
-
-// objectMembers returns the names of the members of v if it is a JSON
-// object, in order, or nil.
-func objectMembers(v any) []string {
-	raw, ok := v.(json.RawMessage)
-	if !ok {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	names := []string{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		name, _ := tok.(string)
-		names = append(names, name)
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil
-		}
-	}
-	return names
 }
 
 // rowValues returns the values of row's columns: its fields, and the
@@ -412,10 +387,9 @@ func rowValues(row fields) map[string]any {
 			vals[f.name] = value
 			continue
 		}
-		var m map[string]json.RawMessage
-		if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &m) == nil {
-			for k, v := range m {
-				vals[k] = v
+		if members := columns.Members(raw); members != nil {
+			for _, m := range members {
+				vals[m.Name] = m.Value
 			}
 		} else {
 			vals[f.name] = raw
@@ -436,17 +410,7 @@ func (r *tableRows) cell(v any) string {
 	case hexBytes:
 		s = hex.EncodeToString(x)
 	case json.RawMessage:
-		var str string
-		if len(x) > 0 && x[0] == '"' && json.Unmarshal(x, &str) == nil {
-			s = str
-		} else {
-			var b bytes.Buffer
-			if json.Compact(&b, x) == nil {
-				s = b.String()
-			} else {
-				s = string(x)
-			}
-		}
+		s = columns.Text(x)
 	default:
 		if b, err := appendJSONValue(nil, v); err == nil {
 			s = string(b)
@@ -454,29 +418,12 @@ func (r *tableRows) cell(v any) string {
 			s = fmt.Sprint(v)
 		}
 	}
-	s = printable(s)
+	s = columns.Printable(s)
 	if r.maxCell > 0 && utf8.RuneCountInString(s) > r.maxCell {
 		rs := []rune(s)
 		s = string(rs[:r.maxCell-1]) + "…"
 	}
 	return s
-}
-
-// printable escapes the characters that would break a table or a
-// terminal: tabs, newlines, escape sequences, invalid UTF-8.
-func printable(s string) string {
-	clean := true
-	for _, c := range s {
-		if c < 0x20 || c == 0x7f || c == utf8.RuneError {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	q := fmt.Sprintf("%+q", s)
-	return q[1 : len(q)-1]
 }
 
 // writeDoc writes v, a result that is one document (inspect, tables, a

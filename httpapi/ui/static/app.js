@@ -209,32 +209,104 @@ async function overview() {
   }
 }
 
-// ---- Table: live mode follows the change stream.
+// ---- Table: a table of the objects' fields, each row opening on its
+// JSON; the filter form; live mode follows the change stream.
+
+// cellText renders a field's value as the server renders a cell
+// (package columns): a string as its text, anything else as compact
+// JSON, control characters escaped.
+function cellText(v) {
+  if (v === undefined) return "";
+  let s = typeof v === "string" ? v : JSON.stringify(v);
+  if (/[\u0000-\u001f\u007f\ufffd]/.test(s)) s = JSON.stringify(s).slice(1, -1);
+  return s;
+}
+
+// The filter form: the second key only for a range, and a hint of what
+// the chosen index takes as a key.
+function filterForm() {
+  const index = $("f-index");
+  const op = $("f-op");
+  if (!index || !op) return;
+  const sync = () => {
+    const o = index.selectedOptions[0];
+    const range = op.value === "range";
+    $("f-to-label").hidden = !range;
+    $("f-key-name").textContent = range ? "From" : "Key";
+    $("f-key").disabled = op.value === "all";
+    $("f-to").disabled = !range;
+    const hint = o && o.dataset.text === "true" ? o.dataset.keyType : "raw key (base64url): the index takes no text";
+    $("f-key").placeholder = hint;
+    $("f-to").placeholder = hint;
+  };
+  index.addEventListener("change", sync);
+  op.addEventListener("change", () => {
+    sync();
+    if (op.value !== "all") $("f-key").focus();
+  });
+  sync();
+}
 
 function tablePage() {
+  filterForm();
   const grid = $("rows");
+  if (!grid) return; // the filter was refused: the page shows why
   const live = $("live");
   const state = $("live-state");
   const tbody = grid.tBodies[0];
   const table = grid.dataset.table;
   const all = grid.dataset.all === "true";
   const textKeys = grid.dataset.textKeys === "true";
+  const countQuery = grid.dataset.countQuery;
+  const columns = [...grid.tHead.querySelectorAll("th[data-column]")].map((th) => th.dataset.column);
   const rows = new Map();
-  for (const tr of tbody.rows) if (tr.dataset.key !== undefined) rows.set(tr.dataset.key, tr);
+  for (const tr of tbody.querySelectorAll("tr.obj")) rows.set(tr.dataset.key, tr);
   let es = null;
   let poll = null;
 
+  // A click on a row (but on its key's link) shows or hides its JSON.
+  function toggle(tr) {
+    const json = tr.nextElementSibling;
+    if (!json || !json.classList.contains("json")) return;
+    json.hidden = !json.hidden;
+    tr.setAttribute("aria-expanded", String(!json.hidden));
+    tr.classList.toggle("open", !json.hidden);
+  }
+  tbody.addEventListener("click", (e) => {
+    const tr = e.target.closest("tr.obj");
+    if (tr && !e.target.closest("a")) toggle(tr);
+  });
+  tbody.addEventListener("keydown", (e) => {
+    const tr = e.target.closest("tr.obj");
+    if (tr && e.target === tr && (e.key === "Enter" || e.key === " ")) {
+      e.preventDefault();
+      toggle(tr);
+    }
+  });
+
   function render(tr, ev) {
     tr.querySelector("[data-field=rev]").textContent = String(ev.rev);
-    tr.querySelector("pre").textContent =
-      ev.obj === null || ev.obj === undefined ? "(cannot be shown: " + (ev.error || "") + ")" : JSON.stringify(ev.obj, null, 2);
+    const obj = ev.obj;
+    const isObject = obj !== null && typeof obj === "object" && !Array.isArray(obj);
+    const shown = obj === null || obj === undefined ? "(cannot be shown: " + (ev.error || "") + ")" : null;
+    // The key and the revision come first, then a cell per column.
+    columns.forEach((c, i) => {
+      let v;
+      if (isObject) v = obj[c];
+      else if (c === "object") v = shown !== null ? shown : obj;
+      tr.cells[2 + i].textContent = cellText(v);
+    });
+    tr.nextElementSibling.querySelector("pre").textContent = shown !== null ? shown : JSON.stringify(obj, null, 2);
   }
 
   function newRow(ev) {
     const tr = document.createElement("tr");
     tr.dataset.key = ev.key;
+    tr.className = "obj new";
+    tr.tabIndex = 0;
+    tr.setAttribute("aria-expanded", "false");
     const k = document.createElement("td");
-    k.className = "mono";
+    k.className = "mono key";
     if (textKeys) {
       const a = document.createElement("a");
       a.href = "object?" + new URLSearchParams({ table, key: ev.key }).toString();
@@ -246,14 +318,20 @@ function tablePage() {
     const rev = document.createElement("td");
     rev.className = "num";
     rev.dataset.field = "rev";
-    const obj = document.createElement("td");
-    obj.append(document.createElement("pre"));
-    tr.append(k, rev, obj);
+    tr.append(k, rev);
+    for (let i = 0; i < columns.length; i++) tr.append(document.createElement("td"));
+    const json = document.createElement("tr");
+    json.className = "json";
+    json.hidden = true;
+    const td = document.createElement("td");
+    td.colSpan = 2 + columns.length;
+    td.append(document.createElement("pre"));
+    json.append(td);
     const empty = tbody.querySelector("tr.empty");
     if (empty) empty.remove();
-    tbody.prepend(tr);
+    tbody.prepend(tr, json);
     rows.set(ev.key, tr);
-    tr.classList.add("new");
+    $("shown").textContent = String(rows.size);
     return tr;
   }
 
@@ -269,10 +347,17 @@ function tablePage() {
     $("revision").textContent = String(ev.rev);
   }
 
+  // count refreshes the table's objects and the filter's count, from
+  // the API's table and count endpoints.
   async function count() {
     try {
-      const r = await getJSON(api("tables/" + encodeURIComponent(table)));
-      if (r.status === 200) $("count").textContent = String(r.body.objects);
+      const [info, n] = await Promise.all([
+        getJSON(api("tables/" + encodeURIComponent(table))),
+        getJSON(api("tables/" + encodeURIComponent(table) + "/count?" + countQuery)),
+      ]);
+      if (info.status === 200) $("count").textContent = String(info.body.objects);
+      if (n.status === 200) $("matching").textContent = String(n.body.count);
+      else if (n.body && n.body.error === "strata.ErrCannotCount") $("matching").textContent = "cannot count";
     } catch (e) {
       // The stream's state says it.
     }
