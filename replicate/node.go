@@ -433,6 +433,24 @@ func (n *Node) Entries() (entries, combined uint64) {
 // still commit (a leader whose disk stalled, diskstall.go, keeps it until
 // the disk answers or the cluster elects another).
 //
+// On the leader, the outcomes are:
+//
+//	index, nil          committed at index, and published on this node
+//	*AmbiguousError     submitted to raft, then leadership lost, the node
+//	                    shut down, or ctx ended: it may commit
+//	*NotLeaderError     this node no longer leads: nothing was proposed
+//	ErrNotReady         retried until ctx ends, then returned (an
+//	                    election, a failed proposal being settled, a
+//	                    stalled log store): nothing was proposed
+//	ErrNotReady and strata.ErrEarlierCommitFailed
+//	                    queued behind a commit whose proposal failed,
+//	                    which took this one down with it before it was
+//	                    proposed: nothing applied; Write returns it as
+//	                    Commit did, and the caller may run it again
+//	ErrEntryTooLarge    the change set alone exceeds MaxEntrySize
+//	ErrShutdown         the node is closing: nothing was proposed
+//	*StoppedError       the node stopped applying the log
+//
 // On a follower with a Config.Forwarder, fn runs on the node's state and
 // its change set goes to the leader, which commits it if the tables it
 // wrote did not change since (else ErrConflict); Write returns once this
