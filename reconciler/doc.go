@@ -69,6 +69,10 @@
 //     does not see what Prune deletes, and warns when a prune did not ask.
 //     A prune writes nothing to the table. Prune called while a prune
 //     runs makes another one after it.
+//   - With a round rate limit (WithRoundRateLimit, statedb's round
+//     limiter; none by default) at most that many rounds a second are
+//     handed to the workers, after a burst; changes queue meanwhile and
+//     are taken by the next rounds, none lost.
 //   - Refresh marks Done objects older than the refresh interval (with
 //     jitter) Refreshing, at a limited rate and in batches, and reconciles
 //     them in the background; objects found Done when Run starts (a

@@ -60,6 +60,7 @@ type loop[Obj any] struct {
 
 	prune   pruneState[Obj]
 	refresh refreshState
+	rounds  roundLimit
 }
 
 // Run reconciles until ctx is done, then drains: it waits for the
@@ -108,6 +109,7 @@ func (r *Reconciler[Obj]) Run(ctx context.Context, health Health) error {
 	l.timer.Stop()
 	defer l.timer.Stop()
 	l.prune.init(r)
+	l.rounds.init(&r.o, r.epoch)
 	l.refresh.init(&r.o, r.rand.Uint64(), time.Now())
 	l.committer = committer[Obj]{l: l, in: make(chan *batch[Obj], n), quit: make(chan struct{})}
 	var committerDone sync.WaitGroup
@@ -234,6 +236,9 @@ func (l *loop[Obj]) nextDeadline(now int64) int64 {
 	}
 	if !l.stopping {
 		next = min(next, l.refresh.next(), l.prune.next(l))
+		if l.idle > 0 {
+			next = min(next, l.rounds.next(now))
+		}
 	}
 	return next
 }
@@ -458,6 +463,10 @@ func (l *loop[Obj]) dispatch(now int64) {
 		if !r.ctl.reserve() {
 			return
 		}
+		if !l.rounds.take(now) {
+			r.ctl.release()
+			return
+		}
 		// A fair share of all the workers, not only of the idle ones:
 		// the first worker back must not take what the others, busy
 		// for now, would share (TestRoundsKeepWorkersBusy). Until an
@@ -486,6 +495,7 @@ func (l *loop[Obj]) dispatch(now int64) {
 		r.mu.Unlock()
 		if len(b.entries) == 0 {
 			r.ctl.release()
+			l.rounds.giveBack(now)
 			l.putBatch(b)
 			return
 		}

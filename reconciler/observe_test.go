@@ -270,8 +270,10 @@ func TestHealthAndLogs(t *testing.T) {
 }
 
 // TestDependencies: the reconciler and its test kit import the standard
-// library and Strata's own packages only (its internal ones included): no
-// hive, no Prometheus (that is reconciler/prometheus), no OpenTelemetry.
+// library, Strata's own packages (its internal ones included) and
+// golang.org/x/time/rate (the round limiter, WithRoundRateLimit, which
+// imports nothing outside the standard library) only: no hive, no
+// Prometheus (that is reconciler/prometheus), no OpenTelemetry.
 func TestDependencies(t *testing.T) {
 	// go test puts its own go tool's directory first in PATH.
 	goTool, err := exec.LookPath("go")
@@ -280,7 +282,8 @@ func TestDependencies(t *testing.T) {
 	}
 	const mod = "github.com/strata-db/strata"
 	allowed := map[string]bool{mod: true, mod + "/part": true, mod + "/index": true, mod + "/metrics": true,
-		mod + "/reconciler": true, mod + "/reconciler/reconcilertest": true}
+		mod + "/reconciler": true, mod + "/reconciler/reconcilertest": true,
+		"golang.org/x/time/rate": true}
 	for _, pkg := range []string{".", "./reconcilertest"} {
 		out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
 		if err != nil {
