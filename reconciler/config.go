@@ -127,9 +127,23 @@ func (o *options) invalid(format string, args ...any) {
 }
 
 // WithName names the reconciler in metrics, logs and health reports. The
-// default is the table's name.
+// default (and WithName("")) is the table's name; stratahive names a
+// second unnamed reconciler of a table otherwise (RegisterReconciler).
 func WithName(name string) Option {
 	return func(o *options) { o.name = name }
+}
+
+// NameOf returns the name opts give a reconciler (the last WithName among
+// them decides), and false if none gives one or the last gives "": New
+// then names the reconciler after its table. A package that registers
+// reconcilers under names it keeps unique (stratahive) asks it to tell
+// an unnamed reconciler from a named one.
+func NameOf(opts ...Option) (string, bool) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o.name, o.name != ""
 }
 
 // WithWorkers sets how many operations may run at once (default 1). At
