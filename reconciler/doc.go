@@ -114,7 +114,9 @@
 // receive operations by outcome, their durations and queue waits, the
 // time from a change (its Pending status's UpdatedAt) to the commit of its
 // Done status, status writes and conflicts, prunes and refreshes. Run reports health to a Health, which
-// cilium/hive's cell.Health satisfies, and logs with log/slog.
+// cilium/hive's cell.Health satisfies, and logs with log/slog;
+// ReportRefresh reports the refresh's state to another Health (the job
+// "refresh-<name>" of stratahive, as statedb's reconciler has).
 //
 // This package imports neither hive nor Prometheus: adapters live
 // elsewhere.

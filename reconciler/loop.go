@@ -132,6 +132,7 @@ func (r *Reconciler[Obj]) Run(ctx context.Context, health Health) error {
 		close(l.committer.in)
 		committerDone.Wait()
 		l.health.stopped()
+		r.reportRefresh(refreshOff, 0)
 	}()
 	l.run(ctx)
 	return nil
@@ -376,6 +377,11 @@ func (l *loop[Obj]) readFeed(now int64) {
 	if first {
 		l.firstBatch = false
 		l.refresh.begin(now, true)
+		if l.refresh.active {
+			r.reportRefresh(refreshPassing, 0)
+		} else {
+			r.reportRefresh(refreshOff, 0)
+		}
 	}
 }
 

@@ -36,6 +36,12 @@ type ReconcilerParams struct {
 // The job's health (cell.Health, scope "job-reconcile-<name>") is the
 // reconciler's: OK with the number of objects while it keeps up,
 // Degraded with the failing keys and their errors while objects fail.
+// A reconciler that refreshes periodically (reconciler.WithRefresh, on by
+// default) has a second job, "refresh-<name>", as statedb's reconciler
+// has: the refresh runs in the reconciler's loop, and the job reports it
+// (reconciler.Reconciler.ReportRefresh) in the scope
+// "job-refresh-<name>": OK "Next refresh in 29m59s" between passes,
+// Degraded while the marks cannot be written.
 // Its metrics are the Cell's (Config, or the program's) unless an option
 // gives others, and its logs go to the module's logger. The
 // reconciler/status script command reports on it.
@@ -105,6 +111,11 @@ func RegisterReconciler[Obj any](
 	params.JobGroup.Add(job.OneShot("reconcile-"+r.Name(), func(ctx context.Context, health cell.Health) error {
 		return r.Run(ctx, health)
 	}))
+	if r.RefreshInterval() > 0 {
+		params.JobGroup.Add(job.OneShot("refresh-"+r.Name(), func(ctx context.Context, health cell.Health) error {
+			return r.ReportRefresh(ctx, health)
+		}))
+	}
 	return r, nil
 }
 

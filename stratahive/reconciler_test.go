@@ -222,3 +222,48 @@ func waitHealth(t *testing.T, h *cell.SimpleHealth, scope string, level cell.Lev
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRefreshJob: a reconciler that refreshes has the job
+// "refresh-<name>", whose health ("job-refresh-<name>", as statedb's
+// health tree has it) tells when the next refresh comes; one that does
+// not refresh has none.
+func TestRefreshJob(t *testing.T) {
+	var (
+		table  strata.RWTable[*multi]
+		db     *strata.DB
+		health *cell.SimpleHealth
+		reg    *stratahive.Registry
+		ops    countingOps
+	)
+	h := multiHive(&table, &db, &health, &reg,
+		cell.Module("app", "App",
+			cell.Invoke(registerMulti(&table, &ops, "a", reconciler.WithName("refreshing"), reconciler.WithRefresh(time.Hour, 100))),
+			cell.Invoke(registerMulti(&table, &ops, "b", reconciler.WithName("still"))), // WithoutRefresh
+		),
+	)
+	log := hivetest.Logger(t)
+	must(t, h.Start(log, context.Background()))
+	t.Cleanup(func() { must(t, h.Stop(log, context.Background())) })
+	waitHealth(t, health, "job-reconcile-refreshing", cell.StatusOK)
+	waitHealth(t, health, "job-reconcile-still", cell.StatusOK)
+	deadline := time.Now().Add(time.Minute) // only a hang reaches it
+	for {
+		c := health.GetChild("job-refresh-refreshing")
+		var status string
+		if c != nil {
+			health.Lock()
+			status = c.Status
+			health.Unlock()
+		}
+		if strings.HasPrefix(status, "Next refresh in ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job-refresh-refreshing: %q, want the next refresh", status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c := health.GetChild("job-refresh-still"); c != nil {
+		t.Errorf("a reconciler without refresh has a refresh job: %+v", c)
+	}
+}
