@@ -127,9 +127,23 @@ func sameStatus(a, b reconciler.Status) bool {
 }
 
 func TestStatusSet(t *testing.T) {
+	// An empty set is Done and reads "Pending", as statedb's: no entry
+	// is not Done, and a reconciler reading it (Get) finds Pending.
 	var zero reconciler.StatusSet
-	if zero.IsDone() || reconciler.NewStatusSet().IsDone() {
-		t.Fatal("an empty StatusSet is Done (cilium#48268)")
+	for _, empty := range []reconciler.StatusSet{zero, reconciler.NewStatusSet(), zero.Pending()} {
+		if !empty.IsDone() || empty.IsPendingOrRefreshing() || empty.String() != "Pending" || empty.Len() != 0 {
+			t.Errorf("empty set: IsDone %v, IsPendingOrRefreshing %v, String %q, Len %d; want true, false, Pending, 0",
+				empty.IsDone(), empty.IsPendingOrRefreshing(), empty.String(), empty.Len())
+		}
+		if g := empty.Get("a"); g.Kind != reconciler.StatusKindPending {
+			t.Errorf("empty set: Get = %+v, want Pending", g)
+		}
+	}
+	// A set that names its reconcilers is not Done until each is: what
+	// keeps an object from looking Done before every reconciler saw it
+	// (cilium#48268).
+	if named := reconciler.NewStatusSet("a").Set("b", reconciler.StatusDone()); named.IsDone() {
+		t.Errorf("a set with a named reconciler pending is Done: %s", named)
 	}
 	s := reconciler.NewStatusSet("a", "b")
 	if s.Len() != 2 || !s.IsPendingOrRefreshing() || s.IsDone() {
