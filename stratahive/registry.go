@@ -26,7 +26,13 @@ type Registry struct {
 	names map[string]string
 }
 
-func newRegistry() *Registry {
+// NewRegistry returns an empty Registry. Cell provides one per hive; a
+// program that builds the script commands without Cell (Commands,
+// ScriptCommands, as statedb's ScriptCommands(db) did) makes its own, in
+// which its table cells declare their tables (Declare) and
+// RegisterReconciler its reconcilers, for the db and reconciler/status
+// commands to list.
+func NewRegistry() *Registry {
 	return &Registry{tables: make(map[strata.TableName]string), names: make(map[string]string)}
 }
 

@@ -9,6 +9,9 @@ import (
 
 	"github.com/cilium/hive/hivetest"
 	"github.com/cilium/hive/script"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/stratahive"
 )
 
 // TestCmpUpdate: in the engine's update mode, a listing that does not
@@ -63,5 +66,37 @@ func TestBadInputWritesNothing(t *testing.T) {
 	}
 	if err := e.ExecuteLine(s, "db/empty hosts", &out); err != nil {
 		t.Fatalf("after a failed insert: %v", err)
+	}
+}
+
+// TestCommandsWithoutHive: the script commands work without a hive, over
+// a database and a Registry of the program's own (NewRegistry): db lists
+// the tables with the modules that declared them, db/get reads, and
+// reconciler/status lists no reconciler.
+func TestCommandsWithoutHive(t *testing.T) {
+	db := strata.New()
+	hosts, err := strata.NewTable(db, "hosts", hostByName, hostByZone, hostByAddr)
+	must(t, err)
+	reg := stratahive.NewRegistry()
+	must(t, reg.Declare("hosts", "app"))
+	insertHosts(t, db, hosts, &Host{Name: "a1", Zone: "eu"})
+	e := &script.Engine{Cmds: stratahive.Commands(db, reg)}
+	s, err := script.NewState(context.Background(), t.TempDir(), nil)
+	must(t, err)
+	for _, tc := range []struct{ line, want string }{
+		{"db", "app"},
+		{"db/get hosts a1", "a1"},
+		{"reconciler/status", "Name"},
+	} {
+		var out strings.Builder
+		if err := e.ExecuteLine(s, tc.line, &out); err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s:\n%s\nwant %q in it", tc.line, out.String(), tc.want)
+		}
+	}
+	if got := reg.Reconcilers(); len(got) != 0 {
+		t.Errorf("reconcilers %v, want none", got)
 	}
 }
