@@ -147,7 +147,7 @@ func TestTwoUnnamedReconcilersOfOneTable(t *testing.T) {
 		t.Errorf("updates %d and %d, want 1 each", ops1.count(), ops2.count())
 	}
 	for _, scope := range []string{"job-reconcile-objects", "job-reconcile-objects-test2"} {
-		waitHealth(t, health, scope, cell.StatusOK)
+		waitHealth(t, health, scope, cell.StatusOK, "OK, 1 object(s)")
 	}
 }
 
@@ -182,7 +182,7 @@ func TestUnnamedReconcilerNames(t *testing.T) {
 		t.Errorf("reconcilers %v, want %v", got, want)
 	}
 	for _, name := range want {
-		waitHealth(t, health, "job-reconcile-"+name, cell.StatusOK)
+		waitHealth(t, health, "job-reconcile-"+name, cell.StatusOK, "OK, 0 object(s)")
 	}
 
 	// A name given twice is refused.
@@ -203,21 +203,25 @@ func TestUnnamedReconcilerNames(t *testing.T) {
 	}
 }
 
-// waitHealth waits until the health scope reports level.
-func waitHealth(t *testing.T, h *cell.SimpleHealth, scope string, level cell.Level) {
+// waitHealth waits until the health scope reports level with a status
+// that starts with prefix (the reconciler's own report, not the job's
+// "Running").
+func waitHealth(t *testing.T, h *cell.SimpleHealth, scope string, level cell.Level, prefix string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute) // only a hang reaches it
 	for {
+		var got cell.Level
+		var status string
 		if c := h.GetChild(scope); c != nil {
 			h.Lock()
-			got := c.Level
+			got, status = c.Level, c.Status
 			h.Unlock()
-			if got == level {
+			if got == level && strings.HasPrefix(status, prefix) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("health %s: not %s", scope, level)
+			t.Fatalf("health %s: %s %q, want %s %q...", scope, got, status, level, prefix)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -244,25 +248,9 @@ func TestRefreshJob(t *testing.T) {
 	log := hivetest.Logger(t)
 	must(t, h.Start(log, context.Background()))
 	t.Cleanup(func() { must(t, h.Stop(log, context.Background())) })
-	waitHealth(t, health, "job-reconcile-refreshing", cell.StatusOK)
-	waitHealth(t, health, "job-reconcile-still", cell.StatusOK)
-	deadline := time.Now().Add(time.Minute) // only a hang reaches it
-	for {
-		c := health.GetChild("job-refresh-refreshing")
-		var status string
-		if c != nil {
-			health.Lock()
-			status = c.Status
-			health.Unlock()
-		}
-		if strings.HasPrefix(status, "Next refresh in ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job-refresh-refreshing: %q, want the next refresh", status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitHealth(t, health, "job-reconcile-refreshing", cell.StatusOK, "OK, 0 object(s)")
+	waitHealth(t, health, "job-reconcile-still", cell.StatusOK, "OK, 0 object(s)")
+	waitHealth(t, health, "job-refresh-refreshing", cell.StatusOK, "Next refresh in ")
 	if c := health.GetChild("job-refresh-still"); c != nil {
 		t.Errorf("a reconciler without refresh has a refresh job: %+v", c)
 	}
