@@ -30,8 +30,19 @@ var benchN = flag.Int("reconciler.benchn", 100_000, "objects of BenchmarkReconci
 // BenchmarkReconcile is statedb's reconciler benchmark shape (B1 of
 // bench/compare, which runs it beside statedb's): N objects inserted in
 // transactions of 1000, an Update that does nothing, from the first insert
-// until every status is Done.
+// until every status is Done. It guards the cost of the round limiter
+// when it is off (roundLimit.take).
 func BenchmarkReconcile(b *testing.B) {
+	benchReconcile(b)
+}
+
+// BenchmarkReconcileRoundLimit is BenchmarkReconcile with statedb's
+// benchmark's round limit: 1000 rounds a second, with bursts of 10.
+func BenchmarkReconcileRoundLimit(b *testing.B) {
+	benchReconcile(b, reconciler.WithRoundRateLimit(1000, 10))
+}
+
+func benchReconcile(b *testing.B, opts ...reconciler.Option) {
 	n := *benchN
 	b.ReportAllocs()
 	var total time.Duration
@@ -41,7 +52,7 @@ func BenchmarkReconcile(b *testing.B) {
 		r, err := reconciler.New(db, reconciler.Config[*testObj]{
 			Table: tbl, CloneObject: (*testObj).Clone, GetObjectStatus: (*testObj).GetStatus,
 			SetObjectStatus: (*testObj).SetStatus, Operations: nopOps{},
-		}, reconciler.WithoutPruning(), reconciler.WithoutRefresh())
+		}, append([]reconciler.Option{reconciler.WithoutPruning(), reconciler.WithoutRefresh()}, opts...)...)
 		if err != nil {
 			b.Fatal(err)
 		}

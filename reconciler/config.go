@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -79,6 +80,8 @@ type options struct {
 	name        string
 	workers     int
 	roundSize   int
+	roundRate   float64 // rounds per second; 0: no limit
+	roundBurst  int
 	retryMin    time.Duration
 	retryMax    time.Duration
 	jitter      float64
@@ -124,9 +127,23 @@ func (o *options) invalid(format string, args ...any) {
 }
 
 // WithName names the reconciler in metrics, logs and health reports. The
-// default is the table's name.
+// default (and WithName("")) is the table's name; stratahive names a
+// second unnamed reconciler of a table otherwise (RegisterReconciler).
 func WithName(name string) Option {
 	return func(o *options) { o.name = name }
+}
+
+// NameOf returns the name opts give a reconciler (the last WithName among
+// them decides), and false if none gives one or the last gives "": New
+// then names the reconciler after its table. A package that registers
+// reconcilers under names it keeps unique (stratahive) asks it to tell
+// an unnamed reconciler from a named one.
+func NameOf(opts ...Option) (string, bool) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o.name, o.name != ""
 }
 
 // WithWorkers sets how many operations may run at once (default 1). At
@@ -149,6 +166,33 @@ func WithRoundSize(n int) Option {
 			o.invalid("WithRoundSize(%d): round size must be positive", n)
 		}
 		o.roundSize = n
+	}
+}
+
+// WithRoundRateLimit caps how many rounds the reconciler hands to its
+// workers: roundsPerSecond on average, and up to burst at once after a
+// quiet spell (a token bucket, golang.org/x/time/rate's, which starts
+// full). It is cilium/statedb's round limiter (WithRoundLimits' limiter;
+// statedb's benchmark sets 1000 rounds a second with a burst of 10).
+//
+// A round is the objects given to one worker at once (at most
+// WithRoundSize of them, in one BatchOperations call when there are
+// batch operations), whatever the number of workers: the limit is the
+// reconciler's, not each worker's. While the limit holds the next round
+// back, changes are still read and queued, so the round that follows
+// takes more of them: the limit trades latency for fewer and larger
+// rounds (fewer status write transactions, larger batches). Nothing is
+// dropped. Prunes and refresh marks are not rounds (WithRefresh has its
+// own rate).
+//
+// The default is no limit. roundsPerSecond must be positive and finite,
+// and burst at least 1; otherwise New fails with ErrInvalidOption.
+func WithRoundRateLimit(roundsPerSecond float64, burst int) Option {
+	return func(o *options) {
+		if !(roundsPerSecond > 0) || math.IsInf(roundsPerSecond, 1) || burst < 1 {
+			o.invalid("WithRoundRateLimit(%g, %d): need a positive finite rate and a burst of at least 1", roundsPerSecond, burst)
+		}
+		o.roundRate, o.roundBurst = roundsPerSecond, burst
 	}
 }
 

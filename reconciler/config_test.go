@@ -95,3 +95,25 @@ func TestRunOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestNameOf: NameOf tells the name the last WithName gives, and that
+// none is given when no WithName is there or the last gives "".
+func TestNameOf(t *testing.T) {
+	for _, tc := range []struct {
+		opts  []reconciler.Option
+		name  string
+		named bool
+	}{
+		{nil, "", false},
+		{[]reconciler.Option{reconciler.WithWorkers(2)}, "", false},
+		{[]reconciler.Option{reconciler.WithName("a"), reconciler.WithWorkers(2)}, "a", true},
+		{[]reconciler.Option{reconciler.WithName("a"), reconciler.WithName("b")}, "b", true},
+		{[]reconciler.Option{reconciler.WithName("a"), reconciler.WithName("")}, "", false},
+		// An invalid option does not hide the name.
+		{[]reconciler.Option{reconciler.WithWorkers(0), reconciler.WithName("c")}, "c", true},
+	} {
+		if name, named := reconciler.NameOf(tc.opts...); name != tc.name || named != tc.named {
+			t.Errorf("NameOf(%d options) = %q, %v; want %q, %v", len(tc.opts), name, named, tc.name, tc.named)
+		}
+	}
+}

@@ -69,6 +69,10 @@
 //     does not see what Prune deletes, and warns when a prune did not ask.
 //     A prune writes nothing to the table. Prune called while a prune
 //     runs makes another one after it.
+//   - With a round rate limit (WithRoundRateLimit, statedb's round
+//     limiter; none by default) at most that many rounds a second are
+//     handed to the workers, after a burst; changes queue meanwhile and
+//     are taken by the next rounds, none lost.
 //   - Refresh marks Done objects older than the refresh interval (with
 //     jitter) Refreshing, at a limited rate and in batches, and reconciles
 //     them in the background; objects found Done when Run starts (a
@@ -110,7 +114,9 @@
 // receive operations by outcome, their durations and queue waits, the
 // time from a change (its Pending status's UpdatedAt) to the commit of its
 // Done status, status writes and conflicts, prunes and refreshes. Run reports health to a Health, which
-// cilium/hive's cell.Health satisfies, and logs with log/slog.
+// cilium/hive's cell.Health satisfies, and logs with log/slog;
+// ReportRefresh reports the refresh's state to another Health (the job
+// "refresh-<name>" of stratahive, as statedb's reconciler has).
 //
 // This package imports neither hive nor Prometheus: adapters live
 // elsewhere.

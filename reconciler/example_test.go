@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -151,4 +152,55 @@ func Example() {
 	// 10.1.0.0/16 via eth1
 	// 10.0.0.0/8 Done
 	// 10.1.0.0/16 Done
+}
+
+// ExampleWithRoundRateLimit runs a reconciler with statedb's round limit
+// (its benchmark's: 1000 rounds a second, bursts of 10): the routes are
+// reconciled, in rounds no more frequent than that. A limit out of range
+// fails New with ErrInvalidOption.
+func ExampleWithRoundRateLimit() {
+	db := strata.New()
+	routes := strata.MustNewTable(db, "routes", routeByPrefix)
+	world := &kernel{routes: map[string]string{}}
+	cfg := reconciler.Config[*Route]{
+		Table:           routes,
+		CloneObject:     (*Route).Clone,
+		GetObjectStatus: (*Route).GetStatus,
+		SetObjectStatus: (*Route).SetStatus,
+		Operations:      world,
+	}
+	_, err := reconciler.New(db, cfg, reconciler.WithRoundRateLimit(0, 10))
+	fmt.Println(errors.Is(err, reconciler.ErrInvalidOption))
+
+	r, err := reconciler.New(db, cfg, reconciler.WithRoundSize(1000), reconciler.WithRoundRateLimit(1000, 10))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx, nil) }()
+	wtxn := db.WriteTxn(routes)
+	for i := range 3 {
+		route := &Route{Prefix: fmt.Sprintf("10.%d.0.0/16", i), NextHop: "eth0", Status: reconciler.StatusPending()}
+		if _, _, err := routes.Insert(wtxn, route); err != nil {
+			panic(err)
+		}
+	}
+	rev := routes.Revision(wtxn)
+	if _, err := wtxn.Commit(); err != nil {
+		panic(err)
+	}
+	if _, _, err := r.WaitUntilReconciled(ctx, rev); err != nil {
+		panic(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		panic(err)
+	}
+	world.mu.Lock()
+	fmt.Println(len(world.routes), "routes")
+	world.mu.Unlock()
+	// Output:
+	// true
+	// 3 routes
 }

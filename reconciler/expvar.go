@@ -17,6 +17,7 @@ import (
 //	update_requeue, delete_ok, delete_error, ...
 //	                                     counters of operations by outcome
 //	op_ns_total, op_ns_max               time operations ran
+//	update_ns_total, delete_ns_total     the same, by operation
 //	queue_waits, queue_wait_ns_total     objects started, and their wait in a lane
 //	reconciled, reconciled_ns_total      objects that became Done, and their time from
 //	                                     the change (its Pending status's UpdatedAt)
@@ -24,6 +25,7 @@ import (
 //	status_commits, status_commit_errors write transactions of statuses
 //	statuses_written, status_conflicts   statuses written, and objects changed meanwhile
 //	prunes_ok, prunes_error, prunes_refused, prune_ns_total
+//	prune_failing                        1 if the latest prune did not succeed, else 0
 //	refresh_marked                       objects marked for refresh
 //	lag, queued_changes, queued_retries, queued_background, parked, delayed,
 //	in_flight, failing, oldest_pending_ns, longest_running_ns
@@ -87,11 +89,13 @@ func (e *ExpVar) Reconciler(name string) ReconcilerMetrics {
 		v   expvar.Var
 	}{
 		{"op_ns_total", &r.opTotal}, {"op_ns_max", &r.opMax},
+		{"update_ns_total", &r.opNs[OpUpdate]}, {"delete_ns_total", &r.opNs[OpDelete]},
 		{"queue_waits", &r.waits}, {"queue_wait_ns_total", &r.waitTotal},
 		{"reconciled", &r.reconciled}, {"reconciled_ns_total", &r.reconciledTotal},
 		{"status_commits", &r.commits}, {"status_commit_errors", &r.commitErrors},
 		{"statuses_written", &r.written}, {"status_conflicts", &r.conflicts},
-		{"prune_ns_total", &r.pruneTotal}, {"refresh_marked", &r.marked},
+		{"prune_ns_total", &r.pruneTotal}, {"prune_failing", &r.pruneFailing},
+		{"refresh_marked", &r.marked},
 		{"lag", &r.lag}, {"queued_changes", &r.queued[LaneChanges]},
 		{"queued_retries", &r.queued[LaneRetries]}, {"queued_background", &r.queued[LaneBackground]},
 		{"parked", &r.parked}, {"delayed", &r.delayed}, {"in_flight", &r.inFlight},
@@ -110,6 +114,7 @@ type expvarReconciler struct {
 	ops                   [numOps][numOutcomes]expvar.Int
 	prunes                [numOutcomes]expvar.Int
 	opTotal, waits        expvar.Int
+	opNs                  [numOps]expvar.Int
 	waitTotal             expvar.Int
 	opMax                 expvars.Max
 	reconciled            expvar.Int
@@ -117,6 +122,7 @@ type expvarReconciler struct {
 	commits, commitErrors expvar.Int
 	written, conflicts    expvar.Int
 	pruneTotal, marked    expvar.Int
+	pruneFailing          expvar.Int
 	lag                   expvar.Int
 	queued                [numLanes]expvar.Int
 	parked, delayed       expvar.Int
@@ -128,6 +134,7 @@ type expvarReconciler struct {
 func (r *expvarReconciler) Operation(op Op, outcome Outcome, d time.Duration) {
 	r.ops[op][outcome].Add(1)
 	r.opTotal.Add(int64(d))
+	r.opNs[op].Add(int64(d))
 	r.opMax.Observe(int64(d))
 }
 
@@ -167,6 +174,11 @@ func (r *expvarReconciler) Progress(s Stats) {
 func (r *expvarReconciler) Prune(outcome Outcome, d time.Duration) {
 	r.prunes[outcome].Add(1)
 	r.pruneTotal.Add(int64(d))
+	failing := int64(0)
+	if outcome != OutcomeOK {
+		failing = 1
+	}
+	r.pruneFailing.Set(failing)
 }
 
 func (r *expvarReconciler) Refresh(marked int) { r.marked.Add(int64(marked)) }

@@ -60,6 +60,7 @@ type loop[Obj any] struct {
 
 	prune   pruneState[Obj]
 	refresh refreshState
+	rounds  roundLimit
 }
 
 // Run reconciles until ctx is done, then drains: it waits for the
@@ -108,6 +109,7 @@ func (r *Reconciler[Obj]) Run(ctx context.Context, health Health) error {
 	l.timer.Stop()
 	defer l.timer.Stop()
 	l.prune.init(r)
+	l.rounds.init(&r.o, r.epoch)
 	l.refresh.init(&r.o, r.rand.Uint64(), time.Now())
 	l.committer = committer[Obj]{l: l, in: make(chan *batch[Obj], n), quit: make(chan struct{})}
 	var committerDone sync.WaitGroup
@@ -130,6 +132,7 @@ func (r *Reconciler[Obj]) Run(ctx context.Context, health Health) error {
 		close(l.committer.in)
 		committerDone.Wait()
 		l.health.stopped()
+		r.reportRefresh(refreshOff, 0)
 	}()
 	l.run(ctx)
 	return nil
@@ -234,6 +237,9 @@ func (l *loop[Obj]) nextDeadline(now int64) int64 {
 	}
 	if !l.stopping {
 		next = min(next, l.refresh.next(), l.prune.next(l))
+		if l.idle > 0 {
+			next = min(next, l.rounds.next(now))
+		}
 	}
 	return next
 }
@@ -371,6 +377,11 @@ func (l *loop[Obj]) readFeed(now int64) {
 	if first {
 		l.firstBatch = false
 		l.refresh.begin(now, true)
+		if l.refresh.active {
+			r.reportRefresh(refreshPassing, 0)
+		} else {
+			r.reportRefresh(refreshOff, 0)
+		}
 	}
 }
 
@@ -458,6 +469,10 @@ func (l *loop[Obj]) dispatch(now int64) {
 		if !r.ctl.reserve() {
 			return
 		}
+		if !l.rounds.take(now) {
+			r.ctl.release()
+			return
+		}
 		// A fair share of all the workers, not only of the idle ones:
 		// the first worker back must not take what the others, busy
 		// for now, would share (TestRoundsKeepWorkersBusy). Until an
@@ -486,6 +501,7 @@ func (l *loop[Obj]) dispatch(now int64) {
 		r.mu.Unlock()
 		if len(b.entries) == 0 {
 			r.ctl.release()
+			l.rounds.giveBack(now)
 			l.putBatch(b)
 			return
 		}

@@ -255,6 +255,7 @@ type modelConfig struct {
 	batch    bool
 	requeues bool // some operations ask for a requeue
 	refresh  bool // refresh every 10ms
+	rounds   bool // a round rate limit: 200 rounds a second, bursts of 2
 	objects  int  // distinct IDs
 	actions  int  // user actions per seed
 }
@@ -292,9 +293,10 @@ func TestModel(t *testing.T) {
 		{workers: 3, objects: 5, actions: 30, batch: true, failures: true},
 		{workers: 3, objects: 4, actions: 30, requeues: true, failures: true},
 		{workers: 2, objects: 4, actions: 30, refresh: true},
+		{workers: 3, objects: 5, actions: 30, ordering: true, failures: true, rounds: true},
 	} {
-		name := fmt.Sprintf("workers=%d/objects=%d/ordering=%v/failures=%v/prune=%v/batch=%v/requeue=%v/refresh=%v",
-			mc.workers, mc.objects, mc.ordering, mc.failures, mc.pruning, mc.batch, mc.requeues, mc.refresh)
+		name := fmt.Sprintf("workers=%d/objects=%d/ordering=%v/failures=%v/prune=%v/batch=%v/requeue=%v/refresh=%v/rounds=%v",
+			mc.workers, mc.objects, mc.ordering, mc.failures, mc.pruning, mc.batch, mc.requeues, mc.refresh, mc.rounds)
 		t.Run(name, func(t *testing.T) {
 			seeds := *modelSeeds
 			if *modelLong {
@@ -379,11 +381,14 @@ func newModelRig(t *testing.T, mc modelConfig, seed int64) *modelRig {
 	if mc.batch {
 		cfg.BatchOperations = modelBatch{w}
 	}
-	refresh := reconciler.WithoutRefresh()
+	refresh, rounds := reconciler.WithoutRefresh(), reconciler.WithRoundSize(2) // (the round size again: no limit)
 	if mc.refresh {
 		refresh = reconciler.WithRefresh(10*time.Millisecond, 1000)
 	}
-	r, err := reconciler.New(db, cfg,
+	if mc.rounds {
+		rounds = reconciler.WithRoundRateLimit(200, 2)
+	}
+	r, err := reconciler.New(db, cfg, rounds,
 		reconciler.WithWorkers(mc.workers),
 		reconciler.WithRoundSize(2),
 		reconciler.WithRetry(10*time.Millisecond, 40*time.Millisecond),

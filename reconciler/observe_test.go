@@ -225,10 +225,22 @@ func TestExpVarPublish(t *testing.T) {
 		"update_ok": 2, "delete_timeout": 1, "op_ns_max": int64(time.Second), "statuses_written": 10,
 		"status_conflicts": 2, "status_commits": 2, "status_commit_errors": 1, "lag": 7, "queued_background": 3,
 		"prunes_refused": 1, "refresh_marked": 5,
+		// Per operation, as statedb's reconciliation_duration keyed
+		// .../update and .../delete; statedb's prune_current_errors.
+		"update_ns_total": int64(4 * time.Millisecond), "delete_ns_total": int64(time.Second),
+		"op_ns_total": int64(time.Second + 4*time.Millisecond), "prune_failing": 1,
 	} {
 		if r[k] != want {
 			t.Errorf("%s = %d, want %d", k, r[k], want)
 		}
+	}
+	// A prune that works clears prune_failing.
+	h.Prune(reconciler.OutcomeOK, time.Second)
+	if err := json.Unmarshal([]byte(e.String()), &got); err != nil {
+		t.Fatal(err)
+	}
+	if v := got["routes"]["prune_failing"]; v != 0 {
+		t.Errorf("prune_failing = %d after a prune that worked", v)
 	}
 }
 
@@ -270,8 +282,10 @@ func TestHealthAndLogs(t *testing.T) {
 }
 
 // TestDependencies: the reconciler and its test kit import the standard
-// library and Strata's own packages only (its internal ones included): no
-// hive, no Prometheus (that is reconciler/prometheus), no OpenTelemetry.
+// library, Strata's own packages (its internal ones included) and
+// golang.org/x/time/rate (the round limiter, WithRoundRateLimit, which
+// imports nothing outside the standard library) only: no hive, no
+// Prometheus (that is reconciler/prometheus), no OpenTelemetry.
 func TestDependencies(t *testing.T) {
 	// go test puts its own go tool's directory first in PATH.
 	goTool, err := exec.LookPath("go")
@@ -280,7 +294,8 @@ func TestDependencies(t *testing.T) {
 	}
 	const mod = "github.com/strata-db/strata"
 	allowed := map[string]bool{mod: true, mod + "/part": true, mod + "/index": true, mod + "/metrics": true,
-		mod + "/reconciler": true, mod + "/reconciler/reconcilertest": true}
+		mod + "/reconciler": true, mod + "/reconciler/reconcilertest": true,
+		"golang.org/x/time/rate": true}
 	for _, pkg := range []string{".", "./reconcilertest"} {
 		out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
 		if err != nil {

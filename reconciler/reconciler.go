@@ -61,6 +61,8 @@ type Reconciler[Obj any] struct {
 	s  work[Obj]
 	// figures the loop keeps for Stats and Inspect, under mu.
 	commitErr error // of the last status write, nil once one works
+	// refreshRep is the refresh's state, for ReportRefresh.
+	refreshRep refreshReport
 	// running tells, for each worker, when its current operation
 	// started; set by Run.
 	running []func() (int64, bool)

@@ -40,6 +40,9 @@ type refreshState struct {
 	// minDue is the earliest time an object seen in the pass, not due
 	// yet, becomes due.
 	minDue time.Time
+	// markFailing: the last write of marks failed (reported to
+	// ReportRefresh until one works).
+	markFailing bool
 }
 
 // maxExamine bounds the objects one refresh tick reads, so that a large
@@ -100,6 +103,7 @@ func (l *loop[Obj]) refreshTick(now int64) {
 		if f.begin(now, false); !f.active {
 			return
 		}
+		l.r.reportRefresh(refreshPassing, 0)
 	}
 	r := l.r
 	txn := r.db.ReadTxn()
@@ -159,6 +163,7 @@ func (l *loop[Obj]) endRefreshPass(now int64, wallNow time.Time) {
 	f.cursor = f.cursor[:0]
 	if f.every == 0 {
 		f.nextAt = math.MaxInt64
+		l.r.reportRefresh(refreshOff, 0)
 		return
 	}
 	next := now + int64(f.every/2)
@@ -166,6 +171,7 @@ func (l *loop[Obj]) endRefreshPass(now int64, wallNow time.Time) {
 		next = min(next, now+int64(f.minDue.Sub(wallNow)))
 	}
 	f.nextAt = max(next, now+int64(f.every/16))
+	l.r.reportRefresh(refreshWaiting, f.nextAt)
 }
 
 // markRefreshing sets the Refreshing status on objects that did not change
@@ -182,7 +188,13 @@ func (l *loop[Obj]) markRefreshing(marks []mark[Obj]) {
 	}
 	if _, err := wtxn.Commit(); err != nil {
 		r.log.Warn("Marking objects for refresh failed", "error", err)
+		l.refresh.markFailing = true
+		r.reportMarkErr(err)
 		return
+	}
+	if l.refresh.markFailing {
+		l.refresh.markFailing = false
+		r.reportMarkErr(nil)
 	}
 	if r.metricsOn {
 		r.m.Refresh(n)

@@ -3,6 +3,9 @@ package reconciler_test
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -164,4 +167,128 @@ func TestRefreshJitter(t *testing.T) {
 			t.Errorf("the refreshes came at %d distinct times, want them spread", len(distinct))
 		}
 	})
+}
+
+// reportLog records every report given to it, as "OK: msg" or
+// "Degraded: reason: err".
+type reportLog struct {
+	mu      sync.Mutex
+	reports []string
+}
+
+func (h *reportLog) OK(status string) { h.add("OK: " + status) }
+func (h *reportLog) Degraded(reason string, err error) {
+	h.add("Degraded: " + reason + ": " + err.Error())
+}
+func (h *reportLog) Stopped(reason string) { h.add("Stopped: " + reason) }
+
+func (h *reportLog) add(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reports = append(h.reports, s)
+}
+
+// take returns the reports since the last call.
+func (h *reportLog) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.reports
+	h.reports = nil
+	return r
+}
+
+// TestReportRefresh: ReportRefresh reports the refresh's phases as they
+// change (waiting for Run, a pass, the time to the next, marks that
+// fail and work again, off once Run returned) and returns when its
+// context ends; RefreshInterval is WithRefresh's interval.
+func TestReportRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, fixtureConfig{}, reconciler.WithRefresh(time.Hour, 100))
+		if d := f.r.RefreshInterval(); d != time.Hour {
+			t.Errorf("RefreshInterval = %s", d)
+		}
+		journal := &flakyJournal{}
+		wtxn := f.db.WriteTxn(f.tbl)
+		if err := strata.SetJournal(wtxn, f.tbl, journal, nopTableJournal[*testObj]{}); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, wtxn)
+		h := &reportLog{}
+		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan error, 1)
+		go func() { returned <- f.r.ReportRefresh(ctx, h) }()
+		settle(0)
+		expectReports(t, h, "OK: Waiting for the reconciler to start")
+
+		f.start()
+		f.upsert(pending(1, "a"), pending(2, "b"))
+		settle(0)
+		// The first pass finds nothing due: the next in half the
+		// interval. (ReportRefresh reports the newest state: it may not
+		// see a pass as short as this one.)
+		expectLastReport(t, h, "OK: Next refresh in 30m0s")
+
+		// The next pass marks both objects, but the store refuses the
+		// marks until it works again.
+		time.Sleep(30 * time.Minute)
+		journal.fail.Store(true)
+		settle(time.Hour)
+		expectLastReport(t, h, "Degraded: marking objects for refresh failed: journal: the store refuses the write")
+		journal.fail.Store(false)
+		settle(time.Hour)
+		got := h.take()
+		if len(got) == 0 || !strings.HasPrefix(got[len(got)-1], "OK: Next refresh in ") {
+			t.Errorf("reports %q after the store works again, want the next refresh last", got)
+		}
+		if up, _, _ := f.world.Counts(); up < 4 {
+			t.Errorf("%d updates, want the objects and their refreshes", up)
+		}
+		f.stop()
+		settle(0)
+		expectReports(t, h, "OK: Refresh off")
+		cancel()
+		if err := <-returned; err != nil {
+			t.Errorf("ReportRefresh = %v", err)
+		}
+	})
+}
+
+// TestReportRefreshOff: without refresh, ReportRefresh says so once Run
+// read the table, and RefreshInterval is 0.
+func TestReportRefreshOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, fixtureConfig{}) // WithoutRefresh
+		if d := f.r.RefreshInterval(); d != 0 {
+			t.Errorf("RefreshInterval = %s, want 0", d)
+		}
+		h := &reportLog{}
+		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan error, 1)
+		go func() { returned <- f.r.ReportRefresh(ctx, h) }()
+		settle(0)
+		expectReports(t, h, "OK: Waiting for the reconciler to start")
+		f.start()
+		settle(time.Second)
+		expectReports(t, h, "OK: Refresh off")
+		f.stop()
+		cancel()
+		if err := <-returned; err != nil {
+			t.Errorf("ReportRefresh = %v", err)
+		}
+	})
+}
+
+func expectReports(t *testing.T, h *reportLog, want ...string) {
+	t.Helper()
+	if got := h.take(); !slices.Equal(got, want) {
+		t.Errorf("reports %q, want %q", got, want)
+	}
+}
+
+// expectLastReport checks the last report since the last call.
+func expectLastReport(t *testing.T, h *reportLog, want string) {
+	t.Helper()
+	if got := h.take(); len(got) == 0 || got[len(got)-1] != want {
+		t.Errorf("reports %q, want %q last", got, want)
+	}
 }

@@ -127,9 +127,23 @@ func sameStatus(a, b reconciler.Status) bool {
 }
 
 func TestStatusSet(t *testing.T) {
+	// An empty set is Done and reads "Pending", as statedb's: no entry
+	// is not Done, and a reconciler reading it (Get) finds Pending.
 	var zero reconciler.StatusSet
-	if zero.IsDone() || reconciler.NewStatusSet().IsDone() {
-		t.Fatal("an empty StatusSet is Done (cilium#48268)")
+	for _, empty := range []reconciler.StatusSet{zero, reconciler.NewStatusSet(), zero.Pending()} {
+		if !empty.IsDone() || empty.IsPendingOrRefreshing() || empty.String() != "Pending" || empty.Len() != 0 {
+			t.Errorf("empty set: IsDone %v, IsPendingOrRefreshing %v, String %q, Len %d; want true, false, Pending, 0",
+				empty.IsDone(), empty.IsPendingOrRefreshing(), empty.String(), empty.Len())
+		}
+		if g := empty.Get("a"); g.Kind != reconciler.StatusKindPending {
+			t.Errorf("empty set: Get = %+v, want Pending", g)
+		}
+	}
+	// A set that names its reconcilers is not Done until each is: what
+	// keeps an object from looking Done before every reconciler saw it
+	// (cilium#48268).
+	if named := reconciler.NewStatusSet("a").Set("b", reconciler.StatusDone()); named.IsDone() {
+		t.Errorf("a set with a named reconciler pending is Done: %s", named)
 	}
 	s := reconciler.NewStatusSet("a", "b")
 	if s.Len() != 2 || !s.IsPendingOrRefreshing() || s.IsDone() {
@@ -218,5 +232,49 @@ func TestStatusSetYAML(t *testing.T) {
 	}
 	if err := yaml.Unmarshal([]byte("statuses: [1, 2]\n"), &back); err == nil {
 		t.Error("a sequence decoded as a StatusSet")
+	}
+}
+
+// TestStatusTextAsMigratingSays: what MIGRATING.md says of a Status as
+// text. String shows an Error's attempts (and terminal), ages as rounded
+// Go durations, and "never" for no time; JSON and YAML put kind first,
+// and statedb's order (updated-at, error, id, kind) decodes.
+func TestStatusTextAsMigratingSays(t *testing.T) {
+	msg := "boom"
+	at := time.Now().Add(-90 * time.Second) // shown to the second: a slow machine does not change it
+	for _, tc := range []struct {
+		s    reconciler.Status
+		want string
+	}{
+		{reconciler.Status{Kind: reconciler.StatusKindError, UpdatedAt: at, Error: &msg, Attempts: 3}, "Error: boom (3 attempts, 1m30s ago)"},
+		{reconciler.Status{Kind: reconciler.StatusKindError, UpdatedAt: at, Error: &msg, Attempts: 1, Terminal: true}, "Error: boom (1 attempts, terminal, 1m30s ago)"},
+		{reconciler.Status{Kind: reconciler.StatusKindDone, UpdatedAt: at}, "Done (1m30s ago)"},
+		{reconciler.Status{Kind: reconciler.StatusKindPending}, "Pending (never ago)"},
+	} {
+		if got := tc.s.String(); got != tc.want {
+			t.Errorf("String = %q, want %q", got, tc.want)
+		}
+	}
+	s := reconciler.Status{Kind: reconciler.StatusKindError, UpdatedAt: time.Unix(1, 0).UTC(), Error: &msg, ID: 7, Attempts: 2}
+	js, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"kind":"Error","updated-at":"1970-01-01T00:00:01Z","error":"boom","id":7,"attempts":2}`; string(js) != want {
+		t.Errorf("JSON %s, want %s", js, want)
+	}
+	ys, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kind: Error\nupdated-at: 1970-01-01T00:00:01Z\nerror: boom\nid: 7\nattempts: 2\n"; string(ys) != want {
+		t.Errorf("YAML %q, want %q", ys, want)
+	}
+	var back reconciler.Status
+	if err := yaml.Unmarshal([]byte("updated-at: 1970-01-01T00:00:01Z\nerror: boom\nid: 7\nkind: Error\n"), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Kind != reconciler.StatusKindError || back.GetError() != "boom" || back.ID != 7 || !back.UpdatedAt.Equal(time.Unix(1, 0)) {
+		t.Errorf("statedb's order decoded as %+v", back)
 	}
 }

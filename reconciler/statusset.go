@@ -17,10 +17,12 @@ import (
 // entry pending with Pending.
 //
 // The names given to NewStatusSet and Pending are required: they have an
-// entry from then on, so IsDone is false until each of them is Done. An
-// empty set is not Done: a set that no reconciler was named in says
-// nothing about the outside world. (cilium/statedb's StatusSet reports an
-// empty set as done.)
+// entry from then on, so IsDone is false until each of them is Done.
+// Name the reconcilers that must see an object: a set that names none is
+// Done as soon as the entries it has are, the first reconciler's Done
+// included, before the others wrote anything (cilium#48268). An empty
+// set is Done (no entry is not Done) and reads "Pending" (a reconciler
+// reading it with Get finds Pending), as cilium/statedb's StatusSet.
 //
 // A StatusSet is a value; its methods return changed copies and never
 // modify the set they are called on, so a set inside a stored object may
@@ -128,22 +130,25 @@ func (s StatusSet) IsPendingOrRefreshing() bool {
 	return false
 }
 
-// IsDone reports whether the set has at least one entry and every entry is
-// Done.
+// IsDone reports whether every entry is Done; an empty set is Done, as
+// statedb's.
 func (s StatusSet) IsDone() bool {
 	for _, ns := range s.statuses {
 		if ns.Kind != StatusKindDone {
 			return false
 		}
 	}
-	return len(s.statuses) > 0
+	return true
 }
 
 // String lists the entries by kind, for instance
-// "Errored: b (boom), Pending: c, Done: a (1.5s ago)".
+// "Errored: b (boom), Pending: c, Done: a (1.5s ago)": the errored, then
+// the pending (and refreshing), then the done, each kind in name order,
+// and the age of the newest status. An empty set reads "Pending", as
+// statedb's.
 func (s StatusSet) String() string {
 	if len(s.statuses) == 0 {
-		return "Pending (no reconcilers)"
+		return "Pending"
 	}
 	var updatedAt time.Time
 	var done, pending, errored []string

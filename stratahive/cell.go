@@ -33,7 +33,7 @@ var Cell = cell.Module(
 	cell.Provide(
 		newMetrics,
 		newDB,
-		newRegistry,
+		NewRegistry,
 		ScriptCommands,
 	),
 )

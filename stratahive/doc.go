@@ -43,8 +43,9 @@
 // db, db/show, db/insert, db/delete, db/cmp, db/get, db/list, db/prefix,
 // db/lowerbound, db/watch, db/initialized, db/empty, db/dump and
 // reconciler/status (stratahive/durable adds db/snapshot and
-// db/restore). A test runs txtar scripts against a hive with
-// scripttest.Test:
+// db/restore); a program without Cell gets them from Commands or
+// ScriptCommands, with a Registry of its own (NewRegistry). A test runs
+// txtar scripts against a hive with scripttest.Test:
 //
 //	hive start
 //	db/insert hosts a1.yaml

@@ -28,18 +28,38 @@ type ReconcilerParams struct {
 
 // RegisterReconciler creates a reconciler of table (reconciler.New, with
 // the given functions and options) and adds it to the module's job group
-// as a one-shot job named "reconcile-" and the reconciler's name
-// (reconciler.WithName, by default the table's): it starts when the hive
-// starts, after the start hooks of the cells it depends on (a durable
-// table is loaded by then), and stops when the hive stops, draining its
-// operations in flight.
+// as a one-shot job named "reconcile-" and the reconciler's name (below):
+// it starts when the hive starts, after the start hooks of the cells it
+// depends on (a durable table is loaded by then), and stops when the hive
+// stops, draining its operations in flight.
 //
 // The job's health (cell.Health, scope "job-reconcile-<name>") is the
 // reconciler's: OK with the number of objects while it keeps up,
 // Degraded with the failing keys and their errors while objects fail.
+// A reconciler that refreshes periodically (reconciler.WithRefresh, on by
+// default) has a second job, "refresh-<name>", as statedb's reconciler
+// has: the refresh runs in the reconciler's loop, and the job reports it
+// (reconciler.Reconciler.ReportRefresh) in the scope
+// "job-refresh-<name>": OK "Next refresh in 29m59s" between passes,
+// Degraded while the marks cannot be written.
 // Its metrics are the Cell's (Config, or the program's) unless an option
 // gives others, and its logs go to the module's logger. The
 // reconciler/status script command reports on it.
+//
+// The reconciler's name is the one reconciler.WithName gives, which no
+// other reconciler of the hive may have (ErrDuplicateReconciler, whose
+// message suggests a free one). A reconciler given no name is named
+// after its table; if a reconciler of the hive has that name already
+// (statedb's programs run several unnamed reconcilers of one table, one
+// per module), it is named after its table and its module
+// ("objects-test2" for module "test2"; a nested module's dots are made
+// dashes), and if that is taken too after its table and the first free
+// number from 2 ("objects-2"), and the name is logged. The names depend
+// only on the order in which the hive registers the reconcilers (the
+// order of its cells), so a program names its reconcilers alike on every
+// start; give WithName where the name matters (metrics, health checks,
+// the reconciler/status command), so that adding a reconciler cannot
+// change it.
 //
 // The arguments are statedb's reconciler.Register's, so that a statedb
 // program ports by changing names; batchOps may be nil. The errors are
@@ -54,10 +74,21 @@ func RegisterReconciler[Obj any](
 	batchOps reconciler.BatchOperations[Obj],
 	options ...reconciler.Option,
 ) (*reconciler.Reconciler[Obj], error) {
+	module := params.ModuleID.String()
+	given, named := reconciler.NameOf(options...)
+	name, err := params.Registry.claimName(given, named, table.Name(), module)
+	if err != nil {
+		return nil, err
+	}
+	if !named && name != table.Name() {
+		params.Log.Info("Reconciler has no name and its table's is taken by another reconciler: named otherwise (reconciler.WithName chooses)",
+			"table", table.Name(), "module", module, "name", name)
+	}
 	opts := []reconciler.Option{
 		reconciler.WithLogger(params.Log),
 		reconciler.WithMetrics(params.Metrics.Reconcilers),
 	}
+	opts = append(append(opts, options...), reconciler.WithName(name))
 	r, err := reconciler.New(params.DB, reconciler.Config[Obj]{
 		Table:           table,
 		CloneObject:     clone,
@@ -65,23 +96,26 @@ func RegisterReconciler[Obj any](
 		SetObjectStatus: setStatus,
 		Operations:      ops,
 		BatchOperations: batchOps,
-	}, append(opts, options...)...)
+	}, opts...)
 	if err != nil {
+		params.Registry.releaseName(name)
 		return nil, err
 	}
-	err = params.Registry.addReconciler(&registeredReconciler{
+	params.Registry.addReconciler(&registeredReconciler{
 		name:    r.Name(),
-		module:  params.ModuleID.String(),
+		module:  module,
 		table:   table,
 		inspect: r.Inspect,
 		stats:   r.Stats,
 	})
-	if err != nil {
-		return nil, err
-	}
 	params.JobGroup.Add(job.OneShot("reconcile-"+r.Name(), func(ctx context.Context, health cell.Health) error {
 		return r.Run(ctx, health)
 	}))
+	if r.RefreshInterval() > 0 {
+		params.JobGroup.Add(job.OneShot("refresh-"+r.Name(), func(ctx context.Context, health cell.Health) error {
+			return r.ReportRefresh(ctx, health)
+		}))
+	}
 	return r, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/strata-db/strata"
@@ -19,10 +21,19 @@ type Registry struct {
 	mu          sync.Mutex
 	tables      map[strata.TableName]string // table name -> declaring module
 	reconcilers []*registeredReconciler
+	// names holds the names of the reconcilers, those being created
+	// included (claimName), with their modules.
+	names map[string]string
 }
 
-func newRegistry() *Registry {
-	return &Registry{tables: make(map[strata.TableName]string)}
+// NewRegistry returns an empty Registry. Cell provides one per hive; a
+// program that builds the script commands without Cell (Commands,
+// ScriptCommands, as statedb's ScriptCommands(db) did) makes its own, in
+// which its table cells declare their tables (Declare) and
+// RegisterReconciler its reconcilers, for the db and reconciler/status
+// commands to list.
+func NewRegistry() *Registry {
+	return &Registry{tables: make(map[strata.TableName]string), names: make(map[string]string)}
 }
 
 // ErrDuplicateTable: two cells of a hive declare tables of one name.
@@ -63,21 +74,64 @@ type registeredReconciler struct {
 	stats   func() reconciler.Stats
 }
 
-func (r *Registry) addReconciler(rr *registeredReconciler) error {
+// claimName reserves a name for a reconciler of table in module: name if
+// named (ErrDuplicateReconciler if a reconciler of the hive has it),
+// otherwise the first free of the table's name, the table's name and the
+// module's, and the table's name and a number (deriveName).
+func (r *Registry) claimName(name string, named bool, table strata.TableName, module string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, other := range r.reconcilers {
-		if other.name == rr.name {
-			return fmt.Errorf("stratahive: reconciler %q of module %q: module %q has a reconciler of that name already: %w",
-				rr.name, rr.module, other.module, ErrDuplicateReconciler)
-		}
+	if !named {
+		name = r.deriveName(table, module)
+	} else if other, ok := r.names[name]; ok {
+		return "", fmt.Errorf("stratahive: reconciler %q of module %q: module %q has a reconciler of that name already; "+
+			"give one of them another, for instance reconciler.WithName(%q): %w",
+			name, module, other, r.deriveName(name, module), ErrDuplicateReconciler)
 	}
-	r.reconcilers = append(r.reconcilers, rr)
-	return nil
+	r.names[name] = module
+	return name, nil
 }
 
-// ErrDuplicateReconciler: two reconcilers of one hive have the same name
-// (reconciler.WithName, by default the table's).
+// deriveName returns the first name no reconciler has of base, base and
+// module (with its dots made dashes, the characters a hive job's name
+// keeps), base-2, base-3, ...
+func (r *Registry) deriveName(base, module string) string {
+	if _, taken := r.names[base]; !taken {
+		return base
+	}
+	if module != "" {
+		name := base + "-" + strings.ReplaceAll(module, ".", "-")
+		if _, taken := r.names[name]; !taken {
+			return name
+		}
+	}
+	for i := 2; ; i++ {
+		name := base + "-" + strconv.Itoa(i)
+		if _, taken := r.names[name]; !taken {
+			return name
+		}
+	}
+}
+
+// releaseName gives back a name claimName reserved for a reconciler that
+// was not created.
+func (r *Registry) releaseName(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.names, name)
+}
+
+// addReconciler records a reconciler, whose name claimName reserved.
+func (r *Registry) addReconciler(rr *registeredReconciler) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reconcilers = append(r.reconcilers, rr)
+}
+
+// ErrDuplicateReconciler: two reconcilers of one hive were given the same
+// name (reconciler.WithName). The error names both modules and a name
+// that is free. Reconcilers given no name never clash: see
+// RegisterReconciler.
 var ErrDuplicateReconciler = errors.New("reconciler name taken")
 
 // Reconcilers returns the names of the registered reconcilers, sorted.

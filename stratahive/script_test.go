@@ -2,6 +2,7 @@ package stratahive_test
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,10 @@ import (
 
 	"github.com/cilium/hive/hivetest"
 	"github.com/cilium/hive/script"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/index"
+	"github.com/strata-db/strata/stratahive"
 )
 
 // TestCmpUpdate: in the engine's update mode, a listing that does not
@@ -63,5 +68,94 @@ func TestBadInputWritesNothing(t *testing.T) {
 	}
 	if err := e.ExecuteLine(s, "db/empty hosts", &out); err != nil {
 		t.Fatalf("after a failed insert: %v", err)
+	}
+}
+
+// TestCommandsWithoutHive: the script commands work without a hive, over
+// a database and a Registry of the program's own (NewRegistry): db lists
+// the tables with the modules that declared them, db/get reads, and
+// reconciler/status lists no reconciler.
+func TestCommandsWithoutHive(t *testing.T) {
+	db := strata.New()
+	hosts, err := strata.NewTable(db, "hosts", hostByName, hostByZone, hostByAddr)
+	must(t, err)
+	reg := stratahive.NewRegistry()
+	must(t, reg.Declare("hosts", "app"))
+	insertHosts(t, db, hosts, &Host{Name: "a1", Zone: "eu"})
+	e := &script.Engine{Cmds: stratahive.Commands(db, reg)}
+	s, err := script.NewState(context.Background(), t.TempDir(), nil)
+	must(t, err)
+	for _, tc := range []struct{ line, want string }{
+		{"db", "app"},
+		{"db/get hosts a1", "a1"},
+		{"reconciler/status", "Name"},
+	} {
+		var out strings.Builder
+		if err := e.ExecuteLine(s, tc.line, &out); err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s:\n%s\nwant %q in it", tc.line, out.String(), tc.want)
+		}
+	}
+	if got := reg.Reconcilers(); len(got) != 0 {
+		t.Errorf("reconcilers %v, want none", got)
+	}
+}
+
+// route is a table row with a prefix in an LPM index, for
+// TestQueriesAsMigratingSays.
+type route struct {
+	ID  uint64       `yaml:"id"`
+	Dst netip.Prefix `yaml:"dst"`
+}
+
+// TestQueriesAsMigratingSays: what MIGRATING.md says of text queries
+// through the db/* commands. On an LPM index an address is a
+// longest-prefix match and a prefix an exact query (statedb's
+// NetIPPrefixIndex does a longest-prefix match for both); an index
+// without FromString parses its key from text when the key type has a
+// text form (statedb's fails).
+func TestQueriesAsMigratingSays(t *testing.T) {
+	byID := strata.Index[*route, uint64]{ // no FromString
+		Name:       "id",
+		FromObject: func(r *route) index.KeySet { return index.KeySetOf(index.Uint64(r.ID)) },
+		FromKey:    index.Uint64,
+		Unique:     true,
+	}
+	byDst := strata.LPMIndex[*route]{
+		Name:       "prefix",
+		FromObject: func(r *route) strata.PrefixSet { return strata.PrefixSetOf(r.Dst) },
+	}
+	db := strata.New()
+	routes, err := strata.NewTable(db, "routes", byID, byDst)
+	must(t, err)
+	wtxn := db.WriteTxn(routes)
+	_, _, err = routes.Insert(wtxn, &route{ID: 1, Dst: netip.MustParsePrefix("10.0.0.0/8")})
+	must(t, err)
+	_, err = wtxn.Commit()
+	must(t, err)
+	e := &script.Engine{Cmds: stratahive.Commands(db, stratahive.NewRegistry())}
+	s, err := script.NewState(context.Background(), t.TempDir(), nil)
+	must(t, err)
+	for _, tc := range []struct {
+		line  string
+		found bool
+	}{
+		{"db/get routes 1", true},                             // no FromString: parsed as a uint64
+		{"db/get -i prefix routes 10.1.2.3", true},            // an address: the longest match, 10.0.0.0/8
+		{"db/get -i prefix routes 10.1.0.0/16", false},        // a prefix: exactly 10.1.0.0/16, which no route has
+		{"db/get -i prefix routes 10.0.0.0/8", true},          // exactly 10.0.0.0/8
+		{"db/prefix -i prefix routes 10.0.0.0/8", true},       // 10.0.0.0/8 and its subnets
+		{"db/list -i prefix -f yaml routes 10.1.2.3", true},   // every match
+		{"db/list -i prefix -f yaml routes 192.0.2.1", false}, // none
+	} {
+		var out strings.Builder
+		if err := e.ExecuteLine(s, tc.line, &out); err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		if got := strings.Contains(out.String(), "10.0.0.0/8"); got != tc.found {
+			t.Errorf("%s: found %v, want %v:\n%s", tc.line, got, tc.found, out.String())
+		}
 	}
 }

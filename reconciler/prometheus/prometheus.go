@@ -15,6 +15,7 @@
 //	<namespace>_reconciler_status_conflicts_total             counter
 //	<namespace>_reconciler_prunes_total{outcome}              counter
 //	<namespace>_reconciler_prune_duration_seconds             histogram
+//	<namespace>_reconciler_prune_failing                      gauge, 1 if the latest prune did not succeed
 //	<namespace>_reconciler_refresh_marked_total               counter
 //	<namespace>_reconciler_lag_revisions                      gauge
 //	<namespace>_reconciler_queued{lane}                       gauge
@@ -46,7 +47,7 @@ type Metrics struct {
 	commits, prunes                        *prom.CounterVec
 	written, conflicts, marked             *prom.CounterVec
 	lag, queued, parked, delayed, inFlight *prom.GaugeVec
-	failing, oldest, longest               *prom.GaugeVec
+	failing, oldest, longest, pruneFailing *prom.GaugeVec
 }
 
 // New returns Metrics whose metric names start with namespace (which may
@@ -85,6 +86,7 @@ func New(reg prom.Registerer, namespace string) (*Metrics, error) {
 		failing:       gauge("failing", "Objects whose last attempt failed."),
 		oldest:        gauge("oldest_pending_seconds", "Age of the oldest change not yet attempted."),
 		longest:       gauge("longest_running_seconds", "Time the longest running operation has run."),
+		pruneFailing:  gauge("prune_failing", "1 if the latest prune did not succeed, else 0."),
 	}
 	if reg != nil {
 		if err := reg.Register(m); err != nil {
@@ -96,7 +98,8 @@ func New(reg prom.Registerer, namespace string) (*Metrics, error) {
 
 func (m *Metrics) collectors() []prom.Collector {
 	return []prom.Collector{m.ops, m.opDuration, m.queueWait, m.latency, m.pruneDuration, m.commits, m.prunes,
-		m.written, m.conflicts, m.marked, m.lag, m.queued, m.parked, m.delayed, m.inFlight, m.failing, m.oldest, m.longest}
+		m.written, m.conflicts, m.marked, m.lag, m.queued, m.parked, m.delayed, m.inFlight, m.failing, m.oldest, m.longest,
+		m.pruneFailing}
 }
 
 // Describe implements prometheus.Collector.
@@ -132,6 +135,7 @@ func (m *Metrics) Reconciler(name string) reconciler.ReconcilerMetrics {
 		failing:       m.failing.WithLabelValues(name),
 		oldest:        m.oldest.WithLabelValues(name),
 		longest:       m.longest.WithLabelValues(name),
+		pruneFailing:  m.pruneFailing.WithLabelValues(name),
 	}
 	for op := range h.ops {
 		o := reconciler.Op(op)
@@ -169,6 +173,7 @@ type handle struct {
 	written, conflicts, marked     prom.Counter
 	lag, parked, delayed, inFlight prom.Gauge
 	failing, oldest, longest       prom.Gauge
+	pruneFailing                   prom.Gauge
 }
 
 func (h *handle) Operation(op reconciler.Op, outcome reconciler.Outcome, d time.Duration) {
@@ -208,6 +213,11 @@ func (h *handle) Progress(s reconciler.Stats) {
 func (h *handle) Prune(outcome reconciler.Outcome, d time.Duration) {
 	h.prunes[outcome].Inc()
 	h.pruneDuration.Observe(d.Seconds())
+	failing := 0.0
+	if outcome != reconciler.OutcomeOK {
+		failing = 1
+	}
+	h.pruneFailing.Set(failing)
 }
 
 func (h *handle) Refresh(marked int) { h.marked.Add(float64(marked)) }

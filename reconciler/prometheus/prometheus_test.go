@@ -149,6 +149,13 @@ func testReconcilerMetrics(t *testing.T) {
 	if v := metric(t, reg, "strata_reconciler_prunes_total", map[string]string{"reconciler": "other", "outcome": "refused"}).GetCounter().GetValue(); v != 1 {
 		t.Errorf("refused prunes = %v", v)
 	}
+	if v := metric(t, reg, "strata_reconciler_prune_failing", ol).GetGauge().GetValue(); v != 1 {
+		t.Errorf("prune failing = %v after a refused prune, want 1", v)
+	}
+	h.Prune(reconciler.OutcomeOK, time.Second)
+	if v := metric(t, reg, "strata_reconciler_prune_failing", ol).GetGauge().GetValue(); v != 0 {
+		t.Errorf("prune failing = %v after a prune that worked, want 0", v)
+	}
 	if v := metric(t, reg, "strata_reconciler_refresh_marked_total", ol).GetCounter().GetValue(); v != 4 {
 		t.Errorf("marked = %v", v)
 	}
