@@ -95,17 +95,10 @@ func AndWatch[Obj any](txn ReadTxn, t Table[Obj], qs ...Query[Obj]) (iter.Seq2[O
 
 func and[Obj any](txn ReadTxn, t Table[Obj], qs []Query[Obj], watch bool) (iter.Seq2[Obj, Revision], <-chan struct{}, error) {
 	tbl := tableOf(t)
-	ins, err := tbl.multiInputs("And", qs)
+	ins, err := tbl.andPlan(txn, qs)
 	if err != nil {
 		return nil, nil, err
 	}
-	st := tbl.read(txn)
-	for i := range ins {
-		ins[i].count(st)
-	}
-	// The smallest input first: the plan iterates it, and tests the
-	// others in order of size, the likeliest to reject first.
-	slices.SortStableFunc(ins, func(a, b multiInput[Obj]) int { return cmp.Compare(a.n, b.n) })
 	var w <-chan struct{}
 	if watch {
 		w = ins[0].watch()
@@ -114,6 +107,23 @@ func and[Obj any](txn ReadTxn, t Table[Obj], qs []Query[Obj], watch bool) (iter.
 		return emptySeq[Obj], w, nil
 	}
 	return andObjects(tbl, ins), w, nil
+}
+
+// andPlan returns And's plan for qs in the state txn reads: the inputs
+// with their counts, the smallest first, which the plan iterates, then
+// the others in order of size, which it tests in that order (the
+// likeliest to reject first).
+func (t *table[Obj]) andPlan(txn ReadTxn, qs []Query[Obj]) ([]multiInput[Obj], error) {
+	ins, err := t.multiInputs("And", qs)
+	if err != nil {
+		return nil, err
+	}
+	st := t.read(txn)
+	for i := range ins {
+		ins[i].count(st)
+	}
+	slices.SortStableFunc(ins, func(a, b multiInput[Obj]) int { return cmp.Compare(a.n, b.n) })
+	return ins, nil
 }
 
 // multiInput is one query of And, In or Or, resolved against a table
