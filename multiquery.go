@@ -45,11 +45,11 @@ import (
 //
 //   - And counts each input (Count, O(key length)), iterates the objects of
 //     the smallest, and keeps those that every other input holds, testing
-//     the smaller inputs first: for a non-unique index one lookup of the
-//     entry (the escaped key and the object's primary key), for a unique
-//     one a comparison with the revision of the key's single object,
-//     looked up once. An And of a rare and a common key costs about the
-//     rare key's objects times a lookup, whatever the common key's size
+//     the smaller inputs first: for a non-unique index, whether the
+//     query's key is among the object's keys (the index's FromObject), for
+//     a unique one whether the key's single object, looked up once, has
+//     the object's revision. An And of a rare and a common key costs about
+//     the rare key's objects, whatever the common key's size
 //     (BenchmarkAnd);
 //   - In reads the keys' entries one key after another, in key order;
 //   - Or merges the inputs' entries, each of which is in primary-key order,
@@ -106,7 +106,7 @@ func and[Obj any](txn ReadTxn, t Table[Obj], qs []Query[Obj], watch bool) (iter.
 	if ins[0].n == 0 {
 		return emptySeq[Obj], w, nil
 	}
-	return andObjects(tbl, ins), w, nil
+	return andObjects(ins), w, nil
 }
 
 // andPlan returns And's plan for qs in the state txn reads: the inputs
@@ -222,24 +222,11 @@ func emptySeq[Obj any](func(Obj, Revision) bool) {}
 // andObjects returns the iterator of And's plan: the objects of ins[0]
 // that every other input holds. ins[0] has at least one object, and every
 // input's count (and tree) is set.
-func andObjects[Obj any](t *table[Obj], ins []multiInput[Obj]) iter.Seq2[Obj, Revision] {
+func andObjects[Obj any](ins []multiInput[Obj]) iter.Seq2[Obj, Revision] {
 	return func(yield func(Obj, Revision) bool) {
 		d, rest := &ins[0], ins[1:]
-		var buf [2 * escapedKeyBuf]byte
-		m := buf[:0] // the entry keys looked up in the other inputs
 		if d.ix.unique {
-			o, found := d.tree.Get(d.key)
-			if !found {
-				return
-			}
-			pk := d.key
-			if d.ix.pos != 0 && needsPrimaryKey(rest) {
-				var err error
-				if pk, err = t.primaryKey(nil, o.obj); err != nil {
-					return // not stored: every stored object has one
-				}
-			}
-			if andHolds(rest, o.rev, pk, &m) {
+			if o, found := d.tree.Get(d.key); found && andHolds(rest, o.obj, o.rev) {
 				yield(o.obj, o.rev)
 			}
 			return
@@ -247,33 +234,25 @@ func andObjects[Obj any](t *table[Obj], ins []multiInput[Obj]) iter.Seq2[Obj, Re
 		var it part.Iterator[object[Obj]]
 		it.SetTree(*d.tree)
 		it.SeekPrefix(d.key)
-		for k, o, ok := it.Next(); ok; k, o, ok = it.Next() {
-			// The entry is d.key then the object's primary key.
-			if andHolds(rest, o.rev, k[len(d.key):], &m) && !yield(o.obj, o.rev) {
+		for _, o, ok := it.Next(); ok; _, o, ok = it.Next() {
+			if andHolds(rest, o.obj, o.rev) && !yield(o.obj, o.rev) {
 				return
 			}
 		}
 	}
 }
 
-// needsPrimaryKey reports whether one of ins is on a non-unique index,
-// whose entries andHolds looks up by primary key.
-func needsPrimaryKey[Obj any](ins []multiInput[Obj]) bool {
-	for i := range ins {
-		if !ins[i].ix.unique {
-			return true
-		}
-	}
-	return false
-}
-
-// andHolds reports whether every input of ins selects the object with
-// revision rev and primary key pk. A unique index's one object is the
-// object if its revision is rev (revisions are unique in a table, and an
-// object's entries in every index carry the same one); a non-unique index
-// holds the object under the key if it has the entry of the key and pk.
-// *m is scratch space for that entry's key.
-func andHolds[Obj any](ins []multiInput[Obj], rev Revision, pk []byte, m *[]byte) bool {
+// andHolds reports whether every input of ins selects obj, at revision
+// rev. A unique index's one object is obj if its revision is rev
+// (revisions are unique in a table, and an object's entries in every
+// index carry the same one). A non-unique index holds obj under the key if
+// the key is one of obj's keys in the index: its FromObject is evaluated,
+// which the write path already relies on giving the same keys for the
+// same object. That is cheaper than a lookup of the entry in the index
+// (2.7 times in BenchmarkAnd's And with integer keys, 1.5 times with
+// string keys: docs/queries.md); a FromObject dearer than a descent of the tree would
+// turn that round.
+func andHolds[Obj any](ins []multiInput[Obj], obj Obj, rev Revision) bool {
 	for i := range ins {
 		in := &ins[i]
 		if in.ix.unique {
@@ -282,8 +261,7 @@ func andHolds[Obj any](ins []multiInput[Obj], rev Revision, pk []byte, m *[]byte
 			}
 			continue
 		}
-		*m = append(append((*m)[:0], in.key...), pk...)
-		if _, found := in.tree.Get(*m); !found {
+		if keys := in.ix.fromObject(obj); !keys.Contains(in.raw) {
 			return false
 		}
 	}
