@@ -46,11 +46,12 @@ import (
 //   - And counts each input (Count, O(key length)), iterates the objects of
 //     the smallest, and keeps those that every other input holds, testing
 //     the smaller inputs first: for a non-unique index, whether the
-//     query's key is among the object's keys (the index's FromObject), for
-//     a unique one whether the key's single object, looked up once, has
-//     the object's revision. An And of a rare and a common key costs about
-//     the rare key's objects, whatever the common key's size
-//     (BenchmarkAnd);
+//     query's key is the object's key (the index's FromObject), or, if
+//     objects have several keys in it, whether the object's entry under
+//     the key is there; for a unique one whether the key's single object,
+//     looked up once, has the object's revision. An And of a rare and a
+//     common key costs about the rare key's objects, whatever the common
+//     key's size (BenchmarkAnd);
 //   - In reads the keys' entries one key after another, in key order;
 //   - Or merges the inputs' entries, each of which is in primary-key order,
 //     taking the least primary key of the inputs' heads each time: O(k) per
@@ -106,7 +107,7 @@ func and[Obj any](txn ReadTxn, t Table[Obj], qs []Query[Obj], watch bool) (iter.
 	if ins[0].n == 0 {
 		return emptySeq[Obj], w, nil
 	}
-	return andObjects(ins), w, nil
+	return andObjects(tbl, ins), w, nil
 }
 
 // andPlan returns And's plan for qs in the state txn reads: the inputs
@@ -121,6 +122,7 @@ func (t *table[Obj]) andPlan(txn ReadTxn, qs []Query[Obj]) ([]multiInput[Obj], e
 	st := t.read(txn)
 	for i := range ins {
 		ins[i].count(st)
+		ins[i].lookup = !ins[i].ix.unique && st.dedup(ins[i].ix.pos)
 	}
 	slices.SortStableFunc(ins, func(a, b multiInput[Obj]) int { return cmp.Compare(a.n, b.n) })
 	return ins, nil
@@ -142,6 +144,9 @@ type multiInput[Obj any] struct {
 	// index, rev is the revision of its one object, if n is 1.
 	n   int
 	rev Revision
+	// lookup: And tests whether an object is in the input by a lookup of
+	// its entry, not by its keys (andHolds).
+	lookup bool
 }
 
 // multiInputs resolves qs against t's indexes, or returns the error that
@@ -222,11 +227,24 @@ func emptySeq[Obj any](func(Obj, Revision) bool) {}
 // andObjects returns the iterator of And's plan: the objects of ins[0]
 // that every other input holds. ins[0] has at least one object, and every
 // input's count (and tree) is set.
-func andObjects[Obj any](ins []multiInput[Obj]) iter.Seq2[Obj, Revision] {
+func andObjects[Obj any](t *table[Obj], ins []multiInput[Obj]) iter.Seq2[Obj, Revision] {
 	return func(yield func(Obj, Revision) bool) {
 		d, rest := &ins[0], ins[1:]
+		var buf [2 * escapedKeyBuf]byte
+		m := buf[:0] // the keys of the entries looked up
 		if d.ix.unique {
-			if o, found := d.tree.Get(d.key); found && andHolds(rest, o.obj, o.rev) {
+			o, found := d.tree.Get(d.key)
+			if !found {
+				return
+			}
+			pk := d.key
+			if d.ix.pos != 0 && slices.ContainsFunc(rest, func(in multiInput[Obj]) bool { return in.lookup }) {
+				var err error
+				if pk, err = t.primaryKey(nil, o.obj); err != nil {
+					return // not stored: every stored object has one
+				}
+			}
+			if andHolds(rest, o.obj, o.rev, pk, &m) {
 				yield(o.obj, o.rev)
 			}
 			return
@@ -234,8 +252,9 @@ func andObjects[Obj any](ins []multiInput[Obj]) iter.Seq2[Obj, Revision] {
 		var it part.Iterator[object[Obj]]
 		it.SetTree(*d.tree)
 		it.SeekPrefix(d.key)
-		for _, o, ok := it.Next(); ok; _, o, ok = it.Next() {
-			if andHolds(rest, o.obj, o.rev) && !yield(o.obj, o.rev) {
+		for k, o, ok := it.Next(); ok; k, o, ok = it.Next() {
+			// The entry is d.key then the object's primary key.
+			if andHolds(rest, o.obj, o.rev, k[len(d.key):], &m) && !yield(o.obj, o.rev) {
 				return
 			}
 		}
@@ -243,26 +262,38 @@ func andObjects[Obj any](ins []multiInput[Obj]) iter.Seq2[Obj, Revision] {
 }
 
 // andHolds reports whether every input of ins selects obj, at revision
-// rev. A unique index's one object is obj if its revision is rev
-// (revisions are unique in a table, and an object's entries in every
-// index carry the same one). A non-unique index holds obj under the key if
-// the key is one of obj's keys in the index: its FromObject is evaluated,
-// which the write path already relies on giving the same keys for the
-// same object. That is cheaper than a lookup of the entry in the index
-// (2.7 times in BenchmarkAnd's And with integer keys, 1.5 times with
-// string keys: docs/queries.md); a FromObject dearer than a descent of the tree would
-// turn that round.
-func andHolds[Obj any](ins []multiInput[Obj], obj Obj, rev Revision) bool {
+// rev and with primary key pk. *m is scratch space for entry keys.
+//
+//   - A unique index's one object under the key is obj if its revision is
+//     rev (revisions are unique in a table, and an object's entries in
+//     every index carry the same one).
+//   - A non-unique index in which no object has several keys holds obj
+//     under the key if the key is obj's key in the index: its FromObject
+//     is evaluated, which the write path already relies on giving the
+//     same keys for the same object. That is cheaper than a lookup of the
+//     entry in the index (2.7 times with integer keys, 1.5 times with
+//     string keys in BenchmarkAnd: docs/queries.md).
+//   - A non-unique index in which an object has several keys (lookup
+//     set): the entry of the key and pk is looked up. Such an index's
+//     FromObject builds a set of keys, which costs more than the lookup
+//     (bench/compare's And_Tags: docs/queries.md).
+func andHolds[Obj any](ins []multiInput[Obj], obj Obj, rev Revision, pk []byte, m *[]byte) bool {
 	for i := range ins {
 		in := &ins[i]
-		if in.ix.unique {
+		switch {
+		case in.ix.unique:
 			if in.rev != rev {
 				return false
 			}
-			continue
-		}
-		if keys := in.ix.fromObject(obj); !keys.Contains(in.raw) {
-			return false
+		case in.lookup:
+			*m = append(append((*m)[:0], in.key...), pk...)
+			if _, found := in.tree.Get(*m); !found {
+				return false
+			}
+		default:
+			if keys := in.ix.fromObject(obj); !keys.Contains(in.raw) {
+				return false
+			}
 		}
 	}
 	return true
