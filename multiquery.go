@@ -230,8 +230,7 @@ func emptySeq[Obj any](func(Obj, Revision) bool) {}
 func andObjects[Obj any](t *table[Obj], ins []multiInput[Obj]) iter.Seq2[Obj, Revision] {
 	return func(yield func(Obj, Revision) bool) {
 		d, rest := &ins[0], ins[1:]
-		var buf [2 * escapedKeyBuf]byte
-		m := buf[:0] // the keys of the entries looked up
+		var m []byte // the keys of the entries looked up, if any are
 		if d.ix.unique {
 			o, found := d.tree.Get(d.key)
 			if !found {
