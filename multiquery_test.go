@@ -1,8 +1,9 @@
 package strata
 
-// Tests of And, In and Or (multiquery.go): a model test against a map of
-// the objects, with the watch channels of every query; the plan's choice
-// of input and its watch channel; and the typed errors.
+// Tests of And, In and Or (multiquery.go), typed and through AnyTable: a
+// model test against a map of the objects, with the watch channels of
+// every query; the plan's choice of input and its watch channel; and the
+// typed errors.
 
 import (
 	"bytes"
@@ -34,6 +35,7 @@ type multiAtom struct {
 // multiCase is a random And, In or Or, with the model's answer.
 type multiCase struct {
 	desc string
+	qs   []Query[*testObject]
 	run  func(ReadTxn) (iter.Seq2[*testObject, Revision], <-chan struct{}, error)
 	want func(model map[uint64]*testObject) []*testObject
 	// touches reports whether writing o (as it was, or as it is now)
@@ -88,61 +90,102 @@ func multiCases(r *rand.Rand, tbl Table[*testObject]) []multiCase {
 		}
 		return as, qs, strings.Join(descs, ", ")
 	}
-	touches := func(as []multiAtom) func(*testObject) bool {
-		return func(o *testObject) bool {
-			return slices.ContainsFunc(as, func(a multiAtom) bool { return a.match(o) })
+	for range 3 {
+		for _, op := range []string{"And", "Or", "In"} {
+			// Fresh variables for each case: its closures keep them.
+			var as []multiAtom
+			var qs []Query[*testObject]
+			var desc string
+			switch op {
+			case "And":
+				as, qs, desc = atoms(1+r.IntN(3), false)
+			case "Or":
+				as, qs, desc = atoms(1+r.IntN(4), r.IntN(2) == 0)
+			default:
+				as, qs, desc = atoms(1+r.IntN(4), true)
+			}
+			cs = append(cs, multiCaseOf(tbl, op, as, qs, desc))
 		}
 	}
-	for range 3 {
-		as, qs, desc := atoms(1+r.IntN(3), false)
-		cs = append(cs, multiCase{
-			desc: "And(" + desc + ")",
-			run: func(txn ReadTxn) (iter.Seq2[*testObject, Revision], <-chan struct{}, error) {
-				return AndWatch(txn, tbl, qs...)
-			},
-			want: func(m map[uint64]*testObject) []*testObject {
-				return byID(m, func(o *testObject) bool {
-					return !slices.ContainsFunc(as, func(a multiAtom) bool { return !a.match(o) })
-				})
-			},
-			touches: touches(as),
-		})
-		as, qs, desc = atoms(1+r.IntN(4), r.IntN(2) == 0)
-		cs = append(cs, multiCase{
-			desc: "Or(" + desc + ")",
-			run: func(txn ReadTxn) (iter.Seq2[*testObject, Revision], <-chan struct{}, error) {
-				return OrWatch(txn, tbl, qs...)
-			},
-			want:    func(m map[uint64]*testObject) []*testObject { return byID(m, touches(as)) },
-			touches: touches(as),
-		})
-		as, qs, desc = atoms(1+r.IntN(4), true)
-		cs = append(cs, multiCase{
-			desc: "In(" + desc + ")",
-			run: func(txn ReadTxn) (iter.Seq2[*testObject, Revision], <-chan struct{}, error) {
-				return InWatch(txn, tbl, qs...)
-			},
-			want: func(m map[uint64]*testObject) []*testObject {
-				// By key (encoded: the index's order), then by primary
-				// key; each object under its first key.
-				sorted := slices.Clone(as)
-				slices.SortFunc(sorted, func(a, b multiAtom) int { return bytes.Compare(a.q.Key(), b.q.Key()) })
-				var out []*testObject
-				seen := map[uint64]bool{}
-				for _, a := range sorted {
-					for _, o := range byID(m, a.match) {
-						if !seen[o.ID] {
-							seen[o.ID] = true
-							out = append(out, o)
-						}
+	// The same queries through AnyTable, with encoded keys (the primary
+	// index named "" now and then).
+	at := AnyTable{Meta: tbl}
+	anyFns := map[string]func(ReadTxn, ...AnyQuery) (iter.Seq[AnyObject], <-chan struct{}, error){
+		"And": at.AndWatch, "Or": at.OrWatch, "In": at.InWatch,
+	}
+	for _, c := range slices.Clone(cs) {
+		op, _, _ := strings.Cut(c.desc, "(")
+		var aqs []AnyQuery
+		for _, q := range c.qs {
+			aq := AnyQuery{Index: q.IndexName(), Op: QueryList, Key: q.Key()}
+			if aq.Index == idIndex.Name && r.IntN(2) == 0 {
+				aq.Index = ""
+			}
+			aqs = append(aqs, aq)
+		}
+		f := anyFns[op]
+		c.desc = "AnyTable." + c.desc
+		c.run = func(txn ReadTxn) (iter.Seq2[*testObject, Revision], <-chan struct{}, error) {
+			seq, ch, err := f(txn, aqs...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(yield func(*testObject, Revision) bool) {
+				for o := range seq {
+					if o.Cursor != nil || !yield(o.Object.(*testObject), o.Revision) {
+						return
 					}
 				}
-				return out
-			},
-			touches: touches(as),
-		})
+			}, ch, nil
+		}
+		cs = append(cs, c)
 	}
 	return cs
+}
+
+// multiCaseOf returns the case of op (And, Or or In) of the queries qs,
+// whose atoms as say what each selects in the model.
+func multiCaseOf(tbl Table[*testObject], op string, as []multiAtom, qs []Query[*testObject], desc string) multiCase {
+	anyMatch := func(o *testObject) bool { return slices.ContainsFunc(as, func(a multiAtom) bool { return a.match(o) }) }
+	c := multiCase{desc: op + "(" + desc + ")", qs: qs, touches: anyMatch}
+	switch op {
+	case "And":
+		c.run = func(txn ReadTxn) (iter.Seq2[*testObject, Revision], <-chan struct{}, error) {
+			return AndWatch(txn, tbl, qs...)
+		}
+		c.want = func(m map[uint64]*testObject) []*testObject {
+			return byID(m, func(o *testObject) bool {
+				return !slices.ContainsFunc(as, func(a multiAtom) bool { return !a.match(o) })
+			})
+		}
+	case "Or":
+		c.run = func(txn ReadTxn) (iter.Seq2[*testObject, Revision], <-chan struct{}, error) {
+			return OrWatch(txn, tbl, qs...)
+		}
+		c.want = func(m map[uint64]*testObject) []*testObject { return byID(m, anyMatch) }
+	default:
+		c.run = func(txn ReadTxn) (iter.Seq2[*testObject, Revision], <-chan struct{}, error) {
+			return InWatch(txn, tbl, qs...)
+		}
+		c.want = func(m map[uint64]*testObject) []*testObject {
+			// By key (encoded: the index's order), then by primary
+			// key; each object under its first key.
+			sorted := slices.Clone(as)
+			slices.SortFunc(sorted, func(a, b multiAtom) int { return bytes.Compare(a.q.Key(), b.q.Key()) })
+			var out []*testObject
+			seen := map[uint64]bool{}
+			for _, a := range sorted {
+				for _, o := range byID(m, a.match) {
+					if !seen[o.ID] {
+						seen[o.ID] = true
+						out = append(out, o)
+					}
+				}
+			}
+			return out
+		}
+	}
+	return c
 }
 
 // multiCheck runs c through txn and compares its objects with want; each
@@ -358,6 +401,50 @@ func TestMultiQueryErrors(t *testing.T) {
 			if seq, err := f(rtxn, routes, q); !errors.Is(err, ErrInvalidQuery) || seq != nil {
 				t.Fatalf("%s of an LPM query: %v, %v; want ErrInvalidQuery", op, seq != nil, err)
 			}
+		}
+	}
+	// AnyTable: keys, and nothing else, of known indexes.
+	at := AnyTable{Meta: tbl}
+	anyOps := map[string]func(ReadTxn, ...AnyQuery) (iter.Seq[AnyObject], <-chan struct{}, error){
+		"And": at.AndWatch, "In": at.InWatch, "Or": at.OrWatch,
+	}
+	for _, c := range []struct {
+		name string
+		qs   []AnyQuery
+		want error
+	}{
+		{"no queries", nil, ErrNoQueries},
+		{"unknown index", []AnyQuery{{Index: "nope", Op: QueryList, Key: index.String("x")}}, ErrIndexNotFound},
+		{"prefix", []AnyQuery{{Index: "value", Op: QueryPrefix, Key: index.Int(1)}}, ErrInvalidQuery},
+		{"all", []AnyQuery{{Index: "value"}}, ErrInvalidQuery},
+		{"To set", []AnyQuery{{Index: "value", Op: QueryList, Key: index.Int(1), To: index.Int(2)}}, ErrInvalidQuery},
+		{"After set", []AnyQuery{{Op: QueryList, Key: index.Uint64(1), After: index.Uint64(0)}}, ErrInvalidQuery},
+	} {
+		for op, f := range anyOps {
+			var seq iter.Seq[AnyObject]
+			var ch <-chan struct{}
+			var err error
+			if p := catch(func() { seq, ch, err = f(txn, c.qs...) }); p != nil {
+				t.Fatalf("AnyTable %s: %sWatch panicked: %v", c.name, op, p)
+			}
+			if !errors.Is(err, c.want) || seq != nil || ch != nil {
+				t.Fatalf("AnyTable %s: %sWatch = %v, %v, %v; want %v", c.name, op, seq != nil, ch, err, c.want)
+			}
+		}
+	}
+	mixed := []AnyQuery{{Op: QueryList, Key: index.Uint64(1)}, {Index: "name", Op: QueryList, Key: index.String("a")}}
+	if seq, err := at.In(txn, mixed...); !errors.Is(err, ErrMixedIndexes) || seq != nil {
+		t.Fatalf("AnyTable.In of two indexes: %v, %v; want ErrMixedIndexes", seq != nil, err)
+	}
+	for name, f := range map[string]func(ReadTxn, ...AnyQuery) (iter.Seq[AnyObject], error){"And": at.And, "Or": at.Or} {
+		seq, err := f(txn, mixed...)
+		must(t, err)
+		var got []uint64
+		for o := range seq {
+			got = append(got, o.Object.(*testObject).ID)
+		}
+		if !slices.Equal(got, []uint64{1}) {
+			t.Fatalf("AnyTable.%s(id=1, name=a) = %v, want [1]", name, got)
 		}
 	}
 	if got := tbl.Revision(db.ReadTxn()); got != rev {
