@@ -110,7 +110,8 @@ var (
 	ErrNoFromString = errors.New("index does not parse keys from text (no FromString)")
 	// ErrInvalidQuery: an AnyQuery's op is unknown, or it sets To for an
 	// op other than QueryRange, or it gives an LPMIndex an address key
-	// (a Containing query) with an op other than QueryList.
+	// (a Containing query) with an op other than QueryList; or And, In
+	// or Or was given a query of an LPMIndex.
 	ErrInvalidQuery = errors.New("invalid query")
 	// ErrObjectType: an object given to AnyTable is not of the table's
 	// type.

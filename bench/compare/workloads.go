@@ -40,11 +40,12 @@ type Sizes struct {
 	IterN     int // objects of FullIteration_All
 	RadixBigN int // keys in the large radix trees
 	MemN      int // objects in the memory workload
+	AndN      int // objects of the And workloads (and.go)
 }
 
 var (
-	fullSizes  = Sizes{IterN: 100_000, RadixBigN: 1_000_000, MemN: 1_000_000}
-	smokeSizes = Sizes{IterN: 10_000, RadixBigN: 10_000, MemN: 10_000}
+	fullSizes  = Sizes{IterN: 100_000, RadixBigN: 1_000_000, MemN: 1_000_000, AndN: 1_000_000}
+	smokeSizes = Sizes{IterN: 10_000, RadixBigN: 10_000, MemN: 10_000, AndN: 10_000}
 )
 
 // batchN is the number of objects of the write and lookup workloads, as in
@@ -639,6 +640,7 @@ func workloads() []Workload {
 	}
 	ws = append(ws, byRevisionWorkloads()...)
 	ws = append(ws, deletePrefixWorkloads()...)
+	ws = append(ws, andWorkloads()...)
 	ws = append(ws, readWorkloads()...)
 	return append(ws, lpmWorkloads()...)
 }
