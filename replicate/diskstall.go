@@ -24,16 +24,15 @@ import (
 // given (StoreLogs, DeleteRange) goes through a stallLog, which knows
 // since when its oldest write in progress has waited. Once that is longer
 // than Config.DiskStallTimeout, the node's transport refuses the node's
-// outgoing AppendEntries RPCs (raft's heartbeats among them), on their
-// own or in a pipeline: the
-// followers stop hearing the leader and elect another as if it had died.
-// Pipelines too: raft's replication sends an empty request through its
-// pipeline every CommitTimeout, which the followers count as contact.
-// A write that ends lifts the fence: heartbeats resume, and the old
-// leader learns the new term from the answers and steps down. A stall
-// shorter than DiskStallTimeout plus the followers' heartbeat timeout
-// changes nothing at all, so the timeout can be short; it is one tenth of
-// raft's HeartbeatTimeout by default, the interval of raft's heartbeats.
+// outgoing AppendEntries RPCs: raft's heartbeats, and the requests of its
+// pipelines too (its replication sends an empty one every CommitTimeout,
+// which the followers count as contact). The followers stop hearing the
+// leader and elect another as if it had died. A write that ends lifts the
+// fence: heartbeats resume, and the old leader learns the new term from
+// the answers and steps down. A stall shorter than DiskStallTimeout plus
+// the followers' heartbeat timeout changes nothing at all, so the timeout
+// can be short; it is one tenth of raft's HeartbeatTimeout by default, the
+// interval of raft's heartbeats.
 //
 // Writes waiting on the stalled node end with their contexts (Node.Write:
 // an *AmbiguousError, as their entries may yet commit), and the node
