@@ -188,7 +188,7 @@ func TestDurableStoreAhead(t *testing.T) {
 	defer func() { must(t, trans.Close()) }()
 	_, err = NewNode(Config{
 		DB: db, Tables: binds, NodeNumber: 9, Raft: testRaftConfig("lost"),
-		LogStore: logs, StableStore: logs, Snapshots: raft.NewInmemSnapshotStore(), Transport: trans,
+		LogStore: logs, StableStore: logs, Snapshots: testSnapshots(t), Transport: trans,
 		Store: state,
 	})
 	if !errors.Is(err, ErrStoreAhead) {

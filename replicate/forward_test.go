@@ -63,7 +63,7 @@ func startForwardNodes(tb testing.TB, n int, mode string, holds ...func(holdPoin
 		}
 		nd.node, err = NewNode(Config{
 			DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
-			LogStore: nd.store, StableStore: nd.store, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
+			LogStore: nd.store, StableStore: nd.store, Snapshots: testSnapshots(tb), Transport: nd.trans,
 			Forwarder: fwd, hold: holdOf(holds, i),
 		})
 		must(tb, err)

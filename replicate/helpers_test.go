@@ -28,6 +28,20 @@ func openStore(t testing.TB, fs vfs.FS, dir string) *LogStore {
 	return s
 }
 
+// testSnapshots returns a snapshot store in a new directory of tb's:
+// raft's FileSnapshotStore. raft v1.7.2's InmemSnapshotStore makes a
+// snapshot the latest at Create, before it is written, so a follower
+// could be sent half of one while the leader writes it, which the race
+// detector reported (TestFaultCatchUp, a snapshot every 50 ms).
+func testSnapshots(tb testing.TB) raft.SnapshotStore {
+	tb.Helper()
+	s, err := raft.NewFileSnapshotStoreWithLogger(tb.TempDir(), 2, hclog.NewNullLogger())
+	if err != nil {
+		tb.Fatalf("snapshot store: %v", err)
+	}
+	return s
+}
+
 func closeStore(t testing.TB, s *LogStore) {
 	t.Helper()
 	if err := s.Close(); err != nil {

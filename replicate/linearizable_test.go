@@ -522,7 +522,7 @@ func (h *linHarness) restart(old *rnode) *rnode {
 	var err error
 	nd.node, err = NewNode(Config{
 		DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
-		LogStore: nd.store, StableStore: nd.store, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
+		LogStore: nd.store, StableStore: nd.store, Snapshots: testSnapshots(h.t), Transport: nd.trans,
 		LeaderIndex: h.c.leaderIndexer(nd),
 	})
 	must(h.t, err)

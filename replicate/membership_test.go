@@ -29,7 +29,7 @@ func (c *rcluster) addNode() *rnode {
 	_, nd.trans = raft.NewInmemTransport(nd.addr)
 	nd.node, err = NewNode(Config{
 		DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
-		LogStore: nd.store, StableStore: nd.store, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
+		LogStore: nd.store, StableStore: nd.store, Snapshots: testSnapshots(t), Transport: nd.trans,
 		LeaderIndex: c.leaderIndexer(nd),
 	})
 	must(t, err)

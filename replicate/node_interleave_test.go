@@ -409,7 +409,7 @@ func (r *nodeRig) newNode(i int, hold func(holdPoint, int)) *mnode {
 	}
 	cfg := Config{
 		DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: conf,
-		LogStore: nd.logs, StableStore: nd.logs, Snapshots: raft.NewInmemSnapshotStore(), Transport: nd.trans,
+		LogStore: nd.logs, StableStore: nd.logs, Snapshots: testSnapshots(r.t), Transport: nd.trans,
 		MaxInFlight: r.v.inFlight, hold: hold,
 	}
 	if r.v.forward {

@@ -90,7 +90,7 @@ func startRCluster(c *rcluster, n int) *rcluster {
 	for i := range n {
 		nd := &rnode{
 			id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), num: uint16(i + 1),
-			dir: filepath.Join(t.TempDir(), "log"), snaps: raft.NewInmemSnapshotStore(),
+			dir: filepath.Join(t.TempDir(), "log"), snaps: testSnapshots(t),
 			stateDir: filepath.Join(t.TempDir(), "state"),
 		}
 		c.start(nd)
