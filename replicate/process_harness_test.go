@@ -73,14 +73,28 @@ func removeClusterBuild() {
 	}
 }
 
+// handedOut is every port freePorts returned in this process.
+var handedOut struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}
+
 // freePorts returns n loopback addresses whose ports were free a moment
 // ago (all held open at once, so they differ). They are taken below the
 // kernel's ephemeral range (ip_local_port_range), from which the outgoing
 // connections of every test take their source ports: a node restarted on
 // a port from that range could find it taken by one (a CI run failed so,
-// "bind: address already in use").
+// "bind: address already in use"). No port is handed out twice in a test
+// process: the tests that run at once (TestProcess's subtests,
+// TestStartServer) each close their ports before their processes bind
+// them, and one could take another's meanwhile (a run failed so too).
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
 	low := 32768
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
@@ -96,10 +110,14 @@ func freePorts(t *testing.T, n int) []string {
 			t.Fatalf("no free loopback port below %d in 1000 tries", low)
 		}
 		port := 10000 + rand.IntN(low-10000)
+		if handedOut.ports[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue // taken
 		}
+		handedOut.ports[port] = true
 		lns = append(lns, ln)
 		addrs = append(addrs, ln.Addr().String())
 	}
