@@ -133,7 +133,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 corruption (or check found errors),
 		return nil
 	}
 	root.AddCommand(
-		a.inspectCommand(), a.tablesCommand(), a.dumpCommand(), a.getCommand(),
+		a.inspectCommand(), a.tablesCommand(), a.dumpCommand(), a.getCommand(), a.countCommand(),
 		a.checkCommand(), a.watchCommand(), a.compactCommand(), a.snapshotCommand(),
 		a.clusterCommand(), a.versionCommand(),
 	)
