@@ -41,7 +41,7 @@
 //
 // Cell provides the commands of Commands to the hive's script engine:
 // db, db/show, db/insert, db/delete, db/cmp, db/get, db/list, db/prefix,
-// db/lowerbound, db/watch, db/initialized, db/empty, db/dump and
+// db/lowerbound, db/count, db/watch, db/initialized, db/empty, db/dump and
 // reconciler/status (stratahive/durable adds db/snapshot and
 // db/restore); a program without Cell gets them from Commands or
 // ScriptCommands, with a Registry of its own (NewRegistry). A test runs

@@ -37,6 +37,7 @@ func Commands(db *strata.DB, reg *Registry) map[string]script.Cmd {
 		"db/list":           queryCmd(db, queryList),
 		"db/prefix":         queryCmd(db, queryPrefix),
 		"db/lowerbound":     queryCmd(db, queryLowerBound),
+		"db/count":          countCmd(db),
 		"db/watch":          watchCmd(db),
 		"db/initialized":    initializedCmd(db),
 		"db/empty":          emptyCmd(db),
