@@ -173,10 +173,15 @@ func TestWriteContextEndsStalledCommit(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the Write returned %v after its 200 ms deadline", took)
 	}
-	// Past DiskStallTimeout: refused before it is proposed.
+	// Past DiskStallTimeout: refused before it is proposed. (Of another
+	// table: a write of the first's table builds on its commit, still in
+	// the database's commit queue, and may wait for it as the first did.)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel2()
-	_, err = put(ctx2, ld, 3, "refused")
+	_, err = ld.node.Write(ctx2, ld.metas[1:2], func(txn strata.WriteTxn) error {
+		_, _, err := ld.tables[1].Insert(txn, &item{ID: 3, Val: "refused"})
+		return err
+	})
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errLogStalled) {
 		t.Errorf("a Write on a node whose log is stalled: %v, want ErrNotReady (stalled)", err)
 	}
@@ -187,7 +192,7 @@ func TestWriteContextEndsStalledCommit(t *testing.T) {
 		t.Fatalf("a Write once the disk answers: %v", err)
 	}
 	c.settleAll()
-	if has(ld, 0, 3) {
+	if has(ld, 1, 3) {
 		t.Error("the refused write is applied")
 	}
 	c.checkEqual(true)
