@@ -173,17 +173,26 @@ func TestWriteContextEndsStalledCommit(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the Write returned %v after its 200 ms deadline", took)
 	}
-	// Past DiskStallTimeout: refused before it is proposed. (Of another
-	// table: a write of the first's table builds on its commit, still in
-	// the database's commit queue, and may wait for it as the first did.)
+	// Past DiskStallTimeout: a commit is refused before it is proposed.
+	// (A plain commit, of another table: Write retries ErrNotReady until
+	// its ctx ends, and a retry in progress then is reported ambiguous;
+	// and a commit of the first's table builds on it, still in the
+	// database's commit queue.)
+	txn := ld.db.WriteTxn(ld.metas[1])
+	if _, _, err := ld.tables[1].Insert(txn, &item{ID: 3, Val: "refused"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(); !errors.Is(err, ErrNotReady) || !errors.Is(err, errLogStalled) {
+		t.Errorf("a commit on a node whose log is stalled: %v, want ErrNotReady (stalled)", err)
+	}
+	// Write retries it until its ctx ends.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel2()
-	_, err = ld.node.Write(ctx2, ld.metas[1:2], func(txn strata.WriteTxn) error {
+	if _, err := ld.node.Write(ctx2, ld.metas[1:2], func(txn strata.WriteTxn) error {
 		_, _, err := ld.tables[1].Insert(txn, &item{ID: 3, Val: "refused"})
 		return err
-	})
-	if !errors.Is(err, ErrNotReady) || !errors.Is(err, errLogStalled) {
-		t.Errorf("a Write on a node whose log is stalled: %v, want ErrNotReady (stalled)", err)
+	}); err == nil {
+		t.Error("a Write on a node whose log is stalled succeeded")
 	}
 	c.storeOps.unstallAll()
 	c.settleAll()
