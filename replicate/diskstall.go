@@ -35,7 +35,9 @@ import (
 // interval of raft's heartbeats.
 //
 // Writes waiting on the stalled node end with their contexts (Node.Write:
-// an *AmbiguousError, as their entries may yet commit), and the node
+// an *AmbiguousError, as their entries may yet commit; a write whose ctx
+// ends on a node that is not stalled waits for its outcome, which comes
+// within raft's bounds), and the node
 // refuses new ones before it proposes them (ErrNotReady), so that they
 // can be retried on another node. Reads do not touch the log store.
 //
@@ -190,12 +192,15 @@ func (p fencedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raf
 	return p.AppendPipeline.AppendEntries(args, resp)
 }
 
-// commitContext commits txn, and returns its error; for a ctx that can
-// end, it returns once ctx ends if that comes first, with an
-// *AmbiguousError: the commit goes on and ends as the node decides (its
-// entry may commit), in a goroutine that ends with it. Node.Close ends
-// every commit in flight.
-func commitContext(ctx context.Context, txn strata.WriteTxn) error {
+// commitContext commits txn and returns its error. A commit settles
+// within raft's own bounds (it commits, or the leader loses its lease
+// and the entry fails), so when ctx ends first it goes on waiting for the
+// outcome, which is then definite, rather than report it ambiguous; but
+// not on a node whose log store stalled, where it would wait for the
+// disk: then it returns an *AmbiguousError wrapping ctx's error, and the
+// commit goes on in a goroutine that ends with it (the disk answers, or
+// Node.Close fails it). A ctx that cannot end costs nothing.
+func (n *Node) commitContext(ctx context.Context, txn strata.WriteTxn) error {
 	if ctx.Done() == nil {
 		_, err := txn.Commit()
 		return err
@@ -209,6 +214,20 @@ func commitContext(ctx context.Context, txn strata.WriteTxn) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return &AmbiguousError{Err: fmt.Errorf("the commit was in progress when the write's context ended: %w", ctx.Err())}
+	}
+	if n.stallAfter <= 0 {
+		return <-done // no fence: as a commit without a ctx
+	}
+	tick := time.NewTicker(n.stallAfter)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if n.logStalled() {
+				return &AmbiguousError{Err: fmt.Errorf("the commit waits on a stalled log store, and the write's context ended: %w", ctx.Err())}
+			}
+		}
 	}
 }

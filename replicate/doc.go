@@ -37,8 +37,8 @@
 //     a node whose log store has not finished a write within
 //     Config.DiskStallTimeout stops sending raft's heartbeats, so that
 //     its followers elect another leader, and refuses new writes with
-//     ErrNotReady; a Write whose ctx ends while its commit waits returns
-//     an *AmbiguousError.
+//     ErrNotReady; a Write whose ctx ends while its commit waits on the
+//     stalled disk returns an *AmbiguousError.
 //   - AppliedIndex and WaitApplied; PublishedIndex, which moves only once
 //     the database published the entries (the node's own commits once
 //     settled, strata.SettledBatch).

@@ -428,16 +428,18 @@ func (n *Node) Entries() (entries, combined uint64) {
 // bound table). fn's error aborts the transaction and is returned. A
 // commit refused with ErrNotReady (nothing proposed) is retried, with fn
 // run again, until ctx is done; every other error is returned as Commit
-// returned it. A ctx that ends while the commit is in progress ends the
-// Write with an *AmbiguousError wrapping ctx's error: the change set may
-// still commit (a leader whose disk stalled, diskstall.go, keeps it until
-// the disk answers or the cluster elects another).
+// returned it. A ctx that ends while the commit is in progress does not
+// end the Write, whose outcome comes within raft's bounds (it commits, or
+// the leader loses its lease), unless the node's log store stalled
+// (diskstall.go): then the Write returns an *AmbiguousError wrapping
+// ctx's error, as the change set may still commit once the disk answers.
 //
 // On the leader, the outcomes are:
 //
 //	index, nil          committed at index, and published on this node
 //	*AmbiguousError     submitted to raft, then leadership lost, the node
-//	                    shut down, or ctx ended: it may commit
+//	                    shut down, or ctx ended with the log store
+//	                    stalled: it may commit
 //	*NotLeaderError     this node no longer leads: nothing was proposed
 //	ErrNotReady         retried until ctx ends, then returned (an
 //	                    election, a failed proposal being settled, a
@@ -607,7 +609,7 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 			s = n.want(name, rev, mode.forward)
 		}
 	}
-	err = commitContext(ctx, txn)
+	err = n.commitContext(ctx, txn)
 	if s == nil {
 		// No bound table written: nothing is proposed, and the caller
 		// learns only what fn read. The commit waited for the tips the
