@@ -199,9 +199,10 @@ func (p fencedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raf
 // not on a node whose log store stalled, where it would wait for the
 // disk: then it returns an *AmbiguousError wrapping ctx's error, and the
 // commit goes on in a goroutine that ends with it (the disk answers, or
-// Node.Close fails it). A ctx that cannot end costs nothing.
+// Node.Close fails it). A ctx that cannot end, or a node without the
+// fence, costs nothing: the commit is waited for where it runs.
 func (n *Node) commitContext(ctx context.Context, txn strata.WriteTxn) error {
-	if ctx.Done() == nil {
+	if ctx.Done() == nil || n.stallAfter <= 0 {
 		_, err := txn.Commit()
 		return err
 	}
@@ -214,9 +215,6 @@ func (n *Node) commitContext(ctx context.Context, txn strata.WriteTxn) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-	}
-	if n.stallAfter <= 0 {
-		return <-done // no fence: as a commit without a ctx
 	}
 	tick := time.NewTicker(n.stallAfter)
 	defer tick.Stop()

@@ -682,6 +682,22 @@ func watchPublished(ctx context.Context, nd *rnode) map[uint64]sighting {
 	return seen
 }
 
+// writeEverywhere starts a writer on every member (writeLoop, in bg,
+// pausing pause after each write) and returns once 30 writes are
+// acknowledged, before what the test does next (before names it).
+func (c *fcluster) writeEverywhere(ctx context.Context, a *acks, bg *sync.WaitGroup, pause time.Duration, before string) {
+	t := c.t
+	t.Helper()
+	for _, nd := range c.nodes {
+		bg.Go(func() { a.writeLoop(ctx, t, nd, pause) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); a.acked() < 30; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 writes not acknowledged in 10s before %s: %s", before, a)
+		}
+	}
+}
+
 // writeLoop writes through nd until ctx ends, pausing pause between
 // writes (none if 0).
 func (a *acks) writeLoop(ctx context.Context, t *testing.T, nd *rnode, pause time.Duration) {

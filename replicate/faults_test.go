@@ -151,14 +151,7 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	ctx, cancel := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
 	defer func() { cancel(); bg.Wait() }()
-	for _, nd := range c.nodes {
-		bg.Go(func() { a.writeLoop(ctx, t, nd, 5*time.Millisecond) })
-	}
-	for deadline := time.Now().Add(10 * time.Second); a.acked() < 30; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("30 writes not acknowledged in 10s before the fault: %s", a)
-		}
-	}
+	c.writeEverywhere(ctx, a, &bg, 5*time.Millisecond, "the fault")
 	// A random phase against the heartbeats and timers.
 	time.Sleep(time.Duration(rng.Int64N(int64(faultElection))))
 	ld := c.leader()
@@ -334,14 +327,7 @@ func testFlapping(t *testing.T, rng *rand.Rand, preVoteDisabled bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
 	defer func() { cancel(); bg.Wait() }()
-	for _, nd := range c.nodes {
-		bg.Go(func() { a.writeLoop(ctx, t, nd, 2*time.Millisecond) })
-	}
-	for deadline := time.Now().Add(10 * time.Second); a.acked() < 30; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("30 writes not acknowledged in 10s before the flapping: %s", a)
-		}
-	}
+	c.writeEverywhere(ctx, a, &bg, 2*time.Millisecond, "the flapping")
 	fs := c.followers(c.leader())
 	f := fs[rng.IntN(len(fs))]
 	start := time.Now()
