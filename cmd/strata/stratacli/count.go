@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/strata-db/strata/remote"
 )
 
 // RemoteCounter is a Remote that counts a query's objects on the server,
@@ -21,11 +20,7 @@ type RemoteCounter interface {
 
 // Count asks the server's /count.
 func (r *httpRemote) Count(ctx context.Context, table string, q RemoteQuery) (int, uint64, error) {
-	rq := remote.Query{Index: q.Index, Op: q.Op, Key: q.Key, To: q.To}
-	if q.Raw {
-		rq.RawKey, rq.RawTo = append([]byte{}, q.Key...), append([]byte{}, q.To...)
-	}
-	res, err := r.c.Count(ctx, table, rq)
+	res, err := r.c.Count(ctx, table, q.client())
 	if err != nil {
 		return 0, 0, r.fail(err)
 	}

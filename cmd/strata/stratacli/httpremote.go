@@ -68,15 +68,21 @@ func (r *httpRemote) Tables(ctx context.Context) (RemoteDatabase, error) {
 	return db, nil
 }
 
-// Query streams the result from one snapshot when it has no limit and
-// no cursor; otherwise it reads one page (limit objects at most, held in
-// memory) and gives its last object the page's next cursor.
-func (r *httpRemote) Query(ctx context.Context, table string, q RemoteQuery) iter.Seq2[RemoteObject, error] {
+// client returns q as package remote's client takes it.
+func (q RemoteQuery) client() remote.Query {
 	rq := remote.Query{Index: q.Index, Op: q.Op, Key: q.Key, To: q.To}
 	if q.Raw {
 		// Not nil, even when empty: nil RawKey means text keys.
 		rq.RawKey, rq.RawTo = append([]byte{}, q.Key...), append([]byte{}, q.To...)
 	}
+	return rq
+}
+
+// Query streams the result from one snapshot when it has no limit and
+// no cursor; otherwise it reads one page (limit objects at most, held in
+// memory) and gives its last object the page's next cursor.
+func (r *httpRemote) Query(ctx context.Context, table string, q RemoteQuery) iter.Seq2[RemoteObject, error] {
+	rq := q.client()
 	return func(yield func(RemoteObject, error) bool) {
 		if q.Limit == 0 && q.After == "" {
 			for o, err := range r.c.Objects(ctx, table, rq) {
