@@ -95,8 +95,8 @@ type writeScratch[Obj any] struct {
 	// givenKeys, if set, are the secondary keys of the object being
 	// written, which check takes rather than computing them (ModifyEach).
 	givenKeys []index.KeySet
-	keyBuf  []byte
-	pkBuf   []byte // the primary key of the object being written
+	keyBuf    []byte
+	pkBuf     []byte // the primary key of the object being written
 }
 
 // txnFor returns the table's tableTxn in txn, beginning it on the
