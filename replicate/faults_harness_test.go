@@ -22,7 +22,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -265,7 +264,14 @@ type fcluster struct {
 // bootstraps them.
 func newFaultCluster(t *testing.T, n int, conf func(*raft.Config)) *fcluster {
 	t.Helper()
-	c := &fcluster{rcluster: &rcluster{t: t, conf: conf}, net: newFaultNet(), local: NewLocalForwarder(), elect: &elections{}}
+	return newFaultClusterOf(t, n, conf, false)
+}
+
+// newFaultClusterOf is newFaultCluster, of durable members (each with a
+// persist store whose writes storeOps.stallState stalls) if durable.
+func newFaultClusterOf(t *testing.T, n int, conf func(*raft.Config), durable bool) *fcluster {
+	t.Helper()
+	c := &fcluster{rcluster: &rcluster{t: t, conf: conf, durable: durable}, net: newFaultNet(), local: NewLocalForwarder(), elect: &elections{}}
 	if *faultsTrace {
 		c.trace = &holdTrace{}
 	}
@@ -317,7 +323,7 @@ func (c *fcluster) startNode(nd *rnode) {
 		Forwarder: &faultForwarder{from: nd.addr, net: c.net, local: c.local},
 	}
 	if c.durable {
-		nd.state, err = persist.Open(nd.stateDir, persist.Options{Logger: slog.New(slog.DiscardHandler)})
+		nd.state, err = persist.Open(nd.stateDir, c.storeOps.stateOptions(nd.id))
 		must(t, err)
 		cfg.Store = nd.state
 	}
