@@ -187,6 +187,9 @@ func (n *Node) diskStalled() bool {
 // unless the node's disk is stalled (invariant 2).
 func (c *clampTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if c.fenced != nil && c.fenced() {
+		if c.hold != nil {
+			c.hold(holdSender)
+		}
 		return errDiskStalled
 	}
 	return c.Transport.AppendEntries(id, target, args, resp)
@@ -200,7 +203,7 @@ func (c *clampTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Ser
 	if err != nil || c.fenced == nil {
 		return p, err
 	}
-	return fencedPipeline{AppendPipeline: p, fenced: c.fenced}, nil
+	return fencedPipeline{AppendPipeline: p, fenced: c.fenced, hold: c.hold}, nil
 }
 
 // fencedPipeline is a pipeline that refuses requests while fenced says
@@ -208,11 +211,15 @@ func (c *clampTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Ser
 type fencedPipeline struct {
 	raft.AppendPipeline
 	fenced func() bool
+	hold   func(who int) // clampTransport.hold
 }
 
 // AppendEntries sends a request down the pipeline, unless fenced.
 func (p fencedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	if p.fenced() {
+		if p.hold != nil {
+			p.hold(holdPipeline)
+		}
 		return nil, errDiskStalled
 	}
 	return p.AppendPipeline.AppendEntries(args, resp)

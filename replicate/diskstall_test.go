@@ -216,7 +216,7 @@ func TestWriteContextEndsStalledCommit(t *testing.T) {
 // every member is equal, and every write acknowledged is there.
 func TestStoreStallFences(t *testing.T) {
 	t.Parallel()
-	c := newFaultClusterOf(t, 3, nil, true)
+	c := newFaultClusterOf(t, 3, nil, faultOpts{durable: true})
 	defer c.storeOps.unstallAll() // first: a stalled member would not close
 	ld := c.committingLeader()
 	if _, err := put(context.Background(), ld, 1, "before"); err != nil {

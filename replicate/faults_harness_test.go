@@ -257,6 +257,9 @@ type fcluster struct {
 	elect    *elections
 	storeOps storeOps
 	trace    *holdTrace // with -replicate.faults.trace
+	// hold, if not nil, gives each member's hook at the hold points
+	// (Config.hold), unless trace does.
+	hold func(nd *rnode) func(holdPoint, int)
 }
 
 // newFaultCluster starts n members as newRClusterWith does, each on a
@@ -264,14 +267,22 @@ type fcluster struct {
 // bootstraps them.
 func newFaultCluster(t *testing.T, n int, conf func(*raft.Config)) *fcluster {
 	t.Helper()
-	return newFaultClusterOf(t, n, conf, false)
+	return newFaultClusterOf(t, n, conf, faultOpts{})
 }
 
-// newFaultClusterOf is newFaultCluster, of durable members (each with a
-// persist store whose writes storeOps.stallState stalls) if durable.
-func newFaultClusterOf(t *testing.T, n int, conf func(*raft.Config), durable bool) *fcluster {
+// faultOpts are newFaultClusterOf's options.
+type faultOpts struct {
+	// durable: members with a persist store each, whose writes
+	// storeOps.stallState stalls.
+	durable bool
+	// hold is fcluster.hold.
+	hold func(nd *rnode) func(holdPoint, int)
+}
+
+// newFaultClusterOf is newFaultCluster with opts.
+func newFaultClusterOf(t *testing.T, n int, conf func(*raft.Config), opts faultOpts) *fcluster {
 	t.Helper()
-	c := &fcluster{rcluster: &rcluster{t: t, conf: conf, durable: durable}, net: newFaultNet(), local: NewLocalForwarder(), elect: &elections{}}
+	c := &fcluster{rcluster: &rcluster{t: t, conf: conf, durable: opts.durable}, net: newFaultNet(), local: NewLocalForwarder(), elect: &elections{}, hold: opts.hold}
 	if *faultsTrace {
 		c.trace = &holdTrace{}
 	}
@@ -328,8 +339,11 @@ func (c *fcluster) startNode(nd *rnode) {
 		cfg.Store = nd.state
 	}
 	var self atomic.Pointer[Node]
-	if c.trace != nil {
+	switch {
+	case c.trace != nil:
 		cfg.hold = c.trace.hook(nd, &self)
+	case c.hold != nil:
+		cfg.hold = c.hold(nd)
 	}
 	nd.node, err = NewNode(cfg)
 	must(t, err)

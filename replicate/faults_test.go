@@ -155,7 +155,7 @@ func TestFaultProgress(t *testing.T) {
 // from the cut to the first acknowledged write begun after it.
 func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration {
 	t.Helper()
-	c := newFaultClusterOf(t, 3, faultConf, pf.durable)
+	c := newFaultClusterOf(t, 3, faultConf, faultOpts{durable: pf.durable})
 	defer c.close()
 	defer c.storeOps.unstallAll() // first: a stalled member would not close
 	c.committingLeader()

@@ -274,6 +274,9 @@ func NewNode(cfg Config) (*Node, error) {
 	logs, stall := newStallLog(cfg.LogStore)
 	n.stall, n.stallAfter = stall.stallWatch, diskStallTimeout(&cfg)
 	clamp.fenced = n.diskStalled
+	if n.hold != nil {
+		clamp.hold = func(who int) { n.at(holdFence, who) }
+	}
 	r, err := raft.NewRaft(conf, n.fsm, logs, cfg.StableStore, cfg.Snapshots, trans)
 	if err != nil {
 		clamp.Close()
