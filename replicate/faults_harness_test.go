@@ -327,12 +327,9 @@ func (c *fcluster) startNode(nd *rnode) {
 		c.conf(conf)
 	}
 	logs := c.storeOps.wrap(nd)
-	cfg := Config{
-		DB: nd.db, Tables: binds, NodeNumber: nd.num, Raft: conf,
-		LogStore: logs, StableStore: nd.store, Snapshots: nd.snaps,
-		Transport: &faultTransport{InmemTransport: nd.trans, net: c.net},
-		Forwarder: &faultForwarder{from: nd.addr, net: c.net, local: c.local},
-	}
+	cfg := nd.config(binds, conf, withLogStore(logs),
+		withTransport(&faultTransport{InmemTransport: nd.trans, net: c.net}),
+		withForwarder(&faultForwarder{from: nd.addr, net: c.net, local: c.local}))
 	if c.durable {
 		nd.state, err = persist.Open(nd.stateDir, c.storeOps.stateOptions(nd.id))
 		must(t, err)
