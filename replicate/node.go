@@ -54,7 +54,10 @@ type Config struct {
 	// loads them from it (persist.Store.LoadApplied) and every entry
 	// applied is written to it with its index, so that a node that starts
 	// again replays only the log after that index; it restores a raft
-	// snapshot only one newer than the store. The node does not close it.
+	// snapshot only one newer than the store. Its commits of applied
+	// entries are watched as the log store's writes are: one that takes
+	// longer than DiskStallTimeout fences the node (diskstall.go). The
+	// node does not close it.
 	// Without a Store, the tables live in memory only, and a node that
 	// starts again restores the latest snapshot and replays the log after
 	// it.
