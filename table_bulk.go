@@ -119,7 +119,7 @@ func (tt *tableTxn[Obj]) cutPrefix(ix *indexDef[Obj], prefix []byte, from pkFrom
 	if ix.pos > 0 && tt.cur.multiKey&(1<<ix.pos) == 0 {
 		skip = ix.pos
 	}
-	tt.growCut(tt.indexTxn(ix.pos).CountPrefix(prefix))
+	tt.growCut(tt.indexTxn(ix.pos).CountPrefix(prefix), skip)
 	for k, o := range tt.indexTxn(ix.pos).Prefix(prefix) {
 		var pk []byte
 		switch from {
@@ -207,6 +207,9 @@ func (tt *tableTxn[Obj]) dropKey() {
 func (tt *tableTxn[Obj]) collect(pk []byte, o object[Obj], arena bool, skip int) {
 	t := tt.t
 	tt.scratch.cut = append(tt.scratch.cut, cutObject[Obj]{pk, o, arena})
+	if t.nsec == 1 && skip == 1 {
+		return // no keys to keep: removeCollected finds none
+	}
 	for i := range t.nsec {
 		var keys index.KeySet
 		if i+1 != skip {
@@ -237,10 +240,14 @@ func (tt *tableTxn[Obj]) fixArenaKeys() {
 func (tt *tableTxn[Obj]) removeCollected(cut int, prefix []byte) int {
 	t := tt.t
 	keys := tt.scratch.cutKeys
+	stride := t.nsec // keys per object: none if collect kept none
+	if len(keys) == 0 {
+		stride = 0
+	}
 	removed := 0
 	for _, c := range tt.scratch.cut {
-		ck := keys[:t.nsec]
-		keys = keys[t.nsec:]
+		ck := keys[:stride]
+		keys = keys[stride:]
 		if cut != 0 {
 			if _, had := tt.primary.Delete(c.pk); !had {
 				continue // collected twice
@@ -252,7 +259,7 @@ func (tt *tableTxn[Obj]) removeCollected(cut int, prefix []byte) int {
 			tt.log.append(logEntry[Obj]{obj: c.old.obj, rev: tt.cur.revision, prev: c.old.rev, kind: entryDelete})
 			tt.log.lastDelete = tt.cur.revision
 		}
-		for i := range t.nsec {
+		for i := range stride {
 			ix := &t.indexes[i+1]
 			for j := range ck[i].Len() {
 				k := tt.treeKey(ix, ck[i].At(j), c.pk)
@@ -282,12 +289,15 @@ const keptCut = 1024
 
 // growCut makes room for n objects in the scratch space of a bulk
 // delete, which counts them first (in O(key length)), so that collecting
-// them allocates once rather than at every doubling.
-func (tt *tableTxn[Obj]) growCut(n int) {
+// them allocates once rather than at every doubling; skip is the index
+// whose keys collect does not compute.
+func (tt *tableTxn[Obj]) growCut(n, skip int) {
 	s := &tt.scratch
 	if cap(s.cut) < n {
 		s.cut = make([]cutObject[Obj], 0, n)
-		s.cutKeys = make([]index.KeySet, 0, n*tt.t.nsec)
+		if !(tt.t.nsec == 1 && skip == 1) {
+			s.cutKeys = make([]index.KeySet, 0, n*tt.t.nsec)
+		}
 	}
 }
 
@@ -295,13 +305,14 @@ func (tt *tableTxn[Obj]) growCut(n int) {
 // capacity for the next one unless it is larger than keptCut objects.
 func (tt *tableTxn[Obj]) clearCut() {
 	s := &tt.scratch
-	if cap(s.cut) > keptCut {
-		s.cut, s.cutKeys, s.pkArena, s.pkEnds = nil, nil, nil, nil
+	if cap(s.cut) > keptCut || cap(s.mods) > keptCut {
+		s.cut, s.cutKeys, s.pkArena, s.pkEnds, s.mods = nil, nil, nil, nil, nil
 		return
 	}
 	clear(s.cut)
 	clear(s.cutKeys)
-	s.cut, s.cutKeys = s.cut[:0], s.cutKeys[:0]
+	clear(s.mods)
+	s.cut, s.cutKeys, s.mods = s.cut[:0], s.cutKeys[:0], s.mods[:0]
 	s.pkArena, s.pkEnds = s.pkArena[:0], s.pkEnds[:0]
 }
 
@@ -358,15 +369,13 @@ func ModifyEach[Obj any](txn WriteTxn, t RWTable[Obj], objs iter.Seq2[Obj, Revis
 		if err := tt.checkKeys(nw); err != nil {
 			return 0, err
 		}
-		tt.scratch.cut = append(tt.scratch.cut, cutObject[Obj]{old: object[Obj]{obj: nw, rev: o.rev}})
+		tt.scratch.mods = append(tt.scratch.mods, object[Obj]{obj: nw, rev: o.rev})
 	}
 	n := 0
-	defer func() { tt.scratch.givenKeys = nil }()
-	for i, c := range tt.scratch.cut {
+	for _, c := range tt.scratch.mods {
 		// Written at the revision it was read at: a second copy of an
 		// object already written by this call is not written again.
-		tt.scratch.givenKeys = tt.scratch.cutKeys[i*tbl.nsec : (i+1)*tbl.nsec : (i+1)*tbl.nsec]
-		if _, _, err := tt.upsert(c.old.obj, modeCAS, c.old.rev, nil); err != nil {
+		if _, _, err := tt.upsert(c.obj, modeCAS, c.rev, nil); err != nil {
 			if errors.Is(err, ErrRevisionNotEqual) {
 				continue
 			}
@@ -377,25 +386,31 @@ func ModifyEach[Obj any](txn WriteTxn, t RWTable[Obj], objs iter.Seq2[Obj, Revis
 	return n, nil
 }
 
-// checkKeys computes obj's keys in every secondary index, appends them to
-// tt.scratch.cutKeys, and makes the checks of them that do not depend on
-// the table: their length, and an LPM index's prefixes.
+// checkKeys computes obj's keys in every secondary index and makes the
+// checks of them that do not depend on the table: their length, and an
+// LPM index's prefixes. The write computes them again: keeping them for
+// it costs more, in memory the collector scans, than computing them twice
+// (BenchmarkDB_ModifyEach).
 func (tt *tableTxn[Obj]) checkKeys(obj Obj) error {
 	t := tt.t
 	for i := range t.nsec {
 		ix := &t.indexes[i+1]
-		tt.scratch.cutKeys = append(tt.scratch.cutKeys, ix.fromObject(obj))
-		keys := &tt.scratch.cutKeys[len(tt.scratch.cutKeys)-1]
+		tt.scratch.newKeys[i] = ix.fromObject(obj)
+		keys := &tt.scratch.newKeys[i]
 		for j := range keys.Len() {
 			if len(keys.At(j)) > maxKeyLen {
-				return fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
+				err := fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
+				clear(tt.scratch.newKeys)
+				return err
 			}
 		}
 		if ix.lpm {
 			if err := lpmCheckKeys(keys); err != nil {
+				clear(tt.scratch.newKeys)
 				return fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
 			}
 		}
 	}
+	clear(tt.scratch.newKeys)
 	return nil
 }

@@ -85,18 +85,18 @@ type writeScratch[Obj any] struct {
 	// which may point into them, never make a local escape.
 	newKeys []index.KeySet // per secondary index: the new object's keys
 	oldKeys []index.KeySet // per secondary index: the keys of the object replaced or deleted
-	// cut holds the objects a bulk delete removes (table_delete.go), and
+	// cut holds the objects a bulk delete removes (table_bulk.go), and
 	// cutKeys their secondary keys, index after index; pkArena holds the
 	// primary keys it computed, pkEnds where each ends.
 	cut     []cutObject[Obj]
 	cutKeys []index.KeySet
 	pkArena []byte
 	pkEnds  []int
-	// givenKeys, if set, are the secondary keys of the object being
-	// written, which check takes rather than computing them (ModifyEach).
-	givenKeys []index.KeySet
-	keyBuf    []byte
-	pkBuf     []byte // the primary key of the object being written
+	// mods holds the objects a ModifyEach writes, with the revisions
+	// they were read at.
+	mods   []object[Obj]
+	keyBuf []byte
+	pkBuf  []byte // the primary key of the object being written
 }
 
 // txnFor returns the table's tableTxn in txn, beginning it on the
@@ -469,11 +469,7 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 		if hadOld {
 			tt.scratch.oldKeys[i] = ix.fromObject(old.obj)
 		}
-		if given := tt.scratch.givenKeys; given != nil {
-			tt.scratch.newKeys[i] = given[i] // ModifyEach computed them
-		} else {
-			tt.scratch.newKeys[i] = ix.fromObject(obj)
-		}
+		tt.scratch.newKeys[i] = ix.fromObject(obj)
 		keys := &tt.scratch.newKeys[i]
 		for j := range keys.Len() {
 			if len(keys.At(j)) > maxKeyLen {

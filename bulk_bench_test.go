@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-var benchDeleteN = flag.Int("strata.deleten", 1_000_000, "objects in the table of the DeleteMatches benchmarks (a tenth are deleted per op)")
+var benchDeleteN = flag.Int("strata.deleten", 1_000_000, "objects in the table of the DeleteMatches and ModifyEach benchmarks (a tenth are deleted or replaced per op)")
 
 // BenchmarkDB_DeleteMatches deletes the tenth of a table that one key of a
 // non-unique secondary index selects (100k of 1M objects, by default) in a
@@ -63,6 +63,59 @@ func benchDeleteMatches(b *testing.B, oneByOne bool) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+	}
+	reportObjectsPerSec(b, n*count)
+}
+
+// BenchmarkDB_ModifyEach replaces the same tenth of the table with new
+// objects (the same ID and value, alternating between two generations) by
+// ModifyEach over the List of the value, and commits. _OneByOne is the
+// loop a user without ModifyEach writes: List into a slice, then an
+// Insert each.
+func BenchmarkDB_ModifyEach(b *testing.B)          { benchModifyEach(b, false) }
+func BenchmarkDB_ModifyEach_OneByOne(b *testing.B) { benchModifyEach(b, true) }
+
+func benchModifyEach(b *testing.B, oneByOne bool) {
+	db := New()
+	tbl := newTestTable(b, db, "test", valueIndex)
+	total := *benchDeleteN
+	count := total / 10
+	var gens [2][]*testObject
+	for g := range gens {
+		gens[g] = make([]*testObject, total)
+		for i := range total {
+			gens[g][i] = &testObject{ID: uint64(i), Value: i % 10}
+		}
+	}
+	fillTable(b, db, tbl, total, func(i int) *testObject { return gens[0][i] })
+	q := valueIndex.Query(3)
+	objs := make([]*testObject, 0, count)
+	cur := 0
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		next := gens[1-cur]
+		txn := db.WriteTxn(tbl)
+		if oneByOne {
+			objs = objs[:0]
+			for o := range tbl.List(txn, q) {
+				objs = append(objs, o)
+			}
+			for _, o := range objs {
+				if _, _, err := tbl.Insert(txn, next[o.ID]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		} else if got, err := ModifyEach(txn, tbl, tbl.List(txn, q), func(o *testObject) (*testObject, bool) {
+			return next[o.ID], true
+		}); err != nil || got != count {
+			b.Fatalf("ModifyEach = %d, %v; want %d", got, err, count)
+		}
+		if _, err := txn.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		cur = 1 - cur
+		n++
 	}
 	reportObjectsPerSec(b, n*count)
 }
