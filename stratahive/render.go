@@ -70,7 +70,7 @@ func tableRow(t strata.AnyTable, obj any, width int) (row []string, err error) {
 	}()
 	row = w.TableRow()
 	if len(row) != width {
-		return nil, fmt.Errorf("table %q: TableRow gave %d columns, TableHeader %d: %w", t.Name(), len(row), width, ErrBadInput)
+		return nil, fmt.Errorf("table %q: TableRow returned %d columns, want %d from TableHeader: %w", t.Name(), len(row), width, ErrBadInput)
 	}
 	return row, nil
 }
