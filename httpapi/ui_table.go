@@ -59,7 +59,7 @@ type tablePage struct {
 	// TableHeader, and the cells their TableRow.
 	Columns       []string
 	TableWritable bool
-	Rows    []row
+	Rows          []row
 	// Next is the link to the next page ("" on the last).
 	Next template.URL
 	// First is the link to the first page, if this is not it.
