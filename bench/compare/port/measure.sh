@@ -194,7 +194,7 @@ dropped=$tmp/dropped
 drop "$orig" "$dropped"
 drop "$imports" "$tmp/imports-dropped"
 cp -r "$dropped" "$work"
-if [ -s "$here/port.patch" ]; then (cd "$work" && patch -s -p1 <"$here/port.patch"); fi
+if [ -s "$here/port.patch" ]; then (cd "$work" && git apply --whitespace=nowarn "$here/port.patch"); fi
 (cd "$work" && GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>&1 || true)
 (cd "$tmp" && diff -rN -U0 -x go.sum -x go.mod dropped port >"$tmp/edits.diff" || true)
 nedit=$(grep -c '^@@' "$tmp/edits.diff" || true)
