@@ -27,7 +27,7 @@ race:
 
 # Every benchmark once, with small sizes, so that none can rot.
 bench-smoke:
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x . -strata.memobjects=10000
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x . -strata.memobjects=10000 -strata.deleten=10000
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./part -part.bench.max=1000
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./index/... ./metrics/...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./reconciler -reconciler.benchn=2000

@@ -127,9 +127,9 @@ func objectOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *wirejson
 }
 
 // primaryKey returns the primary key of o, read from the primary index
-// (its cursor) or another.
+// (its cursor) or another, or from a read without cursors (nil Cursor).
 func primaryKey(t strata.AnyTable, primary bool, o strata.AnyObject) []byte {
-	if primary {
+	if primary && o.Cursor != nil {
 		return o.Cursor
 	}
 	pk, _ := t.PrimaryKey(o.Object)
