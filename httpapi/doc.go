@@ -80,6 +80,9 @@
 // Options.BookmarkInterval; a client resumes from the revision of the last
 // change or bookmark it read.
 //
+// An upsert or delete of an object that implements strata.TableWritable
+// carries its TableRow too (Event.Row), as the inspector shows it.
+//
 // One change feed per table serves all its streams: the handler encodes
 // each change once into a ring of the table's recent changes (at most
 // Options.RingSize changes and Options.RingBytes bytes), which lives while
@@ -127,7 +130,8 @@
 // With Options.UI, /ui/ serves a web inspector: an overview of the
 // tables with plots of commits per second and objects per table; a
 // table's objects, a page at a time, as a table of their fields (the
-// columns of the strata command's table output), each row opening on the
+// columns of the strata command's table output), or of their TableHeader
+// and TableRow if they implement strata.TableWritable, each row opening on the
 // object's JSON, with a filter on any index (exact key, prefix, at least,
 // range) whose keys are text parsed as the query parameters' are, the
 // number of objects the filter matches (as /count counts them, or

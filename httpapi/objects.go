@@ -183,7 +183,7 @@ func writePage(w http.ResponseWriter, t strata.AnyTable, txn strata.ReadTxn, seq
 		buf = append(buf, "\n"...)
 		data, err := enc.Encode(o.Object)
 		key, _ := t.KeyString("", primaryKey(t, primary, o))
-		buf = appendObject(buf, "", o.Revision, key, data, err)
+		buf = appendObject(buf, "", o.Revision, key, data, err, nil)
 		if _, err := bw.Write(buf); err != nil {
 			// The client went away: there is nobody to tell.
 			return nil
