@@ -44,20 +44,4 @@ func WithRoundLimits(numObjects int, limiter *rate.Limiter) Option {
 	}
 }
 
-// ExpVarMetrics is ExpVar, under statedb's name.
-type ExpVarMetrics = ExpVar
 
-// ExpVarName is the name under which NewExpVarMetrics publishes the
-// reconcilers' figures, as stratahive's Cell does with
-// --strata-metrics=expvar.
-const ExpVarName = "strata_reconcilers"
-
-// NewExpVarMetrics is statedb's constructor of expvar metrics:
-// NewExpVar(ExpVarName, true). statedb publishes one map per figure, keyed
-// by module and reconciler; Strata one map, keyed by reconciler, of each
-// reconciler's figures (MIGRATING.md maps the figures).
-func NewExpVarMetrics() *ExpVar { return NewExpVar(ExpVarName, true) }
-
-// NewUnpublishedExpVarMetrics is statedb's constructor of expvar metrics
-// that are not published: NewExpVar(ExpVarName, false), for tests.
-func NewUnpublishedExpVarMetrics() *ExpVar { return NewExpVar(ExpVarName, false) }

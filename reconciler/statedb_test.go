@@ -41,8 +41,4 @@ func TestStatedbSpellings(t *testing.T) {
 			t.Errorf("%s: err %v, want ErrInvalidOption", name, o.err)
 		}
 	}
-	var m *ExpVarMetrics = NewUnpublishedExpVarMetrics()
-	if m.Err() != nil || m.Map() == nil {
-		t.Errorf("NewUnpublishedExpVarMetrics: %v", m.Err())
-	}
 }

@@ -43,8 +43,11 @@ type ReconcilerParams struct {
 // "job-refresh-<name>": OK "Next refresh in 29m59s" between passes,
 // Degraded while the marks cannot be written.
 // Its metrics are the Cell's (Config, or the program's) unless an option
-// gives others, and its logs go to the module's logger. The
-// reconciler/status script command reports on it.
+// gives others; metrics that key figures by module, as statedb's do
+// (reconciler.ModuleMetrics, such as reconciler.NewExpVarMetrics), are
+// given the module's ID and the name the program gave. Its logs go to
+// the module's logger. The reconciler/status script command reports on
+// it.
 //
 // The reconciler's name is the one reconciler.WithName gives, which no
 // other reconciler of the hive may have (ErrDuplicateReconciler, whose
@@ -84,9 +87,14 @@ func RegisterReconciler[Obj any](
 		params.Log.Info("Reconciler has no name and its table's is taken by another reconciler: named otherwise (reconciler.WithName chooses)",
 			"table", table.Name(), "module", module, "name", name)
 	}
+	var m reconciler.Metrics = params.Metrics.Reconcilers
+	if mm, ok := m.(reconciler.ModuleMetrics); ok {
+		// statedb's layout: keyed by module and the name given.
+		m = moduleMetrics{mm.ModuleReconciler(module, given)}
+	}
 	opts := []reconciler.Option{
 		reconciler.WithLogger(params.Log),
-		reconciler.WithMetrics(params.Metrics.Reconcilers),
+		reconciler.WithMetrics(m),
 	}
 	opts = append(append(opts, options...), reconciler.WithName(name))
 	r, err := reconciler.New(params.DB, reconciler.Config[Obj]{
@@ -148,3 +156,9 @@ func Reconciler[Obj any](
 		cell.Invoke(func(*reconciler.Reconciler[Obj]) {}),
 	)
 }
+
+// moduleMetrics is the Metrics of one reconciler whose handle a
+// reconciler.ModuleMetrics gave, keyed by its module.
+type moduleMetrics struct{ h reconciler.ReconcilerMetrics }
+
+func (m moduleMetrics) Reconciler(string) reconciler.ReconcilerMetrics { return m.h }
