@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -318,5 +319,82 @@ func TestExpirerWakes(t *testing.T) {
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run returned %v", err)
 		}
+	})
+}
+
+// failJournal is a Journal whose commits fail while fail is set.
+type failJournal struct{ fail atomic.Bool }
+
+var errDiskOnFire = errors.New("disk on fire")
+
+func (j *failJournal) Begin() JournalBatch { return failBatch{j} }
+
+type failBatch struct{ j *failJournal }
+
+func (b failBatch) Commit() error {
+	if b.j.fail.Load() {
+		return errDiskOnFire
+	}
+	return nil
+}
+func (failBatch) Discard() {}
+
+// sessionJournal is a TableJournal of sessions that records nothing.
+type sessionJournal struct{}
+
+func (sessionJournal) Upsert(JournalBatch, []byte, *session, Revision) error { return nil }
+func (sessionJournal) Delete(JournalBatch, []byte) error                     { return nil }
+func (sessionJournal) DeleteAll(JournalBatch) error                          { return nil }
+func (sessionJournal) SetRevision(JournalBatch, Revision) error              { return nil }
+
+// TestExpirerReportsErrors: a pass whose commit fails is reported to
+// OnError and by Err, deletes nothing, and is tried again after
+// RetryInterval; once a pass succeeds, Err is nil again.
+func TestExpirerReportsErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := New()
+		tbl := newSessions(t, db, "s")
+		j := &failJournal{}
+		txn := db.WriteTxn(tbl)
+		must(t, SetJournal(txn, tbl, j, sessionJournal{}))
+		mustCommit(t, txn)
+		insertSessions(t, db, tbl, &session{ID: 1, Expires: time.Now().Add(time.Second)})
+
+		j.fail.Store(true)
+		if n, err := ExpireBefore(db, time.Now().Add(time.Hour), 10); n != 0 || !errors.Is(err, errDiskOnFire) {
+			t.Fatalf("ExpireBefore with a failing journal: %d, %v", n, err)
+		}
+		var reported atomic.Int32
+		e, err := NewExpirer(db, ExpirerOptions{
+			RetryInterval: time.Minute,
+			OnError: func(err error) {
+				if !errors.Is(err, errDiskOnFire) {
+					t.Errorf("OnError(%v)", err)
+				}
+				reported.Add(1)
+			},
+		})
+		must(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- e.Run(ctx) }()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if reported.Load() != 1 || !errors.Is(e.Err(), errDiskOnFire) || tbl.NumObjects(db.ReadTxn()) != 1 {
+			t.Fatalf("after a failed pass: %d reports, Err %v, %d objects", reported.Load(), e.Err(), tbl.NumObjects(db.ReadTxn()))
+		}
+		j.fail.Store(false)
+		time.Sleep(time.Minute - time.Nanosecond)
+		synctest.Wait()
+		if tbl.NumObjects(db.ReadTxn()) != 1 {
+			t.Fatal("tried again before RetryInterval")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if reported.Load() != 1 || e.Err() != nil || tbl.NumObjects(db.ReadTxn()) != 0 || e.Expired() != 1 {
+			t.Fatalf("after the retry: %d reports, Err %v, %d objects", reported.Load(), e.Err(), tbl.NumObjects(db.ReadTxn()))
+		}
+		cancel()
+		<-done
 	})
 }
