@@ -24,9 +24,11 @@ type ExpirerOptions struct {
 	// RetryInterval is how long the Expirer waits after a failed pass
 	// before it tries again; 0 means DefaultExpiryRetry.
 	RetryInterval time.Duration
-	// OnError, if set, is called, from the Expirer's goroutine, with the
-	// error of every failed pass. Err returns the latest one either way.
-	OnError func(error)
+	// OnPass, if set, is called from the Expirer's goroutine after every
+	// pass with the number of objects the pass deleted and its error, nil
+	// if it succeeded (Err returns the latest either way): a health
+	// report's hook.
+	OnPass func(expired int, err error)
 	// Tables are the tables the Expirer expires. None means every table
 	// of the database with an ExpiryIndex, those registered after Run
 	// began included: they are found at the Expirer's next wake.
@@ -90,7 +92,7 @@ func NewExpirer(db *DB, opts ExpirerOptions) (*Expirer, error) {
 
 // Run expires objects until ctx ends, and then returns ctx's error. It
 // returns ErrExpirerRunning at once if the Expirer is running already.
-// A failed pass does not end it: the error goes to OnError and Err, and
+// A failed pass does not end it: the error goes to OnPass and Err, and
 // Run tries again after RetryInterval.
 func (e *Expirer) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
@@ -103,6 +105,9 @@ func (e *Expirer) Run(ctx context.Context) error {
 		n, err := ExpireBefore(e.db, now, e.opts.Batch, e.opts.Tables...)
 		e.expired.Add(uint64(n))
 		e.setErr(err)
+		if e.opts.OnPass != nil {
+			e.opts.OnPass(n, err)
+		}
 		var wake time.Time
 		ws.Clear()
 		if err != nil {
@@ -161,9 +166,6 @@ func (e *Expirer) setErr(err error) {
 	e.mu.Lock()
 	e.err = err
 	e.mu.Unlock()
-	if err != nil && e.opts.OnError != nil {
-		e.opts.OnError(err)
-	}
 }
 
 // Err returns the error of the Expirer's latest pass: nil if it

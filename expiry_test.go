@@ -348,7 +348,7 @@ func (sessionJournal) DeleteAll(JournalBatch) error                          { r
 func (sessionJournal) SetRevision(JournalBatch, Revision) error              { return nil }
 
 // TestExpirerReportsErrors: a pass whose commit fails is reported to
-// OnError and by Err, deletes nothing, and is tried again after
+// OnPass and by Err, deletes nothing, and is tried again after
 // RetryInterval; once a pass succeeds, Err is nil again.
 func TestExpirerReportsErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -367,11 +367,14 @@ func TestExpirerReportsErrors(t *testing.T) {
 		var reported atomic.Int32
 		e, err := NewExpirer(db, ExpirerOptions{
 			RetryInterval: time.Minute,
-			OnError: func(err error) {
-				if !errors.Is(err, errDiskOnFire) {
-					t.Errorf("OnError(%v)", err)
+			OnPass: func(n int, err error) {
+				switch {
+				case err == nil:
+				case n != 0 || !errors.Is(err, errDiskOnFire):
+					t.Errorf("OnPass(%d, %v)", n, err)
+				default:
+					reported.Add(1)
 				}
-				reported.Add(1)
 			},
 		})
 		must(t, err)
