@@ -9,8 +9,8 @@ import (
 	"github.com/strata-db/strata/part"
 )
 
-// ExpireBefore deletes, from each of the tables given (every table of db
-// if none is) that has an ExpiryIndex, the objects whose expiry is at or
+// ExpireBefore deletes, from each of the tables of db given (every table
+// of db if none is) that has an ExpiryIndex, the objects whose expiry is at or
 // before now, and returns how many it deleted. It deletes them in write
 // transactions of at most batch objects each, the soonest expiry first,
 // and commits each before it begins the next: readers see the table
@@ -119,10 +119,25 @@ func (t *table[Obj]) expireBatch(db *DB, now time.Time, batch int) (n int, more 
 			return 0, false, err
 		}
 	}
+	if invariants && !more {
+		checkExpired(tt, pos, bound)
+	}
 	if _, err := txn.Commit(); err != nil {
 		return 0, false, err
 	}
 	return len(objs), more, nil
+}
+
+// checkExpired checks, under the invariants build tag, what a batch that
+// left nothing due promises: the first entry of the expiry index, if any,
+// is at or above bound (expires after now).
+func checkExpired[Obj any](tt *tableTxn[Obj], pos int, bound []byte) {
+	for k := range tt.secondary[pos-1].Snapshot().All() {
+		if bytes.Compare(k, bound) < 0 {
+			panic(fmt.Sprintf("strata: table %q: an object due is left after its expiry: key %x", tt.t.meta.name, k))
+		}
+		break
+	}
 }
 
 func (t *table[Obj]) nextExpiry(txn ReadTxn, now time.Time) (at time.Time, found bool, watch <-chan struct{}) {
