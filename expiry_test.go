@@ -398,6 +398,8 @@ func TestExpirerReportsErrors(t *testing.T) {
 			t.Fatalf("after the retry: %d reports, Err %v, %d objects", reported.Load(), e.Err(), tbl.NumObjects(db.ReadTxn()))
 		}
 		cancel()
-		<-done
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v", err)
+		}
 	})
 }
