@@ -189,14 +189,16 @@ type RWTable[Obj any] interface {
 	// DeleteAll removes every object.
 	DeleteAll(WriteTxn) error
 	// DeletePrefix removes the objects Prefix(txn, q) returns, and
-	// returns how many. On the primary index it removes them in one cut
-	// of the tree.
+	// returns how many. The index queried (but an LPMIndex) loses them in
+	// one cut of its tree.
 	DeletePrefix(txn WriteTxn, q Query[Obj]) (int, error)
 	// DeleteRange removes the objects Range(txn, from, to) returns, and
 	// returns how many.
 	DeleteRange(txn WriteTxn, from, to Query[Obj]) (int, error)
 	// DeleteMatches removes the objects List(txn, q) returns (every
-	// object with q's key in a non-unique index), and returns how many.
+	// object with q's key in a non-unique index), and returns how many;
+	// a non-unique index loses them in one cut of its tree. DeleteEach
+	// removes what any read returns (an And, In or Or).
 	DeleteMatches(txn WriteTxn, q Query[Obj]) (int, error)
 
 	// RegisterInitializer records, in txn, that the table is not

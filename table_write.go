@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"iter"
 	"time"
 
 	"github.com/strata-db/strata/index"
@@ -87,12 +86,18 @@ type writeScratch[Obj any] struct {
 	// which may point into them, never make a local escape.
 	newKeys []index.KeySet // per secondary index: the new object's keys
 	oldKeys []index.KeySet // per secondary index: the keys of the object replaced or deleted
-	// cut holds the objects a DeletePrefix on the primary index removes,
-	// and cutKeys their secondary keys, index after index.
+	// cut holds the objects a bulk delete removes (table_bulk.go), and
+	// cutKeys their secondary keys, index after index; pkArena holds the
+	// primary keys it computed, pkEnds where each ends.
 	cut     []cutObject[Obj]
 	cutKeys []index.KeySet
-	keyBuf  []byte
-	pkBuf   []byte // the primary key of the object being written
+	pkArena []byte
+	pkEnds  []int
+	// mods holds the objects a ModifyEach writes, with the revisions
+	// they were read at.
+	mods   []object[Obj]
+	keyBuf []byte
+	pkBuf  []byte // the primary key of the object being written
 }
 
 // txnFor returns the table's tableTxn in txn, beginning it on the
@@ -638,114 +643,6 @@ func (t *table[Obj]) DeleteAll(txn WriteTxn) error {
 	}
 	tt.removeAll()
 	return nil
-}
-
-func (t *table[Obj]) DeletePrefix(txn WriteTxn, q Query[Obj]) (int, error) {
-	tt, err := t.txnFor(txn)
-	if err != nil {
-		return 0, err
-	}
-	if ix := t.index(q.index); ix.pos == 0 {
-		return tt.cutPrimaryPrefix(q.key.bytes()), nil
-	}
-	return tt.removeEach(t.Prefix(txn, q))
-}
-
-func (t *table[Obj]) DeleteRange(txn WriteTxn, from, to Query[Obj]) (int, error) {
-	tt, err := t.txnFor(txn)
-	if err != nil {
-		return 0, err
-	}
-	return tt.removeEach(t.Range(txn, from, to))
-}
-
-func (t *table[Obj]) DeleteMatches(txn WriteTxn, q Query[Obj]) (int, error) {
-	tt, err := t.txnFor(txn)
-	if err != nil {
-		return 0, err
-	}
-	return tt.removeEach(t.List(txn, q))
-}
-
-// removeEach removes the objects objs yields, which it reads to the end
-// first: they come from a snapshot of the transaction. It computes the
-// keys of every object as it reads them, before the first change, so that
-// an index function that panics leaves the table as it was (remove
-// computes them again).
-func (tt *tableTxn[Obj]) removeEach(objs iter.Seq2[Obj, Revision]) (int, error) {
-	t := tt.t
-	var list []Obj
-	for o := range objs {
-		list = append(list, o)
-		tt.scratch.pkBuf, _ = t.primaryKey(tt.scratch.pkBuf, o)
-		for i := range t.nsec {
-			t.indexes[i+1].fromObject(o)
-		}
-	}
-	n := 0
-	for _, o := range list {
-		_, had, err := tt.remove(o, false, 0)
-		if err != nil {
-			return n, err
-		}
-		if had {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// cutObject is an object a DeletePrefix on the primary index removes.
-type cutObject[Obj any] struct {
-	pk  []byte
-	old object[Obj]
-}
-
-// cutPrimaryPrefix removes the objects whose primary key starts with
-// prefix: from the primary index in one cut of the tree, from the
-// secondary indexes one key at a time. Every key is computed before the
-// first change, so that an index function that panics leaves the table as
-// it was (BenchmarkDB_DeletePrefix).
-func (tt *tableTxn[Obj]) cutPrimaryPrefix(prefix []byte) int {
-	t := tt.t
-	defer func() {
-		clear(tt.scratch.cut)
-		clear(tt.scratch.cutKeys)
-		tt.scratch.cut, tt.scratch.cutKeys = tt.scratch.cut[:0], tt.scratch.cutKeys[:0]
-	}()
-	for pk, o := range tt.primary.Prefix(prefix) {
-		tt.scratch.cut = append(tt.scratch.cut, cutObject[Obj]{pk, o})
-		for i := range t.nsec {
-			tt.scratch.cutKeys = append(tt.scratch.cutKeys, t.indexes[i+1].fromObject(o.obj))
-		}
-	}
-	if len(tt.scratch.cut) == 0 {
-		return 0
-	}
-	tt.primary.DeletePrefix(prefix)
-	keys := tt.scratch.cutKeys
-	for _, c := range tt.scratch.cut {
-		tt.cur.revision++
-		if tt.log.cur.end.seg != nil {
-			tt.log.append(logEntry[Obj]{obj: c.old.obj, rev: tt.cur.revision, prev: c.old.rev, kind: entryDelete})
-			tt.log.lastDelete = tt.cur.revision
-		}
-		for i := range t.nsec {
-			ix := &t.indexes[i+1]
-			for j := range keys[i].Len() {
-				tt.secondary[i].Delete(tt.treeKey(ix, keys[i].At(j), c.pk))
-			}
-		}
-		keys = keys[t.nsec:]
-		if t.byRevision {
-			tt.deleteRevisionKey(c.old.rev)
-		}
-		if j := &tt.cur.journal; j.tj != nil {
-			j.note(c.pk, tt.cur.revision, true, c.old.obj)
-		}
-	}
-	tt.cur.dirty, tt.cur.written = true, true
-	return len(tt.scratch.cut)
 }
 
 // insertRevisionKey adds o to the revision index (RevisionIndex), which is

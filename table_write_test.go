@@ -298,7 +298,7 @@ func TestRegressPanickingIndexLeavesTableIntact(t *testing.T) {
 // A regression the adversarial trial of the public API found (its case 8,
 // for the writes of many objects): DeletePrefix (on the primary index, in
 // one cut; on a secondary one, object by object), DeleteRange,
-// DeleteMatches and Restore. An index function that panics for one object,
+// DeleteMatches, DeleteEach, ModifyEach and Restore. An index function that panics for one object,
 // after others were written, must leave the table as it was too, and the
 // change log in step with it: a transaction recovered from the panic and
 // committed publishes consistent indexes, and a feed's view of the table
@@ -318,7 +318,7 @@ func TestRegressPanickingIndexManyObjects(t *testing.T) {
 	// Objects 1, 2, 3 at values 3, 5, 7 (and all under key -1): in the
 	// order of either index, the one that panics comes after another.
 	objs := []*testObject{{ID: 1, Value: 3}, {ID: 2, Value: 5}, {ID: 3, Value: 7}}
-	for _, op := range []string{"DeletePrefix(primary)", "DeletePrefix(secondary)", "DeleteRange", "DeleteMatches", "Restore"} {
+	for _, op := range []string{"DeletePrefix(primary)", "DeletePrefix(secondary)", "DeleteRange", "DeleteMatches", "DeleteEach", "ModifyEach", "Restore"} {
 		t.Run(op, func(t *testing.T) {
 			db := New()
 			tbl := newTestTable(t, db, "t", ix)
@@ -349,6 +349,14 @@ func TestRegressPanickingIndexManyObjects(t *testing.T) {
 					_, _ = tbl.DeleteRange(txn, idIndex.Query(0), idIndex.Query(100))
 				case "DeleteMatches":
 					_, _ = tbl.DeleteMatches(txn, ix.Query(-1)) // every object
+				case "DeleteEach":
+					_, _ = DeleteEach(txn, tbl, tbl.All(txn))
+				case "ModifyEach":
+					_, _ = ModifyEach(txn, tbl, tbl.All(txn), func(o *testObject) (*testObject, bool) {
+						c := *o
+						c.Name = "modified"
+						return &c, true
+					})
 				case "Restore":
 					_ = Restore(txn, tbl, func(yield func(*testObject, Revision) bool) {
 						_ = yield(&testObject{ID: 10, Value: 3}, 50) && yield(&testObject{ID: 11, Value: 5}, 51)
@@ -365,6 +373,11 @@ func TestRegressPanickingIndexManyObjects(t *testing.T) {
 			checkIndexesAgree(t, tbl, rtxn)
 			if got := ids(tbl.All(rtxn)); !slices.Equal(got, want) {
 				t.Fatalf("after the panic the table holds %v, want %v", got, want)
+			}
+			for o := range tbl.All(rtxn) {
+				if o.Name == "modified" {
+					t.Fatalf("after the panic object %d is modified", o.ID)
+				}
 			}
 			mdlFeedView(t, view, it, rtxn)
 			if got := slices.Sorted(maps.Keys(view)); !slices.Equal(got, want) {

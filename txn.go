@@ -11,6 +11,7 @@ package strata
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -30,6 +31,11 @@ type ReadTxn interface {
 	// pending returns the write transaction whose uncommitted writes reads
 	// must see, or nil.
 	pending() *txnCore
+
+	// WriteJSON writes the named tables (every table, if none is named)
+	// of the snapshot to w as one JSON object: the function WriteJSON
+	// with this transaction (statedb's method of the same name).
+	WriteJSON(w io.Writer, tables ...TableName) error
 }
 
 // WriteTxn is a write transaction: created by DB.WriteTxn over a set of

@@ -97,3 +97,10 @@ func writeTableJSON(bw *bufio.Writer, txn ReadTxn, t AnyTable) error {
 	bw.WriteString("]")
 	return nil
 }
+
+// WriteJSON is the function WriteJSON with r (ReadTxn's method).
+func (r *dbRoot) WriteJSON(w io.Writer, tables ...TableName) error { return WriteJSON(w, r, tables...) }
+
+// WriteJSON is the function WriteJSON with the transaction (ReadTxn's
+// method): its own uncommitted writes are included.
+func (h *txnRef) WriteJSON(w io.Writer, tables ...TableName) error { return WriteJSON(w, h, tables...) }

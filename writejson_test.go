@@ -75,6 +75,19 @@ func TestWriteJSON(t *testing.T) {
 	if err := WriteJSON(&out, wtxn, "a"); err != nil || !strings.Contains(out.String(), `"three"`) {
 		t.Fatalf("WriteJSON in a write transaction = %q, %v", out.String(), err)
 	}
+	// The method (statedb's form) is the function.
+	var method bytes.Buffer
+	if err := wtxn.WriteJSON(&method, "a"); err != nil || method.String() != out.String() {
+		t.Fatalf("wtxn.WriteJSON = %q, %v; want %q", method.String(), err, out.String())
+	}
+	out.Reset()
+	method.Reset()
+	if err := WriteJSON(&out, txn); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.WriteJSON(&method); err != nil || method.String() != out.String() {
+		t.Fatalf("txn.WriteJSON = %q, %v; want %q", method.String(), err, out.String())
+	}
 	wtxn.Abort()
 }
 

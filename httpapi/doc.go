@@ -18,6 +18,9 @@
 //	GET    /v1/tables/{table}/objects    Page: a query's objects (below)
 //	GET    /v1/tables/{table}/object     ObjectResult: the first object with key=
 //	GET    /v1/tables/{table}/count      CountResult: how many objects a query matches
+//	GET    /v1/tables/{table}/and        Page: the objects every q= selects (below)
+//	GET    /v1/tables/{table}/in         Page: the objects any q= of one index selects
+//	GET    /v1/tables/{table}/or         Page: the objects any q= selects
 //	POST   /v1/tables/{table}/objects    insert the body's JSON objects (NDJSON)
 //	DELETE /v1/tables/{table}/object     delete the object with primary key=
 //	GET    /v1/tables/{table}/changes    the change stream (below)
@@ -39,11 +42,24 @@
 // table's revision in the snapshot it read, in the document and in the
 // Strata-Revision header.
 //
+// /and, /in and /or combine key queries of several indexes, as
+// strata.And, In and Or do: each q=INDEX=KEY (repeated; q=KEY is a key of
+// the primary index) selects the objects whose key in INDEX is KEY. /and
+// returns the objects every query selects, /or those any selects, both in
+// primary-key order; /in those any selects where every query is on one
+// index, in that index's order; each object once. Keys are text, or
+// base64url with raw=1. The result is one Page, without cursors (limit
+// and after are refused). No q= is strata.ErrNoQueries, a query of an
+// LPM index strata.ErrInvalidQuery, /in's queries of several indexes
+// strata.ErrMixedIndexes (each 400); an unknown index is
+// strata.ErrIndexNotFound (404), as on /objects.
+//
 // # Blocking reads
 //
 // With waitRev=R (and wait=30s, at most Options.MaxWait), a read of the
-// objects or of one object returns at once if the table's revision is not
-// R; otherwise it waits on the query's own watch channel, and returns the
+// objects, of one object, of a count or of /and, /in or /or returns at
+// once if the table's revision is not R; otherwise it waits on the
+// query's own watch channel (one for a combined query), and returns the
 // newer result once the result may have changed, or the same one when the
 // wait runs out. A client loops: read, then read again with waitRev set
 // to the revision of what it read. A revision lower than the client's
@@ -63,6 +79,9 @@
 // order. Bookmarks follow the first catch-up and come every
 // Options.BookmarkInterval; a client resumes from the revision of the last
 // change or bookmark it read.
+//
+// An upsert or delete of an object that implements strata.TableWritable
+// carries its TableRow too (Event.Row), as the inspector shows it.
 //
 // One change feed per table serves all its streams: the handler encodes
 // each change once into a ring of the table's recent changes (at most
@@ -111,7 +130,8 @@
 // With Options.UI, /ui/ serves a web inspector: an overview of the
 // tables with plots of commits per second and objects per table; a
 // table's objects, a page at a time, as a table of their fields (the
-// columns of the strata command's table output), each row opening on the
+// columns of the strata command's table output), or of their TableHeader
+// and TableRow if they implement strata.TableWritable, each row opening on the
 // object's JSON, with a filter on any index (exact key, prefix, at least,
 // range) whose keys are text parsed as the query parameters' are, the
 // number of objects the filter matches (as /count counts them, or

@@ -9,8 +9,9 @@ import (
 
 // appendObject appends the JSON of an Object (kind "") or of an Event of
 // an object: the fields in Object's and Event's order, the object's JSON
-// as it is, or, if encoding it failed, null and the error.
-func appendObject(dst []byte, kind EventKind, rev strata.Revision, key string, obj []byte, encErr error) []byte {
+// as it is, or, if encoding it failed, null and the error; and an
+// Event's row, if it has one (Event.Row).
+func appendObject(dst []byte, kind EventKind, rev strata.Revision, key string, obj []byte, encErr error, row []string) []byte {
 	dst = append(dst, '{')
 	if kind != "" {
 		dst = append(dst, `"kind":"`...)
@@ -27,6 +28,16 @@ func appendObject(dst []byte, kind EventKind, rev strata.Revision, key string, o
 		dst = wirejson.AppendString(dst, encErr.Error())
 	} else {
 		dst = append(dst, obj...)
+	}
+	if row != nil {
+		dst = append(dst, `,"row":[`...)
+		for i, cell := range row {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = wirejson.AppendString(dst, cell)
+		}
+		dst = append(dst, ']')
 	}
 	return append(dst, '}')
 }

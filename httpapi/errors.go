@@ -73,6 +73,8 @@ var knownErrors = []struct {
 	{index.ErrParseKey, "index.ErrParseKey", http.StatusBadRequest},
 	{strata.ErrInvalidQuery, "strata.ErrInvalidQuery", http.StatusBadRequest},
 	{strata.ErrCannotCount, "strata.ErrCannotCount", http.StatusBadRequest},
+	{strata.ErrNoQueries, "strata.ErrNoQueries", http.StatusBadRequest},
+	{strata.ErrMixedIndexes, "strata.ErrMixedIndexes", http.StatusBadRequest},
 	{strata.ErrObjectType, "strata.ErrObjectType", http.StatusBadRequest},
 	{strata.ErrPrimaryKey, "strata.ErrPrimaryKey", http.StatusBadRequest},
 	{strata.ErrKeyTooLong, "strata.ErrKeyTooLong", http.StatusBadRequest},

@@ -314,7 +314,7 @@ func (hb *hub) encode(enc *wirejson.Encoder, chunk []byte, entries []ringEntry, 
 	}
 	data, err := enc.Encode(c.Object)
 	off := len(chunk)
-	chunk = append(appendObject(chunk, kind, rev, key, data, err), '\n')
+	chunk = append(appendObject(chunk, kind, rev, key, data, err, hb.table.TableRow(c.Object)), '\n')
 	return chunk, append(entries, ringEntry{rev: rev, kind: kind, off: off, end: len(chunk)})
 }
 

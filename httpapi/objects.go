@@ -127,9 +127,9 @@ func objectOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *wirejson
 }
 
 // primaryKey returns the primary key of o, read from the primary index
-// (its cursor) or another.
+// (its cursor) or another, or from a read without cursors (nil Cursor).
 func primaryKey(t strata.AnyTable, primary bool, o strata.AnyObject) []byte {
-	if primary {
+	if primary && o.Cursor != nil {
 		return o.Cursor
 	}
 	pk, _ := t.PrimaryKey(o.Object)
@@ -183,7 +183,7 @@ func writePage(w http.ResponseWriter, t strata.AnyTable, txn strata.ReadTxn, seq
 		buf = append(buf, "\n"...)
 		data, err := enc.Encode(o.Object)
 		key, _ := t.KeyString("", primaryKey(t, primary, o))
-		buf = appendObject(buf, "", o.Revision, key, data, err)
+		buf = appendObject(buf, "", o.Revision, key, data, err, nil)
 		if _, err := bw.Write(buf); err != nil {
 			// The client went away: there is nobody to tell.
 			return nil

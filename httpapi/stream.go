@@ -260,7 +260,7 @@ func (s *streamWriter) list(t strata.AnyTable, txn strata.ReadTxn) error {
 	for o := range seq {
 		key, _ := t.KeyString("", o.Cursor)
 		data, err := enc.Encode(o.Object)
-		s.buf = appendObject(s.buf[:0], EventUpsert, o.Revision, key, data, err)
+		s.buf = appendObject(s.buf[:0], EventUpsert, o.Revision, key, data, err, t.TableRow(o.Object))
 		s.event(EventUpsert, 0, s.buf)
 		if n++; n%1024 == 0 {
 			if err := s.flush(); err != nil {

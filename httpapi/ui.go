@@ -140,15 +140,18 @@ type row struct {
 	Revision strata.Revision
 	JSON     string
 	// Cells are the row's cells, one per column of its page
-	// (tablePage.Columns); members is the object's, as rowOf read them.
-	Cells   []string
-	members []columns.Member
+	// (tablePage.Columns); members is the object's, as rowOf read them,
+	// and tableRow its TableRow, if it implements strata.TableWritable.
+	Cells    []string
+	members  []columns.Member
+	tableRow []string
 }
 
 // rowOf renders o, read from the primary index or another, as a row.
 func rowOf(t strata.AnyTable, primary bool, o strata.AnyObject, enc *wirejson.Encoder) row {
 	obj := objectOf(t, primary, o, enc)
 	r := row{Key: obj.Key, RawKey: encodeBase64(primaryKey(t, primary, o)), Revision: o.Revision, JSON: indentJSON(obj)}
+	r.tableRow = t.TableRow(o.Object)
 	// The columns of package columns, as the CLI's: an object's members,
 	// or, for a value that is no JSON object, one column "object".
 	if obj.Error == "" {

@@ -27,12 +27,16 @@ import (
 // name and message) in place of the rows, served with the problem's
 // status.
 //
-// The columns follow package columns, the rule of the strata command's
-// table output: after the key and the revision, the members of the
-// objects' JSON, in the order they first appear on the page (the CLI
-// takes the first row's; a page takes every row's, so that a field one
-// object leaves out still has its column); a value that is no JSON
-// object is one column, "object". Pages are read with the API's cursors,
+// The columns, after the key and the revision, are the objects' own when
+// their type implements strata.TableWritable (statedb's convention, which
+// the db/... script commands follow too): TableHeader's names, and each
+// object's TableRow. Otherwise they follow package columns, the rule of
+// the strata command's table output: the members of the objects' JSON,
+// in the order they first appear on the page (the CLI takes the first
+// row's; a page takes every row's, so that a field one object leaves out
+// still has its column); a value that is no JSON object is one column,
+// "object". Live mode keeps to the same columns: the change stream's
+// events carry a TableWritable object's row (Event.Row). Pages are read with the API's cursors,
 // so a page costs the same in a table of 100 objects or 10 million.
 
 // defaultPageRows is the number of rows of a table page without limit=.
@@ -51,9 +55,11 @@ type tablePage struct {
 	// Revision is the table's revision in the snapshot shown.
 	Revision strata.Revision
 	// Columns are the columns after the key and the revision; each row
-	// has a cell for each.
-	Columns []string
-	Rows    []row
+	// has a cell for each. TableWritable: they are the objects'
+	// TableHeader, and the cells their TableRow.
+	Columns       []string
+	TableWritable bool
+	Rows          []row
 	// Next is the link to the next page ("" on the last).
 	Next template.URL
 	// First is the link to the first page, if this is not it.
@@ -184,7 +190,8 @@ func (u *ui) readPage(p *tablePage, t strata.AnyTable, txn strata.ReadTxn, vals 
 		first.Del("after")
 		p.First = template.URL("table?" + first.Encode())
 	}
-	p.Columns = fillCells(p.Rows)
+	header := t.TableHeader()
+	p.Columns, p.TableWritable = fillCells(p.Rows, header), header != nil
 
 	count := req.q
 	count.After = nil
@@ -198,9 +205,18 @@ func (u *ui) readPage(p *tablePage, t strata.AnyTable, txn strata.ReadTxn, vals 
 	return nil
 }
 
-// fillCells returns the columns of rows, the names of their objects'
-// members in the order they first appear, and sets each row's Cells.
-func fillCells(rows []row) []string {
+// fillCells returns the columns of rows and sets each row's Cells: with a
+// header (the objects' TableHeader), the header and each object's
+// TableRow; without, the names of the objects' members in the order they
+// first appear, and their values.
+func fillCells(rows []row, header []string) []string {
+	if header != nil {
+		for i := range rows {
+			rows[i].Cells = tableCells(rows[i].tableRow, len(header))
+			rows[i].members, rows[i].tableRow = nil, nil
+		}
+		return slices.Clip(header)
+	}
 	var cols []string
 	pos := map[string]int{}
 	for _, r := range rows {
@@ -219,6 +235,21 @@ func fillCells(rows []row) []string {
 		rows[i].Cells, rows[i].members = cells, nil
 	}
 	return slices.Clip(cols)
+}
+
+// tableCells returns a TableRow as the cells of a row under a header of
+// width columns: a row of another width (or none: TableRow panicked)
+// shows as a note in the first cell, so that no cell sits under another
+// column's name.
+func tableCells(tableRow []string, width int) []string {
+	if len(tableRow) == width {
+		return tableRow
+	}
+	cells := make([]string, width)
+	if width > 0 {
+		cells[0] = fmt.Sprintf("(TableRow returned %d columns, want %d from TableHeader)", len(tableRow), width)
+	}
+	return cells
 }
 
 func cloneValues(v url.Values) url.Values {

@@ -153,6 +153,10 @@ type Event struct {
 	// Error, if set, says why Object is missing: encoding/json could not
 	// encode the object.
 	Error string `json:"error,omitempty"`
+	// Row is the object's TableRow, for an object that implements
+	// strata.TableWritable (statedb's convention): the values of the
+	// columns its type's TableHeader names, which the inspector shows.
+	Row []string `json:"row,omitempty"`
 	// Problem is the reason of an EventProblem.
 	Problem *Problem `json:"problem,omitempty"`
 }

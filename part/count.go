@@ -23,19 +23,46 @@ package part
 // the structural change is made: recount then adds the change in place.
 // A copy (cloneInner, resized) starts with the count of the node it
 // copies; a node made by split starts with the count of what it holds.
+//
+// The ancestors recount adds to are the root and the nodes on Txn.path,
+// which leaves the root out (recording it cost a write more than its count
+// does, BenchmarkDelete). So:
+//
+//  3. When recount runs, the root and every node on t.path are owned,
+//     and the root is not on t.path. Builds with -tags invariants check
+//     it on every call.
 
 // recount adds delta, the number of keys a write added (or, negative,
 // removed), to the leaf count of n, the owned node that stands where the
 // write happened (nil if that node left the tree), and to the counts of
-// the nodes on t.path, its ancestors, which the write made owned
-// (Txn.replaceUp). Only writes that change the number of keys call it;
-// it costs a pass over the path (BenchmarkInsert, BenchmarkDelete).
+// its ancestors, which the write made owned (Txn.replaceUp): the nodes on
+// t.path and the root, which the path leaves out (n itself may be the
+// root). Only writes that change the number of keys call it; it costs a
+// pass over the path (BenchmarkInsert, BenchmarkDelete).
 func (t *Txn[T]) recount(n *header, delta int) {
+	if invariants {
+		t.checkPath()
+	}
 	if n != nil {
 		n.inner().leaves += delta
 	}
 	for _, e := range t.path {
 		e.n.inner().leaves += delta
+	}
+	if n != t.root {
+		t.root.inner().leaves += delta
+	}
+}
+
+// checkPath panics unless invariant 3 holds.
+func (t *Txn[T]) checkPath() {
+	if t.root.txn() != t.id {
+		panic("part: recount with a root the transaction does not own (count.go, invariant 3)")
+	}
+	for _, e := range t.path {
+		if e.n == t.root || e.n.txn() != t.id {
+			panic("part: recount with the root or a node not owned on the path (count.go, invariant 3)")
+		}
 	}
 }
 

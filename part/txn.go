@@ -42,7 +42,10 @@ type Txn[T any] struct {
 	// them, closing their watch channels.
 	retired []*header
 	// path is scratch space for the inner nodes an operation passed
-	// through, root first, with the edge byte taken from each.
+	// through, with the edge byte taken from each, from the root's child
+	// down: not the root, which the Txn holds anyway, so that a write
+	// that stays near the root records little (replaceUp and recount
+	// treat the root apart).
 	path []pathEntry
 
 	// Initial backing arrays of retired and path, so that a short
@@ -263,7 +266,9 @@ func (t *Txn[T]) deleteIf(key []byte, cond func(T) bool) (old T, found, deleted 
 			t.recount(t.removeChild(n, b, c), -1)
 			return old, true, true
 		}
-		t.path = append(t.path, pathEntry{n, b})
+		if n != t.root {
+			t.path = append(t.path, pathEntry{n, b})
+		}
 		n = c
 	}
 }
@@ -296,7 +301,9 @@ func (t *Txn[T]) DeletePrefix(prefix []byte) int {
 			if c.kind() == kindLeaf || !bytes.Equal(k[d+1:], prefix[d+1:len(k)]) {
 				return 0
 			}
-			t.path = append(t.path, pathEntry{n, b})
+			if n != t.root {
+				t.path = append(t.path, pathEntry{n, b})
+			}
 			n = c
 			continue
 		}
@@ -461,7 +468,9 @@ func (t *Txn[T]) upsert(key []byte, value T, fn func(T, bool) (T, bool)) (old T,
 			t.recount(t.setChild(n, slot, b, t.split(c, p, nl, d+1)), 1)
 			return old, false, true, nl
 		}
-		t.path = append(t.path, pathEntry{n, b})
+		if n != t.root {
+			t.path = append(t.path, pathEntry{n, b})
+		}
 		n = c
 	}
 }
@@ -583,11 +592,13 @@ func (t *Txn[T]) retireSubtree(n *header) int {
 	return leaves
 }
 
-// replaceUp puts r in the place of the node below the last entry of t.path,
-// copying the ancestors that are not owned and stopping at the first that is.
-// The entries of t.path then name the copies: every node on the path is
-// owned afterwards, which recount relies on.
-func (t *Txn[T]) replaceUp(r *header) {
+// replaceUp puts r in the place of old, the node the operation reached
+// (the child of the last entry of t.path, or of the root if the path is
+// empty, or the root itself), copying the ancestors that are not owned and
+// stopping at the first that is. The entries of t.path then name the
+// copies: every node on the path, and the root, is owned afterwards, which
+// recount relies on.
+func (t *Txn[T]) replaceUp(old, r *header) {
 	for i := len(t.path) - 1; i >= 0; i-- {
 		e := &t.path[i]
 		if e.n.txn() == t.id {
@@ -597,10 +608,21 @@ func (t *Txn[T]) replaceUp(r *header) {
 		np := cloneInner(e.n, t.nodeID())
 		*np.findChild(e.b) = r
 		t.retire(e.n)
-		e.n = np
-		r = np
+		old, e.n, r = e.n, np, np
 	}
-	t.root = r
+	if old == t.root {
+		t.root = r
+		return
+	}
+	root := t.root
+	if root.txn() != t.id {
+		root = cloneInner(root, t.nodeID())
+		t.retire(t.root)
+		t.root = root
+	}
+	// The root's prefix is empty, so the edge byte of its child is the
+	// first byte of the child's key or prefix, and so of r's.
+	*root.findChild(r.nodeKey()[0]) = r
 }
 
 // own returns n if the transaction owns it, or else a copy that it owns, put
@@ -611,7 +633,7 @@ func (t *Txn[T]) own(n *header) *header {
 	}
 	nn := cloneInner(n, t.nodeID())
 	t.retire(n)
-	t.replaceUp(nn)
+	t.replaceUp(n, nn)
 	return nn
 }
 
@@ -645,7 +667,7 @@ func (t *Txn[T]) addChild(n *header, b byte, c *header) *header {
 		nn := resized(n, n.kind()+1, t.nodeID())
 		nn.insertChild(b, c)
 		t.retire(n)
-		t.replaceUp(nn)
+		t.replaceUp(n, nn)
 		return nn
 	}
 	o := t.own(n)
@@ -656,9 +678,9 @@ func (t *Txn[T]) addChild(n *header, b byte, c *header) *header {
 // removeLeaf removes the leaf of the inner node n; a node left with a single
 // child (other than the root) is replaced by that child.
 func (t *Txn[T]) removeLeaf(n *header) *header {
-	if len(t.path) > 0 && n.inner().count == 1 {
+	if n != t.root && n.inner().count == 1 {
 		t.retire(n)
-		t.replaceUp(n.firstChild())
+		t.replaceUp(n, n.firstChild())
 		return nil
 	}
 	o := t.own(n)
@@ -670,18 +692,18 @@ func (t *Txn[T]) removeLeaf(n *header) *header {
 // A node other than the root that is left with one entry is replaced by it,
 // and a node that becomes sparse shrinks to a smaller kind.
 func (t *Txn[T]) removeChild(n *header, b byte, c *header) *header {
-	if len(t.path) > 0 {
+	if n != t.root {
 		in := n.inner()
 		switch {
 		case n.inner().count == 1:
 			t.retire(n)
-			t.replaceUp(in.leaf)
+			t.replaceUp(n, in.leaf)
 			return nil
 		case n.inner().count == 2 && in.leaf == nil:
 			t.retire(n)
 			for _, o := range n.children() {
 				if o != nil && o != c {
-					t.replaceUp(o)
+					t.replaceUp(n, o)
 					return nil
 				}
 			}
@@ -691,7 +713,7 @@ func (t *Txn[T]) removeChild(n *header, b byte, c *header) *header {
 		nn := resized(n, n.kind()-1, t.nodeID())
 		nn.removeChild(b)
 		t.retire(n)
-		t.replaceUp(nn)
+		t.replaceUp(n, nn)
 		return nn
 	}
 	o := t.own(n)

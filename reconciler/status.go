@@ -89,9 +89,11 @@ func (k StatusKind) Key() index.Key {
 // or an Error status with the error and the number of failed attempts,
 // which is what lets a reconciler started later (after a restart of a
 // durable table) resume the object's backoff instead of starting over.
+//
+// Its JSON and YAML have statedb's field order (updated-at, error, id,
+// kind; then attempts and terminal, which statedb's Status lacks, left
+// out when zero), so that a status Strata encodes reads as statedb's did.
 type Status struct {
-	// Kind is the state of the reconciliation.
-	Kind StatusKind `json:"kind" yaml:"kind"`
 	// UpdatedAt is when the status was set.
 	UpdatedAt time.Time `json:"updated-at" yaml:"updated-at"`
 	// Error is the error of the last attempt if Kind is Error, else nil.
@@ -101,6 +103,8 @@ type Status struct {
 	// object (a new Pending status) from a write that only changed
 	// another reconciler's status.
 	ID uint64 `json:"id,omitempty" yaml:"id,omitempty"`
+	// Kind is the state of the reconciliation.
+	Kind StatusKind `json:"kind" yaml:"kind"`
 	// Attempts counts the attempts that failed since the object last
 	// changed, when Kind is Error; 0 otherwise.
 	Attempts uint32 `json:"attempts,omitempty" yaml:"attempts,omitempty"`

@@ -237,8 +237,9 @@ func TestStatusSetYAML(t *testing.T) {
 
 // TestStatusTextAsMigratingSays: what MIGRATING.md says of a Status as
 // text. String shows an Error's attempts (and terminal), ages as rounded
-// Go durations, and "never" for no time; JSON and YAML put kind first,
-// and statedb's order (updated-at, error, id, kind) decodes.
+// Go durations, and "never" for no time; JSON and YAML have statedb's
+// order (updated-at, error, id, kind, then attempts), and the older
+// kind-first order decodes.
 func TestStatusTextAsMigratingSays(t *testing.T) {
 	msg := "boom"
 	at := time.Now().Add(-90 * time.Second) // shown to the second: a slow machine does not change it
@@ -260,21 +261,21 @@ func TestStatusTextAsMigratingSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"kind":"Error","updated-at":"1970-01-01T00:00:01Z","error":"boom","id":7,"attempts":2}`; string(js) != want {
+	if want := `{"updated-at":"1970-01-01T00:00:01Z","error":"boom","id":7,"kind":"Error","attempts":2}`; string(js) != want {
 		t.Errorf("JSON %s, want %s", js, want)
 	}
 	ys, err := yaml.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "kind: Error\nupdated-at: 1970-01-01T00:00:01Z\nerror: boom\nid: 7\nattempts: 2\n"; string(ys) != want {
+	if want := "updated-at: 1970-01-01T00:00:01Z\nerror: boom\nid: 7\nkind: Error\nattempts: 2\n"; string(ys) != want {
 		t.Errorf("YAML %q, want %q", ys, want)
 	}
 	var back reconciler.Status
-	if err := yaml.Unmarshal([]byte("updated-at: 1970-01-01T00:00:01Z\nerror: boom\nid: 7\nkind: Error\n"), &back); err != nil {
+	if err := yaml.Unmarshal([]byte("kind: Error\nupdated-at: 1970-01-01T00:00:01Z\nerror: boom\nid: 7\n"), &back); err != nil {
 		t.Fatal(err)
 	}
 	if back.Kind != reconciler.StatusKindError || back.GetError() != "boom" || back.ID != 7 || !back.UpdatedAt.Equal(time.Unix(1, 0)) {
-		t.Errorf("statedb's order decoded as %+v", back)
+		t.Errorf("the kind-first order decoded as %+v", back)
 	}
 }

@@ -15,7 +15,10 @@
 // iter.Seq2[Obj, error] iterators over one snapshot, streamed: memory does
 // not grow with the result. Read returns a result with the revision of
 // its snapshot, and Wait is a blocking read: it returns when the result
-// may have changed after a revision, as Consul's blocking queries do. The
+// may have changed after a revision, as Consul's blocking queries do.
+// And, In and Or combine key queries of several indexes as strata.And, In
+// and Or do (ReadCombined and WaitCombined, with the revision; the
+// Client's Combined and WaitCombined, untyped). The
 // Client's untyped methods (Objects, Page, Object, Changes) serve tools
 // that do not know the objects' types, such as a command line. Summary,
 // Tables and Table describe the database; Cluster describes the

@@ -149,10 +149,15 @@ func isObjectNotFound(err error) bool {
 	return e != nil && e.Problem.Error == "strata.ErrObjectNotFound"
 }
 
-// streamPage reads a Page document, yielding its objects as they are
-// decoded; rev, if not nil, receives the page's revision.
+// streamPage reads a Page document of the table's objects, yielding its
+// objects as they are decoded; rev, if not nil, receives the page's
+// revision.
 func (c *Client) streamPage(ctx context.Context, table string, v url.Values, rev *strata.Revision, yield func(httpapi.Object) bool, fail func(error)) {
-	path := "tables/" + url.PathEscape(table) + "/objects"
+	c.streamPageAt(ctx, "tables/"+url.PathEscape(table)+"/objects", v, rev, yield, fail)
+}
+
+// streamPageAt is streamPage of the Page document at path.
+func (c *Client) streamPageAt(ctx context.Context, path string, v url.Values, rev *strata.Revision, yield func(httpapi.Object) bool, fail func(error)) {
 	resp, err := c.request(ctx, http.MethodGet, path, v, nil)
 	if err != nil {
 		fail(err)

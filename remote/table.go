@@ -149,9 +149,14 @@ func (t *Table[Obj]) Wait(ctx context.Context, q Query, rev strata.Revision, tim
 }
 
 func (t *Table[Obj]) collect(ctx context.Context, v url.Values) (Result[Obj], error) {
+	return t.collectAt(ctx, "tables/"+url.PathEscape(t.name)+"/objects", v)
+}
+
+// collectAt is collect of the Page document at path.
+func (t *Table[Obj]) collectAt(ctx context.Context, path string, v url.Values) (Result[Obj], error) {
 	var res Result[Obj]
 	var err error
-	t.c.streamPage(ctx, t.name, v, &res.Revision, func(o httpapi.Object) bool {
+	t.c.streamPageAt(ctx, path, v, &res.Revision, func(o httpapi.Object) bool {
 		var obj Obj
 		if obj, err = decode[Obj](o); err != nil {
 			return false

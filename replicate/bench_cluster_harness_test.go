@@ -118,19 +118,15 @@ type benchCluster struct {
 	members []*benchMember
 }
 
-func benchRaftConfig(id raft.ServerID) *raft.Config {
-	conf := raft.DefaultConfig()
-	conf.LocalID = id
-	conf.HeartbeatTimeout = benchHeartbeat
-	conf.ElectionTimeout = benchHeartbeat
-	conf.LeaderLeaseTimeout = benchHeartbeat
-	conf.SnapshotThreshold = 1 << 40 // never: the benchmark measures commits, not snapshots
-	conf.SnapshotInterval = 24 * time.Hour
-	conf.Logger = hclog.NewNullLogger()
+// benchRaft changes testRaftConfig into the cluster benchmarks' raft
+// configuration: benchHeartbeat's timeouts, raft's CommitTimeout (or
+// -replicate.bench.commit-timeout's), no snapshots.
+func benchRaft() []raftOption {
+	commit := raft.DefaultConfig().CommitTimeout
 	if *benchCommitTimeout > 0 {
-		conf.CommitTimeout = *benchCommitTimeout
+		commit = *benchCommitTimeout
 	}
-	return conf
+	return []raftOption{raftTimeouts(benchHeartbeat), raftCommitTimeout(commit), raftSnapshotInterval(24 * time.Hour)}
 }
 
 var benchCommitTimeout = flag.Duration("replicate.bench.commit-timeout", 0,
@@ -157,7 +153,7 @@ func newBenchCluster(tb, dirs testing.TB, tables int) *benchCluster {
 	for i, m := range c.members {
 		logs, err := raft.NewLogCache(512, m.store)
 		must(tb, err)
-		rc := benchRaftConfig(m.id)
+		rc := testRaftConfig(m.id, benchRaft()...)
 		if tables == 0 {
 			m.fsm = newMemdbFSM(tb)
 			m.raft, err = raft.NewRaft(rc, m.fsm, logs, m.store, raft.NewInmemSnapshotStore(), m.trans)

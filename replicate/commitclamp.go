@@ -43,9 +43,13 @@ import (
 type clampTransport struct {
 	raft.Transport
 	fenced func() bool // diskstall.go; nil: never
-	out    chan raft.RPC
-	quit   chan struct{}
-	done   chan struct{}
+	// hold, if not nil, passes the hold point holdFence, reached by who
+	// (holdSender, holdPipeline) when the fence refuses an RPC; nil
+	// unless a test set Config.hold (holds.go).
+	hold func(who int)
+	out  chan raft.RPC
+	quit chan struct{}
+	done chan struct{}
 }
 
 // preVoteClampTransport is a clampTransport over a transport that offers

@@ -20,10 +20,21 @@ import (
 // TestFaultProgress/leader-disk-stalled measured it: no write acknowledged
 // in 40 election timeouts.
 //
+// A durable node (Config.Store, durable.go) is stuck the same way when
+// its persist store stops answering: raft's FSM goroutine writes every
+// entry it applies to the store (persistEntry), and a commit that never
+// returns holds it; the entries after it commit but are never applied,
+// so no write through the node is acknowledged, while its heartbeats go
+// on. Pebble buffers a commit without a sync in its memtable and its
+// log's buffer, so the store stalls once the memtable is full: a few
+// megabytes after the disk stopped, at most
+// (TestFaultProgress/leader-store-stalled, TestStoreStallFences).
+//
 // The node fences such a leader. Every write to the log store raft is
-// given (StoreLogs, DeleteRange) goes through a stallLog, which knows
-// since when its oldest write in progress has waited. Once that is longer
-// than Config.DiskStallTimeout, the node's transport refuses the node's
+// given (StoreLogs, DeleteRange) goes through a stallLog, and every
+// commit of an entry to the durable store is timed too; a stallWatch
+// knows since when the oldest of them in progress has waited. Once that
+// is longer than Config.DiskStallTimeout, the node's transport refuses the node's
 // outgoing AppendEntries RPCs: raft's heartbeats, and the requests of its
 // pipelines too (its replication sends an empty one every CommitTimeout,
 // which the followers count as contact). The followers stop hearing the
@@ -39,26 +50,40 @@ import (
 // ends on a node that is not stalled waits for its outcome, which comes
 // within raft's bounds), and the node
 // refuses new ones before it proposes them (ErrNotReady), so that they
-// can be retried on another node. Reads do not touch the log store.
+// can be retried on another node. Reads do not touch the disk.
+//
+// The durable store's other writes are not timed: a restore's
+// (Applied.Replace, whose time grows with the tables', on a node that
+// refuses new writes meanwhile anyway) and the sync before a snapshot
+// (on raft's snapshot goroutine, which holds up nothing else; the next
+// entry's commit stalls if the disk does).
 //
 // Invariants, kept by this file:
 //
-//  1. stalledFor is 0 while no write is in progress, and otherwise at
-//     least the time since the oldest write in progress began.
+//  1. stalledFor is 0 while no write (to the log store, or commit of an
+//     entry to the durable store) is in progress, and otherwise at least
+//     the time since the oldest write in progress began.
 //  2. With the fence on (DiskStallTimeout > 0), no AppendEntries RPC
 //     leaves the node while stalledFor exceeds DiskStallTimeout; every
 //     other RPC, and every AppendEntries while it does not, goes to the
 //     wrapped transport unchanged.
 
-// errLogStalled is the fence's error for an AppendEntries RPC it refuses.
-var errLogStalled = errors.New("replicate: this node's log store has not finished a write within DiskStallTimeout: the node does not send heartbeats until it does")
+// errDiskStalled is the fence's error for an AppendEntries RPC it
+// refuses, and for a commit it refuses (with ErrNotReady).
+var errDiskStalled = errors.New("replicate: a write to this node's disk (its log store or its durable store) has not finished within DiskStallTimeout: the node does not send heartbeats until it does")
+
+// stallWatch times a node's writes to its disk: its log store's
+// (stallLog) and its durable store's commits (persistEntry).
+type stallWatch struct {
+	mu       sync.Mutex
+	inflight map[uint64]time.Time // writes in progress, by ticket
+	next     uint64
+}
 
 // stallLog is the log store raft is given: the node's, each write timed.
 type stallLog struct {
 	raft.LogStore
-	mu       sync.Mutex
-	inflight map[uint64]time.Time // writes in progress, by ticket
-	next     uint64
+	*stallWatch
 }
 
 // monotonicStallLog is a stallLog over a raft.MonotonicLogStore: raft
@@ -73,7 +98,7 @@ func (s monotonicStallLog) IsMonotonic() bool { return s.m.IsMonotonic() }
 
 // newStallLog wraps ls, keeping raft.MonotonicLogStore if ls is one.
 func newStallLog(ls raft.LogStore) (raft.LogStore, *stallLog) {
-	s := &stallLog{LogStore: ls, inflight: map[uint64]time.Time{}}
+	s := &stallLog{LogStore: ls, stallWatch: &stallWatch{inflight: map[uint64]time.Time{}}}
 	if m, ok := ls.(raft.MonotonicLogStore); ok {
 		return monotonicStallLog{stallLog: s, m: m}, s
 	}
@@ -81,7 +106,7 @@ func newStallLog(ls raft.LogStore) (raft.LogStore, *stallLog) {
 }
 
 // begin records a write in progress and returns its ticket for end.
-func (s *stallLog) begin() uint64 {
+func (s *stallWatch) begin() uint64 {
 	s.mu.Lock()
 	s.next++
 	t := s.next
@@ -91,7 +116,7 @@ func (s *stallLog) begin() uint64 {
 }
 
 // end records that the write of ticket t returned.
-func (s *stallLog) end(t uint64) {
+func (s *stallWatch) end(t uint64) {
 	s.mu.Lock()
 	delete(s.inflight, t)
 	s.mu.Unlock()
@@ -99,7 +124,7 @@ func (s *stallLog) end(t uint64) {
 
 // stalledFor returns how long the oldest write in progress has waited,
 // or 0 (invariant 1).
-func (s *stallLog) stalledFor() time.Duration {
+func (s *stallWatch) stalledFor() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var oldest time.Time
@@ -151,17 +176,21 @@ func diskStallTimeout(cfg *Config) time.Duration {
 	return raft.DefaultConfig().HeartbeatTimeout / 10
 }
 
-// logStalled reports whether the node's log store has a write in
-// progress for longer than the fence's timeout (false without a fence).
-func (n *Node) logStalled() bool {
+// diskStalled reports whether the node has a write to its disk (its log
+// store, or its durable store's commit of an entry) in progress for
+// longer than the fence's timeout (false without a fence).
+func (n *Node) diskStalled() bool {
 	return n.stallAfter > 0 && n.stall.stalledFor() > n.stallAfter
 }
 
 // AppendEntries sends an AppendEntries RPC through the wrapped transport,
-// unless the node's log store is stalled (invariant 2).
+// unless the node's disk is stalled (invariant 2).
 func (c *clampTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	if c.fenced != nil && c.fenced() {
-		return errLogStalled
+		if c.hold != nil {
+			c.hold(holdSender)
+		}
+		return errDiskStalled
 	}
 	return c.Transport.AppendEntries(id, target, args, resp)
 }
@@ -174,7 +203,7 @@ func (c *clampTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Ser
 	if err != nil || c.fenced == nil {
 		return p, err
 	}
-	return fencedPipeline{AppendPipeline: p, fenced: c.fenced}, nil
+	return fencedPipeline{AppendPipeline: p, fenced: c.fenced, hold: c.hold}, nil
 }
 
 // fencedPipeline is a pipeline that refuses requests while fenced says
@@ -182,12 +211,16 @@ func (c *clampTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Ser
 type fencedPipeline struct {
 	raft.AppendPipeline
 	fenced func() bool
+	hold   func(who int) // clampTransport.hold
 }
 
 // AppendEntries sends a request down the pipeline, unless fenced.
 func (p fencedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	if p.fenced() {
-		return nil, errLogStalled
+		if p.hold != nil {
+			p.hold(holdPipeline)
+		}
+		return nil, errDiskStalled
 	}
 	return p.AppendPipeline.AppendEntries(args, resp)
 }
@@ -196,8 +229,7 @@ func (p fencedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raf
 // within raft's own bounds (it commits, or the leader loses its lease
 // and the entry fails), so when ctx ends first it goes on waiting for the
 // outcome, which is then definite, rather than report it ambiguous; but
-// not on a node whose log store stalled, where it would wait for the
-// disk: then it returns an *AmbiguousError wrapping ctx's error, and the
+// not on a node whose disk stalled, where it would wait for it: then it returns an *AmbiguousError wrapping ctx's error, and the
 // commit goes on in a goroutine that ends with it (the disk answers, or
 // Node.Close fails it). A ctx that cannot end, or a node without the
 // fence, costs nothing: the commit is waited for where it runs.
@@ -223,8 +255,8 @@ func (n *Node) commitContext(ctx context.Context, txn strata.WriteTxn) error {
 		case err := <-done:
 			return err
 		case <-tick.C:
-			if n.logStalled() {
-				return &AmbiguousError{Err: fmt.Errorf("the commit waits on a stalled log store, and the write's context ended: %w", ctx.Err())}
+			if n.diskStalled() {
+				return &AmbiguousError{Err: fmt.Errorf("the commit waits on a stalled disk, and the write's context ended: %w", ctx.Err())}
 			}
 		}
 	}

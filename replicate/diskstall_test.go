@@ -69,7 +69,7 @@ func newStallLogOf(ls raft.LogStore) raft.LogStore {
 }
 
 // TestFenceRefusesAppendEntries: while fenced, AppendEntries and a
-// pipeline's requests fail with errLogStalled and reach no one; other
+// pipeline's requests fail with errDiskStalled and reach no one; other
 // RPCs, and every request once the fence lifts, go through.
 func TestFenceRefusesAppendEntries(t *testing.T) {
 	_, a := raft.NewInmemTransport("a")
@@ -106,13 +106,13 @@ func TestFenceRefusesAppendEntries(t *testing.T) {
 	}()
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{Addr: []byte("a")}, Term: 1}
 	fenced = true
-	if err := trans.AppendEntries("b", "b", req, &raft.AppendEntriesResponse{}); !errors.Is(err, errLogStalled) {
-		t.Errorf("fenced AppendEntries: %v, want errLogStalled", err)
+	if err := trans.AppendEntries("b", "b", req, &raft.AppendEntriesResponse{}); !errors.Is(err, errDiskStalled) {
+		t.Errorf("fenced AppendEntries: %v, want errDiskStalled", err)
 	}
 	p, err := trans.AppendEntriesPipeline("b", "b")
 	must(t, err)
-	if _, err := p.AppendEntries(req, &raft.AppendEntriesResponse{}); !errors.Is(err, errLogStalled) {
-		t.Errorf("fenced pipeline AppendEntries: %v, want errLogStalled", err)
+	if _, err := p.AppendEntries(req, &raft.AppendEntriesResponse{}); !errors.Is(err, errDiskStalled) {
+		t.Errorf("fenced pipeline AppendEntries: %v, want errDiskStalled", err)
 	}
 	must(t, trans.RequestVote("b", "b", &raft.RequestVoteRequest{Term: 1}, &raft.RequestVoteResponse{}))
 	if got := <-served; got != "vote" {
@@ -182,7 +182,7 @@ func TestWriteContextEndsStalledCommit(t *testing.T) {
 	if _, _, err := ld.tables[1].Insert(txn, &item{ID: 3, Val: "refused"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txn.Commit(); !errors.Is(err, ErrNotReady) || !errors.Is(err, errLogStalled) {
+	if _, err := txn.Commit(); !errors.Is(err, ErrNotReady) || !errors.Is(err, errDiskStalled) {
 		t.Errorf("a commit on a node whose log is stalled: %v, want ErrNotReady (stalled)", err)
 	}
 	// Write retries it until its ctx ends.
@@ -201,6 +201,96 @@ func TestWriteContextEndsStalledCommit(t *testing.T) {
 		t.Fatalf("a Write once the disk answers: %v", err)
 	}
 	c.settleAll()
+	if has(ld, 1, 3) {
+		t.Error("the refused write is applied")
+	}
+	c.checkEqual(true)
+}
+
+// TestStoreStallFences: on a durable leader whose persist store stopped
+// answering (its log did not), the FSM stops at the entry whose store
+// commit waits; the node fences itself as for a stalled log: a Write
+// waiting there returns an *AmbiguousError when its ctx ends, a new
+// commit is refused with ErrNotReady before it is proposed, and the
+// followers elect another leader, which commits. Once the store answers,
+// every member is equal, and every write acknowledged is there.
+func TestStoreStallFences(t *testing.T) {
+	t.Parallel()
+	c := newFaultClusterOf(t, 3, nil, faultOpts{durable: true})
+	defer c.storeOps.unstallAll() // first: a stalled member would not close
+	ld := c.committingLeader()
+	if _, err := put(context.Background(), ld, 1, "before"); err != nil {
+		t.Fatal(err)
+	}
+	c.storeOps.stallState(ld.id)
+	// The store takes commits until its memtable is full
+	// (storeOps.stallState): write until one waits.
+	var acked []uint64
+	id := uint64(100)
+	for {
+		id++
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { _, err := put(ctx, ld, id, "until stalled"); done <- err }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(40 * faultElection):
+			// unstallAll, deferred, lets it return.
+			t.Fatalf("a Write with a 100 ms deadline on a leader whose store is stalled has not returned after %v", 40*faultElection)
+		}
+		cancel()
+		if err == nil {
+			acked = append(acked, id)
+			if len(acked) > 2000 {
+				t.Fatal("2000 writes acknowledged on a leader whose store is stalled")
+			}
+			continue
+		}
+		if !errors.Is(err, ErrAmbiguous) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a Write whose entry's apply waits on a stalled store: %v, want ErrAmbiguous wrapping the deadline", err)
+		}
+		break
+	}
+	t.Logf("%d writes acknowledged before the store's commit waited", len(acked))
+	txn := ld.db.WriteTxn(ld.metas[1])
+	if _, _, err := ld.tables[1].Insert(txn, &item{ID: 3, Val: "refused"}); err != nil {
+		t.Fatal(err)
+	}
+	if !ld.node.diskStalled() {
+		t.Error("the node's fence is off while its store's commit waits")
+	}
+	// Refused before it is proposed: the node fenced itself, or it lost
+	// its lease meanwhile (its heartbeats are fenced) and stepped down.
+	if _, err := txn.Commit(); !(errors.Is(err, ErrNotReady) && errors.Is(err, errDiskStalled)) && !errors.Is(err, ErrNotLeader) {
+		t.Errorf("a commit on a node whose store is stalled: %v, want ErrNotReady (stalled) or ErrNotLeader", err)
+	}
+	// The followers elect another leader, which commits.
+	var nd *rnode
+	deadline := time.Now().Add(20 * faultElection)
+	for nd == nil && time.Now().Before(deadline) {
+		for _, f := range c.followers(ld) {
+			if f.node.Raft().State() == raft.Leader {
+				nd = f
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if nd == nil {
+		t.Fatalf("no follower leads within %v of the store's stall", 20*faultElection)
+	}
+	if _, err := put(context.Background(), nd, 4, "elsewhere"); err != nil {
+		t.Fatalf("a Write on the new leader: %v", err)
+	}
+	c.storeOps.unstallAll()
+	c.settleAll()
+	for _, id := range append(acked, 1, 4) {
+		for _, m := range c.nodes {
+			if !has(m, 0, id) {
+				t.Errorf("%s does not hold the acknowledged write %d", m.id, id)
+			}
+		}
+	}
 	if has(ld, 1, 3) {
 		t.Error("the refused write is applied")
 	}

@@ -33,9 +33,10 @@
 //     Node.Write retries it), ErrShutdown, a *StoppedError.
 //   - An entry that does not decode, names a table not bound, or whose
 //     apply cannot commit stops the node (Node.Stopped).
-//   - A stalled disk (diskstall.go; TestFaultProgress/leader-disk-stalled):
-//     a node whose log store has not finished a write within
-//     Config.DiskStallTimeout stops sending raft's heartbeats, so that
+//   - A stalled disk (diskstall.go; TestFaultProgress/leader-disk-stalled
+//     and leader-store-stalled): a node whose log store has not finished
+//     a write, or whose durable store has not finished the commit of an
+//     applied entry, within Config.DiskStallTimeout stops sending raft's heartbeats, so that
 //     its followers elect another leader, and refuses new writes with
 //     ErrNotReady; a Write whose ctx ends while its commit waits on the
 //     stalled disk returns an *AmbiguousError.

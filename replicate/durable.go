@@ -124,7 +124,12 @@ func (n *Node) persistEntry(index uint64, e *Entry, conflicts []ChangeSetID) err
 			}
 		}
 	}
-	if err := b.Commit(index); err != nil {
+	// Timed as the log store's writes are: a commit that does not return
+	// fences the node (diskstall.go).
+	t := n.stall.begin()
+	err := b.Commit(index)
+	n.stall.end(t)
+	if err != nil {
 		return fmt.Errorf("replicate: writing the entry to the store: %w", err)
 	}
 	return nil

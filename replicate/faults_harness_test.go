@@ -22,7 +22,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -258,6 +257,9 @@ type fcluster struct {
 	elect    *elections
 	storeOps storeOps
 	trace    *holdTrace // with -replicate.faults.trace
+	// hold, if not nil, gives each member's hook at the hold points
+	// (Config.hold), unless trace does.
+	hold func(nd *rnode) func(holdPoint, int)
 }
 
 // newFaultCluster starts n members as newRClusterWith does, each on a
@@ -265,7 +267,22 @@ type fcluster struct {
 // bootstraps them.
 func newFaultCluster(t *testing.T, n int, conf func(*raft.Config)) *fcluster {
 	t.Helper()
-	c := &fcluster{rcluster: &rcluster{t: t, conf: conf}, net: newFaultNet(), local: NewLocalForwarder(), elect: &elections{}}
+	return newFaultClusterOf(t, n, conf, faultOpts{})
+}
+
+// faultOpts are newFaultClusterOf's options.
+type faultOpts struct {
+	// durable: members with a persist store each, whose writes
+	// storeOps.stallState stalls.
+	durable bool
+	// hold is fcluster.hold.
+	hold func(nd *rnode) func(holdPoint, int)
+}
+
+// newFaultClusterOf is newFaultCluster with opts.
+func newFaultClusterOf(t *testing.T, n int, conf func(*raft.Config), opts faultOpts) *fcluster {
+	t.Helper()
+	c := &fcluster{rcluster: &rcluster{t: t, conf: conf, durable: opts.durable}, net: newFaultNet(), local: NewLocalForwarder(), elect: &elections{}, hold: opts.hold}
 	if *faultsTrace {
 		c.trace = &holdTrace{}
 	}
@@ -310,20 +327,20 @@ func (c *fcluster) startNode(nd *rnode) {
 		c.conf(conf)
 	}
 	logs := c.storeOps.wrap(nd)
-	cfg := Config{
-		DB: nd.db, Tables: binds, NodeNumber: nd.num, Raft: conf,
-		LogStore: logs, StableStore: nd.store, Snapshots: nd.snaps,
-		Transport: &faultTransport{InmemTransport: nd.trans, net: c.net},
-		Forwarder: &faultForwarder{from: nd.addr, net: c.net, local: c.local},
-	}
+	cfg := nd.config(binds, conf, withLogStore(logs),
+		withTransport(&faultTransport{InmemTransport: nd.trans, net: c.net}),
+		withForwarder(&faultForwarder{from: nd.addr, net: c.net, local: c.local}))
 	if c.durable {
-		nd.state, err = persist.Open(nd.stateDir, persist.Options{Logger: slog.New(slog.DiscardHandler)})
+		nd.state, err = persist.Open(nd.stateDir, c.storeOps.stateOptions(nd.id))
 		must(t, err)
 		cfg.Store = nd.state
 	}
 	var self atomic.Pointer[Node]
-	if c.trace != nil {
+	switch {
+	case c.trace != nil:
 		cfg.hold = c.trace.hook(nd, &self)
+	case c.hold != nil:
+		cfg.hold = c.hold(nd)
 	}
 	nd.node, err = NewNode(cfg)
 	must(t, err)

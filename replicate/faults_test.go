@@ -41,22 +41,24 @@ const progressBound = 40 * faultElection
 
 // A progressFault cuts links of a 3-member cluster whose leader is ld and
 // followers f1 and f2, and says which it is. A long one runs only with
-// -replicate.faults.long.
+// -replicate.faults.long. A durable one runs on durable members
+// (Config.Store).
 type progressFault struct {
-	name string
-	long bool
-	cut  func(c *fcluster, ld, f1, f2 *rnode) string
+	name    string
+	long    bool
+	cut     func(c *fcluster, ld, f1, f2 *rnode) string
+	durable bool
 }
 
 var progressFaults = []progressFault{
-	{"leader-hears-nothing", false, func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "leader-hears-nothing", cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// The leader's messages arrive; nothing comes back to it (its
 		// followers' responses, votes, forwarded writes).
 		c.net.cut(f1.addr, ld.addr)
 		c.net.cut(f2.addr, ld.addr)
 		return fmt.Sprintf("%s→%s, %s→%s cut", f1.id, ld.id, f2.id, ld.id)
 	}},
-	{"leader-unheard", false, func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "leader-unheard", cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// Nothing from the leader arrives (its requests, and its
 		// responses to the followers); the followers' messages reach it.
 		// Before commitclamp.go, the old leader sometimes ended with
@@ -67,31 +69,41 @@ var progressFaults = []progressFault{
 		c.net.cut(ld.addr, f2.addr)
 		return fmt.Sprintf("%s→%s, %s→%s cut", ld.id, f1.id, ld.id, f2.id)
 	}},
-	{"leader-isolated", true, func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "leader-isolated", long: true, cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// Both ways: not a goal of the issue, a reference for the two
 		// one-way scenarios.
 		c.isolate(ld)
 		return fmt.Sprintf("%s isolated", ld.id)
 	}},
-	{"leader-disk-stalled", false, func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "leader-disk-stalled", cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// The leader's log stops taking writes (a disk that hangs);
 		// every link stays up.
 		c.storeOps.stall(ld.id)
 		return fmt.Sprintf("%s's log stalled", ld.id)
 	}},
-	{"leader-stopped", false, func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "leader-store-stalled", durable: true, cut: func(c *fcluster, ld, f1, f2 *rnode) string {
+		// The leader's persist store stops taking writes, its log does
+		// not: its FSM stops at the entry whose store commit waits.
+		// Pebble buffers a few dozen entries first
+		// (storeOps.stallState): the fault begins when the leader's
+		// apply stops.
+		c.storeOps.stallState(ld.id)
+		c.waitApplyStuck(ld)
+		return fmt.Sprintf("%s's store stalled, its apply stuck at index %d", ld.id, ld.node.AppliedIndex())
+	}},
+	{name: "leader-stopped", cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// The reference for leader-disk-stalled: the leader's node
 		// closes, as a process killed would (TestProcess kills them).
 		c.stopNode(ld)
 		return fmt.Sprintf("%s stopped", ld.id)
 	}},
-	{"bridge-leader-end", false, func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "bridge-leader-end", cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// A (the leader) – B – C: A–C cut both ways, B the bridge.
 		c.net.cut(ld.addr, f2.addr)
 		c.net.cut(f2.addr, ld.addr)
 		return fmt.Sprintf("A=%s (leader) B=%s C=%s, A–C cut", ld.id, f1.id, f2.id)
 	}},
-	{"bridge-leader-middle", false, func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "bridge-leader-middle", cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// A – B (the leader) – C: A–C cut both ways.
 		c.net.cut(f1.addr, f2.addr)
 		c.net.cut(f2.addr, f1.addr)
@@ -143,14 +155,14 @@ func TestFaultProgress(t *testing.T) {
 // from the cut to the first acknowledged write begun after it.
 func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration {
 	t.Helper()
-	c := newFaultCluster(t, 3, faultConf)
+	c := newFaultClusterOf(t, 3, faultConf, faultOpts{durable: pf.durable})
 	defer c.close()
 	defer c.storeOps.unstallAll() // first: a stalled member would not close
 	c.committingLeader()
 	a := newAcks()
 	ctx, cancel := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
-	defer func() { cancel(); bg.Wait() }()
+	defer func() { cancel(); c.storeOps.unstallAll(); bg.Wait() }() // the writers on a stalled member wait for it
 	c.writeEverywhere(ctx, a, &bg, 5*time.Millisecond, "the fault")
 	// A random phase against the heartbeats and timers.
 	time.Sleep(time.Duration(rng.Int64N(int64(faultElection))))
@@ -201,10 +213,12 @@ func progressTrial(t *testing.T, rng *rand.Rand, pf progressFault) time.Duration
 	case <-pctx.Done():
 	}
 	pcancel()
-	probes.Wait()
 	if got.by == "" {
+		c.storeOps.unstallAll() // the probes on a stalled member wait for it
+		probes.Wait()
 		t.Fatalf("%s (%s): no write acknowledged within %v of the cut (%s)", pf.name, what, progressBound, a)
 	}
+	probes.Wait()
 	t.Logf("%s (%s): first write acknowledged %.2f× the election timeout after the cut (%v, through %s); transitions: %s",
 		pf.name, what, float64(got.d)/float64(faultElection), got.d.Round(time.Millisecond), got.by, timeline(c.elect.transitions(start), start))
 

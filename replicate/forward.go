@@ -448,7 +448,7 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 				return 0, &AmbiguousError{Err: err}
 			}
 		}
-		if !errors.Is(err, ErrNotReady) || errors.Is(err, strata.ErrEarlierCommitFailed) || errors.Is(err, errLogStalled) {
+		if !errors.Is(err, ErrNotReady) || errors.Is(err, strata.ErrEarlierCommitFailed) || errors.Is(err, errDiskStalled) {
 			// A stalled log: the follower asks again, of the leader its
 			// cluster elects meanwhile (diskstall.go).
 			return 0, err

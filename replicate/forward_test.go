@@ -44,7 +44,7 @@ func startForwardNodes(tb testing.TB, n int, mode string, holds ...func(holdPoin
 		lns   []net.Listener
 	)
 	for i := range n {
-		nd := &rnode{id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), db: strata.New()}
+		nd := &rnode{id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), num: uint16(i + 1), db: strata.New(), snaps: testSnapshots(tb)}
 		binds := nd.addTables(tb)
 		var err error
 		nd.store = openStore(tb, nil, filepath.Join(tb.TempDir(), "log"))
@@ -61,11 +61,7 @@ func startForwardNodes(tb testing.TB, n int, mode string, holds ...func(holdPoin
 			f.nets = append(f.nets, nf)
 			fwd = nf
 		}
-		nd.node, err = NewNode(Config{
-			DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
-			LogStore: nd.store, StableStore: nd.store, Snapshots: testSnapshots(tb), Transport: nd.trans,
-			Forwarder: fwd, hold: holdOf(holds, i),
-		})
+		nd.node, err = NewNode(nd.config(binds, testRaftConfig(nd.id), withForwarder(fwd), withHold(holdOf(holds, i))))
 		must(tb, err)
 		f.local.Register(nd.addr, nd.node)
 		if mode == fwdNet {

@@ -79,8 +79,20 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	if k == len(e.Changes) && n.store != nil {
 		// Every change set is the node's own: in the store before any is
-		// published (durable.go, invariant 1).
-		if err := n.persistEntry(l.Index, &e, nil); err != nil {
+		// published (durable.go, invariant 1). Written outside n.mu, so
+		// that a store that stalls holds only this goroutine
+		// (diskstall.go): the batches are applying meanwhile, which
+		// nothing but this goroutine settles (journalState.failFrom).
+		for i := range k {
+			n.st.pending[e.Changes[i].ID].state = stateApplying
+		}
+		n.mu.Unlock()
+		err := n.persistEntry(l.Index, &e, nil)
+		n.mu.Lock()
+		if err != nil {
+			for i := range k {
+				n.st.pending[e.Changes[i].ID].state = stateProposed
+			}
 			n.mu.Unlock()
 			return n.stop(l.Index, err)
 		}

@@ -77,7 +77,10 @@ func entries(lo, hi, term uint64) []*raft.Log {
 	return ls
 }
 
-// testRaftConfig is the raft configuration of the in-process clusters.
+// testRaftConfig is the raft configuration of the in-process clusters,
+// changed by opts: the one builder of the tests' raft configurations
+// (the cluster benchmarks' is testRaftConfig(id, benchRaft()...), the
+// servers' timeouts are testTimeouts).
 //
 // The timeouts are sized for CI's shared 2-core machine, not for speed: a
 // leader steps down when it has not heard from a quorum for
@@ -86,15 +89,87 @@ func entries(lo, hi, term uint64) []*raft.Log {
 // else (TestReadAtLeastOwnCommits failed in CI that way). At 250 ms a
 // stall must last a quarter of a second; a first election still takes
 // under a second. Tests of failover choose their own.
-func testRaftConfig(id raft.ServerID) *raft.Config {
+func testRaftConfig(id raft.ServerID, opts ...raftOption) *raft.Config {
 	conf := raft.DefaultConfig()
 	conf.LocalID = id
-	conf.HeartbeatTimeout = 250 * time.Millisecond
-	conf.ElectionTimeout = 250 * time.Millisecond
-	conf.LeaderLeaseTimeout = 250 * time.Millisecond
-	conf.CommitTimeout = 5 * time.Millisecond
+	testTimeouts(conf)
 	conf.SnapshotThreshold = 1 << 40 // snapshots only when a test asks
 	conf.SnapshotInterval = time.Hour
 	conf.Logger = hclog.NewNullLogger()
+	for _, o := range opts {
+		o(conf)
+	}
 	return conf
+}
+
+// A raftOption changes a testRaftConfig.
+type raftOption func(*raft.Config)
+
+// testTimeouts sets testRaftConfig's timeouts: heartbeat, election and
+// leader lease 250 ms, CommitTimeout 5 ms.
+func testTimeouts(conf *raft.Config) {
+	raftTimeouts(250 * time.Millisecond)(conf)
+	conf.CommitTimeout = 5 * time.Millisecond
+}
+
+// raftTimeouts sets the heartbeat, election and leader-lease timeouts to d.
+func raftTimeouts(d time.Duration) raftOption {
+	return func(conf *raft.Config) {
+		conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = d, d, d
+	}
+}
+
+// raftCommitTimeout sets CommitTimeout.
+func raftCommitTimeout(d time.Duration) raftOption {
+	return func(conf *raft.Config) { conf.CommitTimeout = d }
+}
+
+// raftSnapshotInterval sets SnapshotInterval.
+func raftSnapshotInterval(d time.Duration) raftOption {
+	return func(conf *raft.Config) { conf.SnapshotInterval = d }
+}
+
+// config returns the Config of nd as a member of an in-process test
+// cluster, changed by opts: the one builder of the test clusters' node
+// Configs. Its database and bindings are nd.db's and binds, its number
+// nd.num, its raft configuration conf, its log and stable store
+// nd.store, its snapshots nd.snaps, its transport nd.trans.
+func (nd *rnode) config(binds []Binding, conf *raft.Config, opts ...nodeOption) Config {
+	cfg := Config{
+		DB: nd.db, Tables: binds, NodeNumber: nd.num, Raft: conf,
+		LogStore: nd.store, StableStore: nd.store, Snapshots: nd.snaps, Transport: nd.trans,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}
+
+// A nodeOption changes an rnode.config.
+type nodeOption func(*Config)
+
+// withLeaderIndex sets Config.LeaderIndex.
+func withLeaderIndex(li LeaderIndexer) nodeOption {
+	return func(cfg *Config) { cfg.LeaderIndex = li }
+}
+
+// withForwarder sets Config.Forwarder.
+func withForwarder(f Forwarder) nodeOption {
+	return func(cfg *Config) { cfg.Forwarder = f }
+}
+
+// withHold sets the hook at the hold points (Config.hold).
+func withHold(h func(holdPoint, int)) nodeOption {
+	return func(cfg *Config) { cfg.hold = h }
+}
+
+// withLogStore gives raft ls as its log store (its stable store stays
+// nd.store).
+func withLogStore(ls raft.LogStore) nodeOption {
+	return func(cfg *Config) { cfg.LogStore = ls }
+}
+
+// withTransport gives the node t as its transport.
+func withTransport(t raft.Transport) nodeOption {
+	return func(cfg *Config) { cfg.Transport = t }
 }

@@ -24,7 +24,11 @@ package replicate
 //   - a forwarding writer: Node.Write on a node that does not lead sends
 //     its change set to the leader (Node.forward) and waits for its index
 //     to be published here; on the leader, ApplyForwarded replays it as a
-//     commit of its own (a committer, above).
+//     commit of its own (a committer, above);
+//   - raft's replication and heartbeat goroutines, in the node's
+//     transport (clampTransport): the disk stall fence (diskstall.go)
+//     decides whether their AppendEntries go out, on the stallWatch the
+//     log store's writers and the FSM's store commits update.
 //
 // The interleaving test (node_interleave_test.go) drives them in many
 // seeded orders, with raft inside a testing/synctest bubble, and checks
@@ -93,13 +97,20 @@ const (
 	// is about to fail the pending batches and wait for them to settle
 	// (fsm.Restore).
 	holdRestore
+	// holdFence: the disk stall fence decided to refuse an AppendEntries
+	// (clampTransport.AppendEntries, or a pipeline's: its who is
+	// holdSender or holdPipeline) as the node's disk stalled, and is
+	// about to return errDiskStalled. Reached only while a disk write
+	// waits past DiskStallTimeout, so only by the stall tests
+	// (TestFenceHoldStallEnds), not by TestNodeInterleavings.
+	holdFence
 	numHoldPoints
 )
 
 var holdPointNames = [numHoldPoints]string{
 	"wait", "waited", "take", "submit", "submitted", "future", "apply",
 	"foreign", "applied", "leadership", "ready", "forward", "replay",
-	"forwarded", "snapshot", "persist", "restore",
+	"forwarded", "snapshot", "persist", "restore", "fence",
 }
 
 // String returns the point's name, as the test logs it.
@@ -119,6 +130,10 @@ const (
 	holdFSM
 	holdWatcher
 	holdSnapshotter
+	// holdSender and holdPipeline: raft's goroutine that sends an
+	// AppendEntries (a heartbeat, or entries) alone, or down a pipeline.
+	holdSender
+	holdPipeline
 )
 
 // at passes the hold point p, reached by who: it calls the test's hook,

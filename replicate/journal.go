@@ -42,6 +42,11 @@ const (
 	stateOpen batchState = iota
 	stateQueued
 	stateProposed
+	// stateApplying: the FSM marked the batch's entry applied and is
+	// writing it to the durable store (fsm.Apply, outside n.mu); it
+	// finishes the batch next. Nothing else settles it: its entry is
+	// committed.
+	stateApplying
 	stateDone
 )
 
@@ -127,10 +132,10 @@ func (b *batch) Enqueue() error {
 		}
 		return n.notLeader(nil)
 	}
-	if n.logStalled() {
+	if n.diskStalled() {
 		// Its followers elect another (diskstall.go): a write proposed
 		// here would wait for the disk.
-		return fmt.Errorf("%w: %w", ErrNotReady, errLogStalled)
+		return fmt.Errorf("%w: %w", ErrNotReady, errDiskStalled)
 	}
 	// The database calls Enqueue for one record at a time, in commit
 	// order: the sequence, outside n.mu, follows the queue's order.
@@ -299,6 +304,7 @@ func (s *journalState) oldestProposed() *batch {
 // failFrom fails every pending batch enqueued at or after seq: those
 // proposed with err (ambiguous: they may still commit, and then apply as
 // any node's change sets do), those still queued with notProposed.
+// Those applying are committed: the FSM finishes them.
 func (s *journalState) failFrom(seq uint64, err, notProposed error) {
 	for _, b := range s.pending {
 		if b.seq < seq {

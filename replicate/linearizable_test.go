@@ -508,7 +508,7 @@ func (h *linHarness) crash(nd *rnode) {
 func (h *linHarness) restart(old *rnode) *rnode {
 	h.t.Helper()
 	i := slices.Index(h.c.nodes, old)
-	nd := &rnode{id: old.id, addr: old.addr, db: strata.New(), store: old.store}
+	nd := &rnode{id: old.id, addr: old.addr, num: uint16(i + 1), db: strata.New(), store: old.store, snaps: testSnapshots(h.t)}
 	var binds []Binding
 	for _, name := range tableNames {
 		tbl, err := strata.NewTable(nd.db, name, itemByID, itemByTag, strata.RevisionIndex[*item]())
@@ -519,11 +519,7 @@ func (h *linHarness) restart(old *rnode) *rnode {
 	}
 	_, nd.trans = raft.NewInmemTransport(nd.addr)
 	var err error
-	nd.node, err = NewNode(Config{
-		DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
-		LogStore: nd.store, StableStore: nd.store, Snapshots: testSnapshots(h.t), Transport: nd.trans,
-		LeaderIndex: h.c.leaderIndexer(nd),
-	})
+	nd.node, err = NewNode(nd.config(binds, testRaftConfig(nd.id), withLeaderIndex(h.c.leaderIndexer(nd))))
 	must(h.t, err)
 	h.mu.Lock()
 	defer h.mu.Unlock()

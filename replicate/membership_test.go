@@ -22,16 +22,12 @@ func (c *rcluster) addNode() *rnode {
 	t := c.t
 	t.Helper()
 	i := len(c.nodes)
-	nd := &rnode{id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), db: strata.New()}
+	nd := &rnode{id: raft.ServerID(fmt.Sprint("n", i)), addr: raft.ServerAddress(fmt.Sprint("a", i)), num: uint16(i + 1), db: strata.New(), snaps: testSnapshots(t)}
 	binds := nd.addTables(t)
 	var err error
 	nd.store = openStore(t, nil, filepath.Join(t.TempDir(), "log"))
 	_, nd.trans = raft.NewInmemTransport(nd.addr)
-	nd.node, err = NewNode(Config{
-		DB: nd.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: testRaftConfig(nd.id),
-		LogStore: nd.store, StableStore: nd.store, Snapshots: testSnapshots(t), Transport: nd.trans,
-		LeaderIndex: c.leaderIndexer(nd),
-	})
+	nd.node, err = NewNode(nd.config(binds, testRaftConfig(nd.id), withLeaderIndex(c.leaderIndexer(nd))))
 	must(t, err)
 	for _, o := range c.live() {
 		o.trans.Connect(nd.addr, nd.trans)

@@ -54,7 +54,10 @@ type Config struct {
 	// loads them from it (persist.Store.LoadApplied) and every entry
 	// applied is written to it with its index, so that a node that starts
 	// again replays only the log after that index; it restores a raft
-	// snapshot only one newer than the store. The node does not close it.
+	// snapshot only one newer than the store. Its commits of applied
+	// entries are watched as the log store's writes are: one that takes
+	// longer than DiskStallTimeout fences the node (diskstall.go). The
+	// node does not close it.
 	// Without a Store, the tables live in memory only, and a node that
 	// starts again restores the latest snapshot and replays the log after
 	// it.
@@ -64,12 +67,13 @@ type Config struct {
 	// with a *NotLeaderError; 0 is Raft.HeartbeatTimeout plus twice
 	// Raft.ElectionTimeout.
 	ForwardHold time.Duration
-	// DiskStallTimeout is how long a write to the log store may take
-	// before the node stops sending raft's heartbeats, so that a leader
-	// whose disk stopped answering is replaced (diskstall.go); 0 is one
-	// tenth of Raft.HeartbeatTimeout, and a negative value turns the
-	// fence off. A stall shorter than this plus the followers' heartbeat
-	// timeout changes nothing.
+	// DiskStallTimeout is how long a write to the log store, or a
+	// commit of an applied entry to Store, may take before the node
+	// stops sending raft's heartbeats and refuses new writes
+	// (ErrNotReady), so that a leader whose disk stopped answering is
+	// replaced (diskstall.go); 0 is one tenth of Raft.HeartbeatTimeout,
+	// and a negative value turns the fence off. A stall shorter than
+	// this plus the followers' heartbeat timeout changes nothing.
 	DiskStallTimeout time.Duration
 
 	// hold is the tests' hook at the hold points (holds.go); nil in
@@ -151,9 +155,10 @@ type Node struct {
 
 	// clamp carries raft's RPCs from the transport (commitclamp.go).
 	clamp *clampTransport
-	// stall times the log store's writes, and stallAfter is the fence's
-	// timeout, 0 for none (diskstall.go).
-	stall      *stallLog
+	// stall times the writes to the log store and the durable store's
+	// commits, and stallAfter is the fence's timeout, 0 for none
+	// (diskstall.go).
+	stall      *stallWatch
 	stallAfter time.Duration
 
 	logs        raft.LogStore
@@ -270,8 +275,11 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	trans, clamp := newClampTransport(cfg.Transport)
 	logs, stall := newStallLog(cfg.LogStore)
-	n.stall, n.stallAfter = stall, diskStallTimeout(&cfg)
-	clamp.fenced = n.logStalled
+	n.stall, n.stallAfter = stall.stallWatch, diskStallTimeout(&cfg)
+	clamp.fenced = n.diskStalled
+	if n.hold != nil {
+		clamp.hold = func(who int) { n.at(holdFence, who) }
+	}
 	r, err := raft.NewRaft(conf, n.fsm, logs, cfg.StableStore, cfg.Snapshots, trans)
 	if err != nil {
 		clamp.Close()

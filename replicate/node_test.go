@@ -150,11 +150,7 @@ func (c *rcluster) start(nd *rnode) {
 	if c.conf != nil {
 		c.conf(conf)
 	}
-	cfg := Config{
-		DB: nd.db, Tables: binds, NodeNumber: nd.num, Raft: conf,
-		LogStore: nd.store, StableStore: nd.store, Snapshots: nd.snaps, Transport: nd.trans,
-		LeaderIndex: c.leaderIndexer(nd),
-	}
+	cfg := nd.config(binds, conf, withLeaderIndex(c.leaderIndexer(nd)))
 	if c.durable {
 		nd.state, err = persist.Open(nd.stateDir, persist.Options{Logger: slog.New(slog.DiscardHandler)})
 		must(t, err)

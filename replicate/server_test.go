@@ -35,11 +35,9 @@ func (m *serverMember) start(t *testing.T) {
 	must(t, err)
 }
 
-func serverRaft(c *raft.Config) {
-	test := testRaftConfig(c.LocalID)
-	c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = test.HeartbeatTimeout, test.ElectionTimeout, test.LeaderLeaseTimeout
-	c.CommitTimeout = test.CommitTimeout
-}
+// serverRaft gives the servers' raft configurations testRaftConfig's
+// timeouts.
+func serverRaft(c *raft.Config) { testTimeouts(c) }
 
 // TestStartServer runs three members on loopback TCP through StartServer
 // alone: a write through each member (followers forward theirs), every

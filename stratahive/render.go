@@ -16,18 +16,10 @@ import (
 	"github.com/strata-db/strata"
 )
 
-// TableWritable is implemented by objects that show as rows of columns in
-// the db/* script commands (statedb's interface of the same name): the
-// columns' names, the same for every object of a table, and the object's
-// values for them. The header is asked of the object type's zero value (a
-// pointer to a zero struct, for a table of pointers), so it must not
-// depend on the object.
-//
-// Objects that do not implement it show as YAML or JSON.
-type TableWritable interface {
-	TableHeader() []string
-	TableRow() []string
-}
+// TableWritable is strata.TableWritable, statedb's interface of the same
+// name: objects that implement it show as rows of columns in the db/*
+// script commands, others as YAML or JSON.
+type TableWritable = strata.TableWritable
 
 // The formats of db/show and the query commands.
 const (
@@ -78,7 +70,7 @@ func tableRow(t strata.AnyTable, obj any, width int) (row []string, err error) {
 	}()
 	row = w.TableRow()
 	if len(row) != width {
-		return nil, fmt.Errorf("table %q: TableRow gave %d columns, TableHeader %d: %w", t.Name(), len(row), width, ErrBadInput)
+		return nil, fmt.Errorf("table %q: TableRow returned %d columns, want %d from TableHeader: %w", t.Name(), len(row), width, ErrBadInput)
 	}
 	return row, nil
 }

@@ -16,7 +16,8 @@ import (
 
 // Commands returns the script commands by name: db, db/show, db/insert,
 // db/delete, db/cmp, db/get, db/list, db/prefix, db/lowerbound,
-// db/watch, db/initialized, db/empty, db/dump and reconciler/status.
+// db/count, db/and, db/in, db/or, db/watch, db/initialized, db/empty,
+// db/dump and reconciler/status.
 // `help -v db/show` (and so on) in a script or a shell describes each.
 //
 // Tables are named by name; keys are typed as text and parsed by the
@@ -38,6 +39,9 @@ func Commands(db *strata.DB, reg *Registry) map[string]script.Cmd {
 		"db/prefix":         queryCmd(db, queryPrefix),
 		"db/lowerbound":     queryCmd(db, queryLowerBound),
 		"db/count":          countCmd(db),
+		"db/and":            multiCmd(db, "db/and"),
+		"db/in":             multiCmd(db, "db/in"),
+		"db/or":             multiCmd(db, "db/or"),
 		"db/watch":          watchCmd(db),
 		"db/initialized":    initializedCmd(db),
 		"db/empty":          emptyCmd(db),

@@ -28,6 +28,7 @@ type config struct {
 	smoke     bool
 	benchstat string // file for Go benchmark format output, or ""
 	jsonOut   string // file for JSON output, or ""
+	objects   int    // objects of the large workloads, or 0 for fullSizes
 	out       io.Writer
 	progress  io.Writer
 }
@@ -43,6 +44,7 @@ func main() {
 	flag.StringVar(&cfg.benchstat, "benchstat", "", "also write every sample in Go benchmark format to this file (benchstat -col /db)")
 	flag.StringVar(&cfg.jsonOut, "json", "", "also write all samples and medians as JSON to this file")
 	list := flag.Bool("list", false, "list the workloads and exit")
+	flag.IntVar(&cfg.objects, "objects", 0, "objects of the large workloads (And_*, DeleteMatches*, ModifyMatches*, PointGets_Large) instead of 1M: 10000000 for the 10M rows")
 	flag.Parse()
 	if *quick {
 		set := map[string]bool{}
@@ -116,6 +118,12 @@ func run(cfg config) error {
 		sizes = smokeSizes
 	} else {
 		sizes = fullSizes
+		if n := cfg.objects; n > 0 {
+			if n%(10*batchN) != 0 {
+				return fmt.Errorf("-objects %d: a multiple of %d", n, 10*batchN)
+			}
+			sizes.AndN, sizes.DeleteN, sizes.LargeN = n, n, n
+		}
 	}
 	if cfg.count < 1 {
 		return errors.New("-count must be at least 1")

@@ -118,6 +118,27 @@ func readPointGets(b *testing.B, f ReadFactory) {
 	}
 }
 
+// readPointGetsLarge: sizes.LargeN objects (1M; -objects sets it, 10M
+// for the 10M row); one op is a new read txn and 1000 Gets by ID
+// spread over the whole table, in a shuffled order: the same reads as
+// PointGets_Primary in a tree whose path is longer and out of cache.
+func readPointGetsLarge(b *testing.B, f ReadFactory) {
+	n := sizes.LargeN
+	d := f.New(b, readObjects(n))
+	ids := shuffledIDs(batchN, seedProbe)
+	for i := range ids {
+		ids[i] = ids[i] * uint64(n/batchN)
+	}
+	for b.Loop() {
+		r := d.ReadTxn()
+		for _, id := range ids {
+			if o, ok := r.Get(id); !ok || o.ID != id {
+				fatalf(b, "Get(%d) = %v, %v", id, o, ok)
+			}
+		}
+	}
+}
+
 // readListTag: 1000 objects; one op is a new read txn and a List of one
 // tag, which 100 of them have.
 func readListTag(b *testing.B, f ReadFactory) {
@@ -145,5 +166,7 @@ func readWorkloads() []Workload {
 			Kind: KindRead, Read: readPointGets},
 		{Name: "List_Tag", Op: "ReadTxn + List 1 tag: 100 of 1000 objects", Group: "reads",
 			Kind: KindRead, Read: readListTag},
+		{Name: "PointGets_Large", Op: fmt.Sprintf("ReadTxn + 1000 Get by ID, shuffled; %dk objects", sizes.LargeN/1000), Group: "reads",
+			Kind: KindRead, Read: readPointGetsLarge},
 	}
 }

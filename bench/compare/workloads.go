@@ -41,11 +41,13 @@ type Sizes struct {
 	RadixBigN int // keys in the large radix trees
 	MemN      int // objects in the memory workload
 	AndN      int // objects of the And workloads (and.go)
+	DeleteN   int // objects of the DeleteMatches and ModifyMatches workloads (bulk.go)
+	LargeN    int // objects of PointGets_Large (reads.go)
 }
 
 var (
-	fullSizes  = Sizes{IterN: 100_000, RadixBigN: 1_000_000, MemN: 1_000_000, AndN: 1_000_000}
-	smokeSizes = Sizes{IterN: 10_000, RadixBigN: 10_000, MemN: 10_000, AndN: 10_000}
+	fullSizes  = Sizes{IterN: 100_000, RadixBigN: 1_000_000, MemN: 1_000_000, AndN: 1_000_000, DeleteN: 1_000_000, LargeN: 1_000_000}
+	smokeSizes = Sizes{IterN: 10_000, RadixBigN: 10_000, MemN: 10_000, AndN: 10_000, DeleteN: 10_000, LargeN: 10_000}
 )
 
 // batchN is the number of objects of the write and lookup workloads, as in
@@ -640,6 +642,8 @@ func workloads() []Workload {
 	}
 	ws = append(ws, byRevisionWorkloads()...)
 	ws = append(ws, deletePrefixWorkloads()...)
+	ws = append(ws, deleteMatchesWorkloads()...)
+	ws = append(ws, modifyMatchesWorkloads()...)
 	ws = append(ws, andWorkloads()...)
 	ws = append(ws, readWorkloads()...)
 	return append(ws, lpmWorkloads()...)

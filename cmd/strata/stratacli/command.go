@@ -137,6 +137,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 3 corruption (or check found errors),
 		a.checkCommand(), a.watchCommand(), a.compactCommand(), a.snapshotCommand(),
 		a.clusterCommand(), a.versionCommand(),
 	)
+	root.AddCommand(a.combineCommands()...)
 	return root
 }
 

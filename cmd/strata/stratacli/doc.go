@@ -16,8 +16,10 @@
 //
 // The offline commands are inspect, tables, dump, get, check, compact and
 // snapshot (export, import, verify, inspect, decode, diff); tables, dump
-// and get also work online, watch follows a running table's changes, and
-// cluster shows a replicated database's cluster (ClusterRemote).
+// and get also work online; and, in and or combine key queries of several
+// indexes as strata.And, In and Or do, online (RemoteCombiner) and, for
+// registered tables, offline; watch follows a running table's changes,
+// and cluster shows a replicated database's cluster (ClusterRemote).
 // Only compact and snapshot import write to a store. Output is a table,
 // JSON, JSON lines or YAML (-o); data goes to the command's output, and
 // progress and logs to its error output.

@@ -90,7 +90,8 @@ func ExitCode(err error) int {
 		return ExitLocked
 	case errors.Is(err, ErrUsage), errors.Is(err, ErrKeyKindUnknown), errors.Is(err, ErrIndexNotStored), errors.Is(err, ErrTypeNeeded),
 		errors.Is(err, index.ErrParseKey), errors.Is(err, strata.ErrIndexNotFound),
-		errors.Is(err, strata.ErrNoFromString), errors.Is(err, strata.ErrInvalidQuery), isCobraUsage(err):
+		errors.Is(err, strata.ErrNoFromString), errors.Is(err, strata.ErrInvalidQuery), isCobraUsage(err),
+		errors.Is(err, strata.ErrNoQueries), errors.Is(err, strata.ErrMixedIndexes):
 		return ExitUsage
 	case errors.Is(err, persist.ErrCorrupt), errors.Is(err, persist.ErrCorruptSnapshot), errors.Is(err, ErrErrorsFound):
 		return ExitCorrupt

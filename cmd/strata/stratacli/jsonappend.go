@@ -56,6 +56,8 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 		return appendHex(b, *x), nil
 	case json.RawMessage:
 		return appendRaw(b, x), nil
+	case tableObject:
+		return appendRaw(b, x.raw), nil
 	case string:
 		return wirejson.AppendString(b, x), nil
 	case uint64:

@@ -361,10 +361,15 @@ func deleted(row fields) bool {
 
 // tableColumns returns the columns of rows like row: its fields, with the
 // members of a field "object" that is a JSON object in its place (the
-// rule of package columns, which the web inspector shares).
+// rule of package columns, which the web inspector shares), or the
+// object's TableHeader (tableObject).
 func tableColumns(row fields) []string {
 	var cols []string
 	for _, f := range row {
+		if to, ok := f.value.(tableObject); ok && f.name == "object" {
+			cols = append(cols, to.header...)
+			continue
+		}
 		if raw, ok := deref(f.value).(json.RawMessage); ok && f.name == "object" {
 			if names := columns.Names(raw); names != nil {
 				cols = append(cols, names...)
@@ -377,10 +382,16 @@ func tableColumns(row fields) []string {
 }
 
 // rowValues returns the values of row's columns: its fields, and the
-// members of its object if it is a JSON object.
+// members of its object if it is a JSON object, or its TableRow.
 func rowValues(row fields) map[string]any {
 	vals := make(map[string]any, len(row)+8)
 	for _, f := range row {
+		if to, ok := f.value.(tableObject); ok && f.name == "object" {
+			for i, name := range to.header {
+				vals[name] = to.row[i]
+			}
+			continue
+		}
 		value := deref(f.value)
 		raw, ok := value.(json.RawMessage)
 		if f.name != "object" || !ok {

@@ -227,7 +227,8 @@ func (v *view) objectRow(row fields, obj any, rev uint64) (fields, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table %s: the object at revision %d: %w", v.name, rev, err)
 	}
-	return append(row, field{"key", text}, field{"revision", rev}, field{"object", json.RawMessage(data)}), nil
+	t := v.typed.anyTable()
+	return append(row, field{"key", text}, field{"revision", rev}, field{"object", objectValue(t.TableHeader(), t.TableRow(obj), data)}), nil
 }
 
 // parseKey encodes a key given on the command line for the named index:

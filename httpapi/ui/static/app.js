@@ -258,6 +258,9 @@ function tablePage() {
   const all = grid.dataset.all === "true";
   const textKeys = grid.dataset.textKeys === "true";
   const countQuery = grid.dataset.countQuery;
+  // tableRows: the columns are the objects' TableHeader, and an event's
+  // cells its row (the object's TableRow), not its fields.
+  const tableRows = grid.dataset.tableRows === "true";
   const columns = [...grid.tHead.querySelectorAll("th[data-column]")].map((th) => th.dataset.column);
   const rows = new Map();
   for (const tr of tbody.querySelectorAll("tr.obj")) rows.set(tr.dataset.key, tr);
@@ -292,7 +295,8 @@ function tablePage() {
     // The key and the revision come first, then a cell per column.
     columns.forEach((c, i) => {
       let v;
-      if (isObject) v = obj[c];
+      if (tableRows) v = Array.isArray(ev.row) ? ev.row[i] : i === 0 ? "(no TableRow)" : "";
+      else if (isObject) v = obj[c];
       else if (c === "object") v = shown !== null ? shown : obj;
       tr.cells[2 + i].textContent = cellText(v);
     });
