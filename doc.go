@@ -96,6 +96,18 @@
 // in one operation. See ExampleRWTable_DeletePrefix and
 // ExampleRWTable_DeleteMatches.
 //
+// # Objects that expire
+//
+// An ExpiryIndex among a table's secondary indexes keys its objects by the
+// time they expire at (the zero time: never). ExpireBefore deletes the
+// objects due at a given time, in write transactions of a given size,
+// each committed; an Expirer does it as they come due, in one goroutine
+// per database that sleeps until the soonest expiry. The deletes are
+// ordinary ones, which watch channels, change feeds and journals see. A
+// write of an object already expired fails with ErrExpired; loads
+// (Restore, ApplyWrite) take objects whatever their expiry. See
+// ExampleExpiryIndex, ExampleExpirer and docs/expiry.md.
+//
 // # Objects by revision
 //
 // A table registered with RevisionIndex among its secondary indexes also

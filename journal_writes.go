@@ -108,7 +108,7 @@ func ApplyWrite[Obj any](txn WriteTxn, tbl RWTable[Obj], w JournalWrite[Obj]) er
 	tt.cur.revision = w.Revision - 1
 	switch w.Kind {
 	case WriteUpsert:
-		_, _, err = tt.upsert(w.Object, modeInsert, 0, nil)
+		_, _, err = tt.upsert(w.Object, modeApply, 0, nil)
 	case WriteDelete:
 		var had bool
 		if _, had, err = tt.remove(w.Object, false, 0); err == nil && !had {

@@ -253,6 +253,8 @@ type indexDef[Obj any] struct {
 	// and whose reads of Containing and Prefix queries take their own
 	// path (lpm_read.go).
 	lpm bool
+	// expiry: an ExpiryIndex, whose keys user writes check (checkExpiry).
+	expiry bool
 }
 
 // object is what the index trees store: the object and the revision it was
@@ -319,8 +321,8 @@ type table[Obj any] struct {
 // may have up to MaxSecondaryIndexes secondary indexes. The errors are
 // ErrInvalidTableName, ErrDuplicateTable, ErrEmptyIndexName,
 // ErrInvalidIndexName, ErrDuplicateIndex, ErrPrimaryIndexNotUnique,
-// ErrPrimaryIndexLPM, ErrNoFromObject and ErrTooManyIndexes, wrapped with
-// the table's name.
+// ErrPrimaryIndexLPM, ErrPrimaryIndexExpiry, ErrDuplicateExpiryIndex,
+// ErrNoFromObject and ErrTooManyIndexes, wrapped with the table's name.
 func NewTable[Obj any](db *DB, name TableName, primary Indexer[Obj], secondary ...Indexer[Obj]) (RWTable[Obj], error) {
 	t, err := newTable(name, primary, secondary)
 	if err != nil {
@@ -345,6 +347,9 @@ func MustNewTable[Obj any](db *DB, name TableName, primary Indexer[Obj], seconda
 func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Obj]) (*table[Obj], error) {
 	if !nameRegexp.MatchString(name) {
 		return nil, fmt.Errorf("%w: must match %s", ErrInvalidTableName, NamePattern)
+	}
+	if err := checkExpiryIndexes(primary, secondary); err != nil {
+		return nil, err
 	}
 	if !primary.isUnique() {
 		return nil, ErrPrimaryIndexNotUnique
@@ -410,6 +415,7 @@ func newTable[Obj any](name string, primary Indexer[Obj], secondary []Indexer[Ob
 			text:       ix.parsesText(),
 			keyType:    ix.keyType(),
 			lpm:        lpm,
+			expiry:     isExpiryIndex(ix),
 		})
 	}
 	t.empty = &tableState[Obj]{

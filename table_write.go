@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-db/strata/index"
 	"github.com/strata-db/strata/part"
@@ -351,6 +352,9 @@ const (
 	modeInsert writeMode = iota
 	modeModify
 	modeCAS
+	// modeApply is modeInsert for ApplyWrite, a replica's replay, which
+	// does not check expiries (ExpiryIndex).
+	modeApply
 )
 
 // upsert inserts obj (or, with modeModify, merges it into the existing
@@ -479,6 +483,11 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 		if ix.lpm {
 			if err := lpmCheckKeys(keys); err != nil {
 				return obj, fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
+			}
+		}
+		if ix.expiry && mode != modeApply {
+			if err := t.checkExpiry(ix, keys, time.Now()); err != nil {
+				return obj, err
 			}
 		}
 		if !ix.unique {

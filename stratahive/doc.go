@@ -35,7 +35,9 @@
 // RegisterReconciler (statedb's reconciler.Register) and Reconciler run a
 // reconciler (package reconciler) as a job of the module's job.Group,
 // with its health reported through cell.Health. Derive keeps a table
-// derived from another, as statedb's Derive does.
+// derived from another, as statedb's Derive does. Expirer runs the
+// database's strata.Expirer, which deletes the objects of tables with a
+// strata.ExpiryIndex once they expire, as a job too.
 //
 // # Script commands
 //
