@@ -43,5 +43,3 @@ func WithRoundLimits(numObjects int, limiter *rate.Limiter) Option {
 		limit(o)
 	}
 }
-
-
