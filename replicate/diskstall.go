@@ -98,12 +98,15 @@ func (s monotonicStallLog) IsMonotonic() bool { return s.m.IsMonotonic() }
 
 // newStallLog wraps ls, keeping raft.MonotonicLogStore if ls is one.
 func newStallLog(ls raft.LogStore) (raft.LogStore, *stallLog) {
-	s := &stallLog{LogStore: ls, stallWatch: &stallWatch{inflight: map[uint64]time.Time{}}}
+	s := &stallLog{LogStore: ls, stallWatch: newStallWatch()}
 	if m, ok := ls.(raft.MonotonicLogStore); ok {
 		return monotonicStallLog{stallLog: s, m: m}, s
 	}
 	return s, s
 }
+
+// newStallWatch returns a stallWatch with no write in progress.
+func newStallWatch() *stallWatch { return &stallWatch{inflight: map[uint64]time.Time{}} }
 
 // begin records a write in progress and returns its ticket for end.
 func (s *stallWatch) begin() uint64 {

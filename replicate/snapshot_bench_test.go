@@ -35,7 +35,7 @@ func snapBenchNode(b *testing.B) (*Node, strata.RWTable[*item]) {
 	db := strata.New()
 	tbl, err := strata.NewTable(db, "items", itemByID)
 	must(b, err)
-	n := &Node{db: db, tables: map[string]Binding{"items": Bind(tbl, snapBenchCodec)}, appliedCh: make(chan struct{})}
+	n := &Node{db: db, tables: map[string]Binding{"items": Bind(tbl, snapBenchCodec)}, appliedCh: make(chan struct{}), stall: newStallWatch()}
 	n.st.init(1)
 	n.fsm = &fsm{n: n}
 	return n, tbl
