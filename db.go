@@ -56,6 +56,9 @@ type dbShared struct {
 	// journalClaims counts the tables attached to journal and the open
 	// transactions attaching one (journal.go). Guarded by mu.
 	journalClaims int
+	// tablesChanged is closed, and forgotten, when a table is registered
+	// (tablesWatch). Created on first use; guarded by mu.
+	tablesChanged chan struct{}
 	// commits counts the commits that published a new root (Commits).
 	// Guarded by mu, which every such commit holds anyway.
 	commits uint64
@@ -182,7 +185,22 @@ func (db *DB) registerTable(m *tableMeta, empty *tableStateHeader) error {
 	db.tables = append(db.tables, m)
 	root := newRoot(db.first, append(slices.Clip(db.root.Load().tables()), empty))
 	db.root.Store(root)
+	if db.tablesChanged != nil {
+		close(db.tablesChanged)
+		db.tablesChanged = nil
+	}
 	return nil
+}
+
+// tablesWatch returns a channel that is closed when a table is next
+// registered (an Expirer of every table watches it).
+func (db *DB) tablesWatch() <-chan struct{} {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.tablesChanged == nil {
+		db.tablesChanged = make(chan struct{})
+	}
+	return db.tablesChanged
 }
 
 // Tables returns the registered tables in registration order.

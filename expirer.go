@@ -31,7 +31,7 @@ type ExpirerOptions struct {
 	OnPass func(expired int, err error)
 	// Tables are the tables the Expirer expires. None means every table
 	// of the database with an ExpiryIndex, those registered after Run
-	// began included: they are found at the Expirer's next wake.
+	// began included: a registration wakes the Expirer.
 	Tables []TableMeta
 }
 
@@ -127,6 +127,9 @@ func (e *Expirer) Run(ctx context.Context) error {
 func (e *Expirer) next(ws *WatchSet, now time.Time) time.Time {
 	tables := e.opts.Tables
 	if len(tables) == 0 {
+		// Every table, those registered from now on too: a registration
+		// wakes it (taken before the list, so that none is missed).
+		ws.Add(e.db.tablesWatch())
 		tables = e.db.Tables()
 	}
 	txn := e.db.ReadTxn()

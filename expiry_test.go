@@ -306,7 +306,8 @@ func TestExpirerWakes(t *testing.T) {
 		if ids := sessionIDs(db.ReadTxn(), tbl); !slices.Equal(ids, []uint64{2}) || e.Expired() != 2 || e.Err() != nil {
 			t.Fatalf("at 60s: %v, %d expired, err %v", ids, e.Expired(), e.Err())
 		}
-		// A table registered while it runs is found at its next wake.
+		// A table registered while it runs is found (its registration
+		// wakes the Expirer: TestExpirerFindsNewTables).
 		late := newSessions(t, db, "late")
 		insertSessions(t, db, late, &session{ID: 4, Expires: time.Now().Add(time.Hour)})
 		insertSessions(t, db, tbl, &session{ID: 5, Expires: time.Now().Add(time.Second)})
@@ -396,6 +397,34 @@ func TestExpirerReportsErrors(t *testing.T) {
 		synctest.Wait()
 		if reported.Load() != 1 || e.Err() != nil || tbl.NumObjects(db.ReadTxn()) != 0 || e.Expired() != 1 {
 			t.Fatalf("after the retry: %d reports, Err %v, %d objects", reported.Load(), e.Err(), tbl.NumObjects(db.ReadTxn()))
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v", err)
+		}
+	})
+}
+
+// TestExpirerFindsNewTables: an Expirer of every table, started before
+// any table has an expiry index (the usual order in a program that starts
+// it early), finds a table registered later without waiting for another
+// wake: the registration wakes it.
+func TestExpirerFindsNewTables(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := New()
+		e, err := NewExpirer(db, ExpirerOptions{})
+		must(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- e.Run(ctx) }()
+		synctest.Wait()
+
+		tbl := newSessions(t, db, "s")
+		insertSessions(t, db, tbl, &session{ID: 1, Expires: time.Now().Add(time.Minute)}, &session{ID: 2})
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if ids := sessionIDs(db.ReadTxn(), tbl); !slices.Equal(ids, []uint64{2}) || e.Expired() != 1 {
+			t.Fatalf("a minute after the table's registration: %v, %d expired", ids, e.Expired())
 		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
