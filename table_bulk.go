@@ -327,7 +327,8 @@ func (tt *tableTxn[Obj]) clearCut() {
 //
 // Every object modify returns is checked before the first change, and
 // its keys computed: one with another primary key is
-// ErrPrimaryKeyChanged, a key too long ErrKeyTooLong, and nothing is
+// ErrPrimaryKeyChanged, a key too long ErrKeyTooLong, an expiry past
+// ErrExpired, and nothing is
 // written; an index function that panics leaves the table as it was. The
 // writes are then made one by one, as Insert makes them, each at a
 // revision of its own and delivered to change feeds: a unique key another
@@ -387,30 +388,18 @@ func ModifyEach[Obj any](txn WriteTxn, t RWTable[Obj], objs iter.Seq2[Obj, Revis
 }
 
 // checkKeys computes obj's keys in every secondary index and makes the
-// checks of them that do not depend on the table: their length, and an
-// LPM index's prefixes. The write computes them again: keeping them for
-// it costs more, in memory the collector scans, than computing them twice
-// (BenchmarkDB_ModifyEach).
+// checks of them that do not depend on the table (checkNewKeys). The
+// write computes them again: keeping them for it costs more, in memory
+// the collector scans, than computing them twice (BenchmarkDB_ModifyEach).
 func (tt *tableTxn[Obj]) checkKeys(obj Obj) error {
 	t := tt.t
+	defer clear(tt.scratch.newKeys)
 	for i := range t.nsec {
 		ix := &t.indexes[i+1]
 		tt.scratch.newKeys[i] = ix.fromObject(obj)
-		keys := &tt.scratch.newKeys[i]
-		for j := range keys.Len() {
-			if len(keys.At(j)) > maxKeyLen {
-				err := fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
-				clear(tt.scratch.newKeys)
-				return err
-			}
-		}
-		if ix.lpm {
-			if err := lpmCheckKeys(keys); err != nil {
-				clear(tt.scratch.newKeys)
-				return fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
-			}
+		if err := t.checkNewKeys(ix, &tt.scratch.newKeys[i], modeCAS); err != nil {
+			return err
 		}
 	}
-	clear(tt.scratch.newKeys)
 	return nil
 }

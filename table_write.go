@@ -475,20 +475,8 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 		}
 		tt.scratch.newKeys[i] = ix.fromObject(obj)
 		keys := &tt.scratch.newKeys[i]
-		for j := range keys.Len() {
-			if len(keys.At(j)) > maxKeyLen {
-				return obj, fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
-			}
-		}
-		if ix.lpm {
-			if err := lpmCheckKeys(keys); err != nil {
-				return obj, fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
-			}
-		}
-		if ix.expiry && mode != modeApply {
-			if err := t.checkExpiry(ix, keys, time.Now()); err != nil {
-				return obj, err
-			}
+		if err := t.checkNewKeys(ix, keys, mode); err != nil {
+			return obj, err
 		}
 		if !ix.unique {
 			continue
@@ -500,6 +488,26 @@ func (tt *tableTxn[Obj]) check(pk []byte, obj Obj, old object[Obj], hadOld bool,
 		}
 	}
 	return obj, nil
+}
+
+// checkNewKeys makes the checks of an object's keys in index ix that do
+// not depend on what the table holds: their length, an LPM index's
+// prefixes, and (but for modeApply) an expiry index's time.
+func (t *table[Obj]) checkNewKeys(ix *indexDef[Obj], keys *index.KeySet, mode writeMode) error {
+	for j := range keys.Len() {
+		if len(keys.At(j)) > maxKeyLen {
+			return fmt.Errorf("table %q: index %q: key of %d bytes: %w", t.meta.name, ix.name, len(keys.At(j)), ErrKeyTooLong)
+		}
+	}
+	if ix.lpm {
+		if err := lpmCheckKeys(keys); err != nil {
+			return fmt.Errorf("table %q: index %q: %w", t.meta.name, ix.name, err)
+		}
+	}
+	if ix.expiry && mode != modeApply {
+		return t.checkExpiry(ix, keys, time.Now())
+	}
+	return nil
 }
 
 // remove deletes the object with obj's primary key, checking its revision
