@@ -234,7 +234,9 @@ func (tt *tableTxn[Obj]) fixArenaKeys() {
 }
 
 // removeCollected removes the objects collected, in the order collected,
-// and returns how many it removed. The entries of index cut under prefix
+// and returns how many it removed. Each removal after the primary index's
+// is remove's, written out rather than shared: a call remove would make
+// costs Delete 35 instructions an object (BenchmarkDB_Delete, +1.4%). The entries of index cut under prefix
 // are already gone (cut is -1 if none is); an object collected twice is
 // removed once.
 func (tt *tableTxn[Obj]) removeCollected(cut int, prefix []byte) int {
@@ -328,8 +330,8 @@ func (tt *tableTxn[Obj]) clearCut() {
 // Every object modify returns is checked before the first change, and
 // its keys computed: one with another primary key is
 // ErrPrimaryKeyChanged, a key too long ErrKeyTooLong, an expiry past
-// ErrExpired, and nothing is
-// written; an index function that panics leaves the table as it was. The
+// ErrExpired, and nothing is written; an index function that panics
+// leaves the table as it was. The
 // writes are then made one by one, as Insert makes them, each at a
 // revision of its own and delivered to change feeds: a unique key another
 // object holds (ErrUniqueConstraint, which depends on the order of the
