@@ -101,9 +101,8 @@ const (
 
 // cutObject is an object a bulk delete removes, and its primary key.
 type cutObject[Obj any] struct {
-	pk    []byte
-	old   object[Obj]
-	arena bool // pk is the next key in the arena (fixArenaKeys)
+	pk  []byte
+	old object[Obj]
 }
 
 // cutPrefix removes the objects of the entries of index ix that start with
@@ -134,16 +133,16 @@ func (tt *tableTxn[Obj]) cutPrefix(ix *indexDef[Obj], prefix []byte, from pkFrom
 			}
 			pk = rest
 		case pkFromObject:
-			if _, ok := tt.appendKey(o.obj); !ok {
+			var ok bool
+			if pk, ok = tt.appendKey(o.obj); !ok {
 				panic(fmt.Sprintf("strata: table %q: a stored object has no primary key", tt.t.meta.name))
 			}
 		}
-		tt.collect(pk, o, from == pkFromObject, skip)
+		tt.collect(pk, o, skip)
 	}
 	if len(tt.scratch.cut) == 0 {
 		return 0
 	}
-	tt.fixArenaKeys()
 	tt.indexTxn(ix.pos).DeletePrefix(prefix)
 	return tt.removeCollected(ix.pos, prefix)
 }
@@ -162,22 +161,22 @@ func (tt *tableTxn[Obj]) removeEach(objs iter.Seq2[Obj, Revision]) (int, error) 
 		}
 		o, found := primary.Get(pk)
 		if !found {
-			tt.dropKey()
+			tt.scratch.pkArena = tt.scratch.pkArena[:len(tt.scratch.pkArena)-len(pk)]
 			continue
 		}
-		tt.collect(nil, o, true, -1)
+		tt.collect(pk, o, -1)
 	}
 	if len(tt.scratch.cut) == 0 {
 		return 0, nil
 	}
-	tt.fixArenaKeys()
 	return tt.removeCollected(-1, nil), nil
 }
 
 // appendKey appends obj's primary key to the transaction's key arena and
-// returns it, a slice of the arena that the next append may move; ok is
-// false if the primary index does not yield one key. fixArenaKeys hands the keys to
-// the objects collected, once the arena no longer grows.
+// returns it; ok is false if the primary index does not yield one key.
+// The key stays valid when later appends move the arena: its bytes are
+// never written again (the arena only grows, or is cut back to before
+// the key the caller drops), and the array the arena left keeps them.
 func (tt *tableTxn[Obj]) appendKey(obj Obj) (pk []byte, ok bool) {
 	keys := tt.t.indexes[0].fromObject(obj)
 	if keys.Len() != 1 {
@@ -186,27 +185,15 @@ func (tt *tableTxn[Obj]) appendKey(obj Obj) (pk []byte, ok bool) {
 	s := &tt.scratch
 	start := len(s.pkArena)
 	s.pkArena = append(s.pkArena, keys.At(0)...)
-	s.pkEnds = append(s.pkEnds, len(s.pkArena))
-	return s.pkArena[start:], true
+	return s.pkArena[start:len(s.pkArena):len(s.pkArena)], true
 }
 
-// dropKey forgets the key appendKey appended last.
-func (tt *tableTxn[Obj]) dropKey() {
-	s := &tt.scratch
-	s.pkEnds = s.pkEnds[:len(s.pkEnds)-1]
-	end := 0
-	if n := len(s.pkEnds); n > 0 {
-		end = s.pkEnds[n-1]
-	}
-	s.pkArena = s.pkArena[:end]
-}
-
-// collect records o, whose primary key is pk (or, if arena is set, the
-// key appendKey appended last), as an object to remove, with its keys in
-// every secondary index but the one at position skip (none if -1).
-func (tt *tableTxn[Obj]) collect(pk []byte, o object[Obj], arena bool, skip int) {
+// collect records o, whose primary key is pk, as an object to remove,
+// with its keys in every secondary index but the one at position skip
+// (none if -1).
+func (tt *tableTxn[Obj]) collect(pk []byte, o object[Obj], skip int) {
 	t := tt.t
-	tt.scratch.cut = append(tt.scratch.cut, cutObject[Obj]{pk, o, arena})
+	tt.scratch.cut = append(tt.scratch.cut, cutObject[Obj]{pk, o})
 	if t.nsec == 1 && skip == 1 {
 		return // no keys to keep: removeCollected finds none
 	}
@@ -216,20 +203,6 @@ func (tt *tableTxn[Obj]) collect(pk []byte, o object[Obj], arena bool, skip int)
 			keys = t.indexes[i+1].fromObject(o.obj)
 		}
 		tt.scratch.cutKeys = append(tt.scratch.cutKeys, keys)
-	}
-}
-
-// fixArenaKeys hands the keys in the arena, in the order appended, to the
-// objects collected without one.
-func (tt *tableTxn[Obj]) fixArenaKeys() {
-	s := &tt.scratch
-	start, n := 0, 0
-	for i := range s.cut {
-		if s.cut[i].arena {
-			end := s.pkEnds[n]
-			s.cut[i].pk = s.pkArena[start:end:end]
-			start, n = end, n+1
-		}
 	}
 }
 
@@ -308,14 +281,14 @@ func (tt *tableTxn[Obj]) growCut(n, skip int) {
 func (tt *tableTxn[Obj]) clearCut() {
 	s := &tt.scratch
 	if cap(s.cut) > keptCut || cap(s.mods) > keptCut {
-		s.cut, s.cutKeys, s.pkArena, s.pkEnds, s.mods = nil, nil, nil, nil, nil
+		s.cut, s.cutKeys, s.pkArena, s.mods = nil, nil, nil, nil
 		return
 	}
 	clear(s.cut)
 	clear(s.cutKeys)
 	clear(s.mods)
 	s.cut, s.cutKeys, s.mods = s.cut[:0], s.cutKeys[:0], s.mods[:0]
-	s.pkArena, s.pkEnds = s.pkArena[:0], s.pkEnds[:0]
+	s.pkArena = s.pkArena[:0]
 }
 
 // ModifyEach replaces each object objs yields with what modify returns

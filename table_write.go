@@ -88,11 +88,10 @@ type writeScratch[Obj any] struct {
 	oldKeys []index.KeySet // per secondary index: the keys of the object replaced or deleted
 	// cut holds the objects a bulk delete removes (table_bulk.go), and
 	// cutKeys their secondary keys, index after index; pkArena holds the
-	// primary keys it computed, pkEnds where each ends.
+	// primary keys it computed (appendKey).
 	cut     []cutObject[Obj]
 	cutKeys []index.KeySet
 	pkArena []byte
-	pkEnds  []int
 	// mods holds the objects a ModifyEach writes, with the revisions
 	// they were read at.
 	mods   []object[Obj]
