@@ -68,18 +68,12 @@ func (w *statedbW) DeleteTagOneByOne(tag string) (int, error) {
 // ---- go-memdb ----
 
 func (w *memdbW) DeleteTag(tag string) (int, error) {
-	n, err := w.txn.DeleteAll(memdbTable, "tags", tag)
-	return n, err
+	return w.txn.DeleteAll(memdbTable, "tags", tag)
 }
 
 func (w *memdbW) DeleteTagOneByOne(tag string) (int, error) {
-	it, err := w.txn.Get(memdbTable, "tags", tag)
-	if err != nil {
+	if err := w.collect("tags", tag); err != nil {
 		return 0, err
-	}
-	dpBuf = dpBuf[:0]
-	for v := it.Next(); v != nil; v = it.Next() {
-		dpBuf = append(dpBuf, v.(*Object))
 	}
 	for _, o := range dpBuf {
 		if err := w.txn.Delete(memdbTable, o); err != nil {
@@ -206,13 +200,8 @@ func (w *memdbW) ModifyTag(tag string, next func(*Object) *Object) (int, error) 
 }
 
 func (w *memdbW) ModifyTagOneByOne(tag string, next func(*Object) *Object) (int, error) {
-	it, err := w.txn.Get(memdbTable, "tags", tag)
-	if err != nil {
+	if err := w.collect("tags", tag); err != nil {
 		return 0, err
-	}
-	dpBuf = dpBuf[:0]
-	for v := it.Next(); v != nil; v = it.Next() {
-		dpBuf = append(dpBuf, v.(*Object))
 	}
 	for _, o := range dpBuf {
 		if err := w.txn.Insert(memdbTable, next(o)); err != nil {

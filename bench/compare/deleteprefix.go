@@ -147,13 +147,8 @@ func (w *memdbW) DeleteNamePrefix(prefix string) (int, error) {
 }
 
 func (w *memdbW) DeleteNamePrefixOneByOne(prefix string) (int, error) {
-	it, err := w.txn.Get(memdbTable, "name_prefix", prefix)
-	if err != nil {
+	if err := w.collect("name_prefix", prefix); err != nil {
 		return 0, err
-	}
-	dpBuf = dpBuf[:0]
-	for v := it.Next(); v != nil; v = it.Next() {
-		dpBuf = append(dpBuf, v.(*Object))
 	}
 	for _, o := range dpBuf {
 		if err := w.txn.Delete(memdbTable, o); err != nil {
@@ -161,6 +156,20 @@ func (w *memdbW) DeleteNamePrefixOneByOne(prefix string) (int, error) {
 		}
 	}
 	return len(dpBuf), nil
+}
+
+// collect reads into dpBuf the objects go-memdb's Get(index, arg)
+// returns, as a user who deletes or replaces them afterwards must.
+func (w *memdbW) collect(index, arg string) error {
+	it, err := w.txn.Get(memdbTable, index, arg)
+	if err != nil {
+		return err
+	}
+	dpBuf = dpBuf[:0]
+	for v := it.Next(); v != nil; v = it.Next() {
+		dpBuf = append(dpBuf, v.(*Object))
+	}
+	return nil
 }
 
 func (w *memdbW) DeleteIDPrefix(uint32) (int, error)         { return 0, errMemdbNoIDPrefix }
