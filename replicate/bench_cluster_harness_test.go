@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -99,10 +100,13 @@ type benchMember struct {
 	// The raw probe's state machine.
 	fsm *memdbFSM
 
-	// Strata's.
+	// Strata's, with forwarding over TCP as StartServer sets it up (a
+	// follower's writes and its requests for commit notices).
 	db     *strata.DB
 	tables []strata.RWTable[*benchObj]
 	node   *Node
+	fwd    *NetForwarder
+	fwdSrv *ForwardServer
 }
 
 func (m *benchMember) raftNode() *raft.Raft {
@@ -150,6 +154,17 @@ func newBenchCluster(tb, dirs testing.TB, tables int) *benchCluster {
 		m.trans = trans
 		conf.Servers = append(conf.Servers, raft.Server{ID: m.id, Address: trans.LocalAddr()})
 	}
+	// The forward servers' listeners, open before any node starts.
+	fwdAddrs := map[raft.ServerAddress]string{}
+	var lns []net.Listener
+	if tables > 0 {
+		for _, m := range c.members {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			must(tb, err)
+			lns = append(lns, ln)
+			fwdAddrs[m.trans.LocalAddr()] = ln.Addr().String()
+		}
+	}
 	for i, m := range c.members {
 		logs, err := raft.NewLogCache(512, m.store)
 		must(tb, err)
@@ -167,11 +182,14 @@ func newBenchCluster(tb, dirs testing.TB, tables int) *benchCluster {
 				m.tables = append(m.tables, tbl)
 				binds[t] = Bind(tbl, persist.Binary[benchObj]())
 			}
+			m.fwd = NewNetForwarder(StaticResolver(fwdAddrs, nil))
 			m.node, err = NewNode(Config{
 				DB: m.db, Tables: binds, NodeNumber: uint16(i + 1), Raft: rc,
 				LogStore: logs, StableStore: m.store, Snapshots: raft.NewInmemSnapshotStore(), Transport: m.trans,
+				Forwarder: m.fwd,
 			})
 			must(tb, err)
+			m.fwdSrv = ServeForward(m.node, lns[i])
 		}
 	}
 	must(tb, c.members[0].raftNode().BootstrapCluster(conf).Error())
@@ -204,6 +222,8 @@ func (c *benchCluster) close() {
 	for _, m := range c.members {
 		if m.node != nil {
 			must(c.b, m.node.Close())
+			must(c.b, m.fwdSrv.Close())
+			m.fwd.Close()
 		} else {
 			must(c.b, m.raft.Shutdown().Error())
 		}

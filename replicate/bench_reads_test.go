@@ -25,7 +25,9 @@ import (
 //     one round per read, i.e. of readers=1);
 //   - read-own-write/follower: a write on the leader, then
 //     Node.ReadAtLeast of its index on a follower (goal: p50 ≤ 2 ms): the
-//     time for the follower to learn the commit and apply it.
+//     time for the follower to learn the commit and apply it;
+//   - write/follower: Node.Write on a follower, forwarded to the leader
+//     over TCP, until the follower published it.
 //
 // Each reports reads/s and the p50 and p99 latency of one read.
 func BenchmarkClusterReads(b *testing.B) {
@@ -102,6 +104,26 @@ func BenchmarkClusterReads(b *testing.B) {
 			if _, _, found := ftbl.Get(txn, benchObjByID.Query(id)); !found {
 				b.Fatalf("the follower's read at least %d lacks object %d", index, id)
 			}
+		}
+		b.StopTimer()
+		reportLatencies(b, lats)
+	})
+	b.Run("write/follower", func(b *testing.B) {
+		var next atomic.Uint64
+		next.Store(1 << 33)
+		ftbl := follower.tables[0]
+		lats := make([]time.Duration, 0, b.N)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			id := next.Add(1)
+			start := time.Now()
+			_, err := follower.node.Write(ctx, []strata.TableMeta{ftbl}, func(txn strata.WriteTxn) error {
+				_, _, err := ftbl.Insert(txn, &benchObj{ID: id, Val: benchVal})
+				return err
+			}, ObjectConflicts())
+			must(b, err)
+			lats = append(lats, time.Since(start))
 		}
 		b.StopTimer()
 		reportLatencies(b, lats)

@@ -59,6 +59,12 @@
 //     ObjectConflicts, per object written rather than per table);
 //     Write returns the index once this node published it. A plain
 //     WriteTxn.Commit on a follower still fails with *NotLeaderError.
+//   - Commit notices (notice.go; notice_test.go): a follower waiting for
+//     an entry the leader committed (a forwarded Write, a linearizable
+//     read, ReadAtLeast) learns the commit at once, not raft's
+//     CommitTimeout later: the leader appends a barrier, on its own or
+//     at the follower's request (Forwarder.NoticeCommit,
+//     Node.AnnounceCommit).
 //   - Membership and leadership (membership.go, health.go; membership_test.go):
 //     Bootstrap, AddVoter, AddNonvoter (read replicas), RemoveServer,
 //     TransferLeadership, with bad input refused by typed errors before

@@ -235,6 +235,18 @@ func (f *faultForwarder) Forward(ctx context.Context, leader raft.ServerAddress,
 	return index, err
 }
 
+// NoticeCommit fails with an *UnreachableError when either link is down.
+func (f *faultForwarder) NoticeCommit(ctx context.Context, leader raft.ServerAddress, index uint64) error {
+	if !f.net.up(f.from, leader) {
+		return &UnreachableError{Leader: leader, Err: errLinkDown}
+	}
+	err := f.local.NoticeCommit(ctx, leader, index)
+	if !f.net.up(leader, f.from) {
+		return &UnreachableError{Leader: leader, Err: errLinkDown}
+	}
+	return err
+}
+
 // ReadIndex fails with an *UnreachableError when either link is down: a
 // read index asked for again changes nothing.
 func (f *faultForwarder) ReadIndex(ctx context.Context, leader raft.ServerAddress) (uint64, error) {

@@ -63,7 +63,8 @@ import (
 // proposed.
 
 // Forwarder carries a follower's requests to the leader: its change sets
-// (Node.Write) and its linearizable reads' read index (ReadLinearizable).
+// (Node.Write), its linearizable reads' read index (ReadLinearizable) and
+// its requests for commit notices (ReadAtLeast, notice.go).
 // LocalForwarder is the in-process one, NetForwarder the one over TCP
 // (ForwardServer on the leader).
 //
@@ -81,6 +82,11 @@ type Forwarder interface {
 	// ReadIndex asks the node at raft address leader for its read index
 	// (Node.ReadIndex).
 	ReadIndex(ctx context.Context, leader raft.ServerAddress) (uint64, error)
+	// NoticeCommit asks the node at raft address leader to announce the
+	// commit of index at once (Node.AnnounceCommit), for a ReadAtLeast
+	// that waits for it here (notice.go). It is a hint: an error only
+	// makes the follower ask again.
+	NoticeCommit(ctx context.Context, leader raft.ServerAddress, index uint64) error
 }
 
 var (
@@ -429,6 +435,7 @@ func (n *Node) ApplyForwarded(ctx context.Context, changes []byte) (uint64, erro
 	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
 		index, b, err := n.write(ctx, metas, replay, writeMode{replay: true})
 		if err == nil {
+			n.announce(index) // the follower waits to publish it
 			return index, nil
 		}
 		if b != nil {
@@ -545,4 +552,14 @@ func (f *LocalForwarder) ReadIndex(ctx context.Context, leader raft.ServerAddres
 	}
 	index, err := n.ReadIndex(ctx)
 	return decodeResult(encodeResult(nil, index, err))
+}
+
+// NoticeCommit calls AnnounceCommit on the node registered at leader.
+func (f *LocalForwarder) NoticeCommit(ctx context.Context, leader raft.ServerAddress, index uint64) error {
+	n, err := f.node(leader)
+	if err != nil {
+		return err
+	}
+	_, err = decodeResult(encodeResult(nil, 0, n.AnnounceCommit(ctx, index)))
+	return err
 }

@@ -23,13 +23,14 @@ import (
 // own discovery): raft's address is the only one a follower learns of
 // its leader.
 //
-// The protocol is HTTP/1.1 (net/http), two POST requests:
+// The protocol is HTTP/1.1 (net/http), three POST requests:
 //
 //	/strata/v1/forward    body: the change set (an entry of one change
 //	                      set, AppendEntry's encoding); ApplyForwarded
 //	/strata/v1/readindex  no body; ReadIndex
+//	/strata/v1/notice     body: an index (a uvarint); AnnounceCommit
 //
-// Both answer 200 with a result: one byte of outcome, a uvarint (the
+// Each answers 200 with a result: one byte of outcome, a uvarint (the
 // index; for a stopped node the index it stopped at, for a conflict the
 // table's revision at the leader), a name (a uvarint length and its
 // bytes: for not leader the leader's raft address, for a conflict the
@@ -53,6 +54,7 @@ const (
 const (
 	forwardPath   = "/strata/v1/forward"
 	readIndexPath = "/strata/v1/readindex"
+	noticePath    = "/strata/v1/notice"
 	// maxForwardBody bounds a request's body: a change set is at most
 	// MaxEntrySize, and the entry's header is 3 bytes.
 	maxForwardBody = MaxEntrySize + 16
@@ -178,6 +180,7 @@ func ServeForward(n *Node, ln net.Listener) *ForwardServer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+forwardPath, s.forward)
 	mux.HandleFunc("POST "+readIndexPath, s.readIndex)
+	mux.HandleFunc("POST "+noticePath, s.notice)
 	s.srv = &http.Server{
 		Handler:           mux,
 		BaseContext:       func(net.Listener) context.Context { return base },
@@ -203,6 +206,20 @@ func (s *ForwardServer) forward(w http.ResponseWriter, r *http.Request) {
 func (s *ForwardServer) readIndex(w http.ResponseWriter, r *http.Request) {
 	index, err := s.n.ReadIndex(r.Context())
 	_, _ = w.Write(encodeResult(nil, index, err))
+}
+
+func (s *ForwardServer) notice(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, binary.MaxVarintLen64))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	index, k := binary.Uvarint(body)
+	if k <= 0 || k != len(body) {
+		http.Error(w, "replicate: a notice's body is one uvarint index", http.StatusBadRequest)
+		return
+	}
+	_, _ = w.Write(encodeResult(nil, 0, s.n.AnnounceCommit(r.Context(), index)))
 }
 
 // Close stops the server: it closes the listener, ends the requests in
@@ -292,6 +309,13 @@ func (f *NetForwarder) Forward(ctx context.Context, leader raft.ServerAddress, c
 // index.
 func (f *NetForwarder) ReadIndex(ctx context.Context, leader raft.ServerAddress) (uint64, error) {
 	return f.call(ctx, leader, readIndexPath, nil, false)
+}
+
+// NoticeCommit asks the ForwardServer of the node at leader to announce
+// the commit of index.
+func (f *NetForwarder) NoticeCommit(ctx context.Context, leader raft.ServerAddress, index uint64) error {
+	_, err := f.call(ctx, leader, noticePath, binary.AppendUvarint(nil, index), false)
+	return err
 }
 
 // call makes one request. Once a connection is made, a failure is

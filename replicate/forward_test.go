@@ -27,6 +27,7 @@ type fwdNodes struct {
 	nodes   []*rnode
 	local   *LocalForwarder
 	servers []*ForwardServer
+	addrs   []string // the servers' TCP addresses
 	nets    []*NetForwarder
 }
 
@@ -34,6 +35,13 @@ type fwdNodes struct {
 // transport, a LogStore each, feeds opened before any write), each with a
 // Forwarder of the given kind, and bootstraps them.
 func startForwardNodes(tb testing.TB, n int, mode string, holds ...func(holdPoint, int)) *fwdNodes {
+	tb.Helper()
+	return startForwardNodesWith(tb, n, mode, nil, holds...)
+}
+
+// startForwardNodesWith is startForwardNodes with conf, if not nil,
+// changing each node's raft configuration.
+func startForwardNodesWith(tb testing.TB, n int, mode string, conf func(*raft.Config), holds ...func(holdPoint, int)) *fwdNodes {
 	tb.Helper()
 	f := &fwdNodes{local: NewLocalForwarder()}
 	// The forward addresses of the net mode, known before any node
@@ -54,6 +62,7 @@ func startForwardNodes(tb testing.TB, n int, mode string, holds ...func(holdPoin
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			must(tb, err)
 			lns = append(lns, ln)
+			f.addrs = append(f.addrs, ln.Addr().String())
 			mu.Lock()
 			addrs[nd.addr] = ln.Addr().String()
 			mu.Unlock()
@@ -61,7 +70,11 @@ func startForwardNodes(tb testing.TB, n int, mode string, holds ...func(holdPoin
 			f.nets = append(f.nets, nf)
 			fwd = nf
 		}
-		nd.node, err = NewNode(nd.config(binds, testRaftConfig(nd.id), withForwarder(fwd), withHold(holdOf(holds, i))))
+		rc := testRaftConfig(nd.id)
+		if conf != nil {
+			conf(rc)
+		}
+		nd.node, err = NewNode(nd.config(binds, rc, withForwarder(fwd), withHold(holdOf(holds, i))))
 		must(tb, err)
 		f.local.Register(nd.addr, nd.node)
 		if mode == fwdNet {
@@ -76,11 +89,11 @@ func startForwardNodes(tb testing.TB, n int, mode string, holds ...func(holdPoin
 			}
 		}
 	}
-	var conf raft.Configuration
+	var members raft.Configuration
 	for _, nd := range f.nodes {
-		conf.Servers = append(conf.Servers, raft.Server{ID: nd.id, Address: nd.addr})
+		members.Servers = append(members.Servers, raft.Server{ID: nd.id, Address: nd.addr})
 	}
-	must(tb, f.nodes[0].node.Raft().BootstrapCluster(conf).Error())
+	must(tb, f.nodes[0].node.Raft().BootstrapCluster(members).Error())
 	return f
 }
 
@@ -108,7 +121,14 @@ func (f *fwdNodes) closeForwarders(tb testing.TB) {
 // newForwardCluster is newRCluster with forwarding.
 func newForwardCluster(t *testing.T, n int, mode string, holds ...func(holdPoint, int)) (*rcluster, *fwdNodes) {
 	t.Helper()
-	f := startForwardNodes(t, n, mode, holds...)
+	return newForwardClusterWith(t, n, mode, nil, holds...)
+}
+
+// newForwardClusterWith is newForwardCluster with conf, if not nil,
+// changing each node's raft configuration.
+func newForwardClusterWith(t *testing.T, n int, mode string, conf func(*raft.Config), holds ...func(holdPoint, int)) (*rcluster, *fwdNodes) {
+	t.Helper()
+	f := startForwardNodesWith(t, n, mode, conf, holds...)
 	c := &rcluster{t: t, nodes: f.nodes}
 	t.Cleanup(func() {
 		c.close()

@@ -25,6 +25,9 @@ package replicate
 //     its change set to the leader (Node.forward) and waits for its index
 //     to be published here; on the leader, ApplyForwarded replays it as a
 //     commit of its own (a committer, above);
+//   - the commit notices (notice.go): the leader's announcer, which
+//     appends a barrier when a follower waits for a commit, and a
+//     follower's noticer, which asks the leader for one;
 //   - raft's replication and heartbeat goroutines, in the node's
 //     transport (clampTransport): the disk stall fence (diskstall.go)
 //     decides whether their AppendEntries go out, on the stallWatch the
@@ -104,13 +107,21 @@ const (
 	// waits past DiskStallTimeout, so only by the stall tests
 	// (TestFenceHoldStallEnds), not by TestNodeInterleavings.
 	holdFence
+	// holdAnnounce: the leader's announcer is about to append a barrier
+	// that makes the followers learn its commit index (notice.go).
+	holdAnnounce
+	// holdNotice: a follower's noticer is about to ask the leader to
+	// announce the commit of an index a ReadAtLeast waits for
+	// (notice.go).
+	holdNotice
 	numHoldPoints
 )
 
 var holdPointNames = [numHoldPoints]string{
 	"wait", "waited", "take", "submit", "submitted", "future", "apply",
 	"foreign", "applied", "leadership", "ready", "forward", "replay",
-	"forwarded", "snapshot", "persist", "restore", "fence",
+	"forwarded", "snapshot", "persist", "restore", "fence", "announce",
+	"notice",
 }
 
 // String returns the point's name, as the test logs it.
@@ -134,6 +145,10 @@ const (
 	// AppendEntries (a heartbeat, or entries) alone, or down a pipeline.
 	holdSender
 	holdPipeline
+	// holdAnnouncer and holdNoticer: the goroutines of the commit
+	// notices (notice.go).
+	holdAnnouncer
+	holdNoticer
 )
 
 // at passes the hold point p, reached by who: it calls the test's hook,

@@ -197,6 +197,16 @@ type Node struct {
 	// entries and combined count the entries the node proposed and those
 	// that carried more than one change set.
 	entries, combined atomic.Uint64
+
+	// The commit notices (notice.go): on the leader, the highest index to
+	// announce and the announcer's wake-up; on a follower, the highest
+	// index to ask the leader to announce, the noticer's wake-up, and
+	// the cancel of its requests' context.
+	noticeWant   atomic.Uint64
+	noticeWake   chan struct{}
+	noticeAsk    atomic.Uint64
+	askWake      chan struct{}
+	cancelNotice context.CancelFunc
 }
 
 // NewNode creates the node's raft node and attaches every bound table to
@@ -224,6 +234,8 @@ func NewNode(cfg Config) (*Node, error) {
 		appliedCh:   make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 		quit:        make(chan struct{}),
+		noticeWake:  make(chan struct{}, 1),
+		askWake:     make(chan struct{}, 1),
 	}
 	if n.maxInFlight <= 0 {
 		n.maxInFlight = defaultMaxInFlight
@@ -289,10 +301,14 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n.raft, n.clamp = r, clamp
 	n.lead.init(cfg, r)
-	n.wg.Add(3)
+	var noticeCtx context.Context
+	noticeCtx, n.cancelNotice = context.WithCancel(context.Background())
+	n.wg.Add(5)
 	go n.propose()
 	go n.await()
 	go n.watchLeadership()
+	go n.announcer()
+	go n.noticer(noticeCtx)
 	return n, nil
 }
 
@@ -320,6 +336,7 @@ func (n *Node) Close() error {
 	err := n.raft.Shutdown().Error()
 	n.clamp.Close()
 	close(n.quit)
+	n.cancelNotice()
 	n.wg.Wait()
 	n.mu.Lock()
 	n.st.failAll(ErrShutdown)

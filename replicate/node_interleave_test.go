@@ -39,6 +39,13 @@ package replicate
 //     hold, never go back.
 //  7. No goroutine is left behind: after Close of every node the bubble
 //     ends empty (synctest fails otherwise).
+//  8. Read your writes anywhere: with writes through any node, each
+//     acknowledged write is read on another node with ReadAtLeast at its
+//     index, which holds the object if it returns. In variant
+//     idle-commits (raft's CommitTimeout an hour) those reads, the
+//     writes through followers and the settling at the end complete
+//     only through the commit notices (notice.go); without faults, each
+//     such read and each Write must end within its 5 s.
 //
 // Running it: go test -run TestNodeInterleavings ./replicate runs
 // -replicate.interleavings seeds per variant (default 12);
@@ -79,6 +86,11 @@ type nodeVariant struct {
 	twoTables bool
 	// faults: the test cuts nodes off and heals them.
 	faults bool
+	// idleCommits: raft's CommitTimeout is an hour, so that a follower
+	// learns a commit only from new entries: a wait for one (a Write
+	// through a follower, ReadAtLeast) ends only through the commit
+	// notices (notice.go).
+	idleCommits bool
 	// reelect: every fault cuts every node off from every other, and the
 	// leader deposed so leads again (isolateAll, noteReelected).
 	reelect bool
@@ -113,6 +125,8 @@ var nodeVariants = []nodeVariant{
 	{name: "faults", writers: 4, rounds: 4, faults: true, inFlight: 2},
 	{name: "faults/two-tables/one-in-flight", writers: 4, rounds: 3, twoTables: true, faults: true, inFlight: 1},
 	{name: "faults/forward", writers: 4, rounds: 4, faults: true, inFlight: 2, forward: true},
+	{name: "steady/forward/idle-commits", writers: 3, rounds: 4, inFlight: 2, forward: true, idleCommits: true},
+	{name: "faults/forward/idle-commits", writers: 3, rounds: 4, faults: true, inFlight: 2, forward: true, idleCommits: true},
 	// The windows after a re-election are narrow: Enqueue's refusal
 	// while failing is needed by about one seed in 150.
 	{name: "re-elected", writers: 3, rounds: 8, faults: true, reelect: true, inFlight: 3, seedsX: 5},
@@ -138,7 +152,7 @@ func TestNodeInterleavings(t *testing.T) {
 			}
 			want = append(want, p.String())
 		}
-		want = append(want, "acked", "ambiguous", "refused", "overtaken", "cut", "isolated", "re-elected")
+		want = append(want, "acked", "ambiguous", "refused", "overtaken", "cut", "isolated", "re-elected", "read-own")
 		t.Logf("coverage: %s", nodeCoverage)
 		least := 5
 		if testing.Short() {
@@ -406,6 +420,9 @@ func (r *nodeRig) newNode(i int, hold func(holdPoint, int)) *mnode {
 	nd.logs = raft.NewInmemStore()
 	_, nd.trans = raft.NewInmemTransport(nd.addr)
 	conf := testRaftConfig(nd.id)
+	if r.v.idleCommits {
+		conf.CommitTimeout = time.Hour
+	}
 	if r.v.snapshots {
 		conf.SnapshotThreshold, conf.TrailingLogs, conf.SnapshotInterval = 2, uint64(r.v.inFlight)+4, 20*time.Millisecond
 
@@ -554,6 +571,9 @@ func (r *nodeRig) transact(nd *mnode, w, k int) error {
 		// Committed, not yet visible on its node: acknowledged for
 		// invariants 2 to 5, without the local reads of invariant 1.
 		nodeCoverage.Add("not-published")
+		if !r.v.faults {
+			r.fail("8: the Write of object %d through %s was not published there within its 5 s: %v", id, nd.id, err)
+		}
 		if index == 0 {
 			r.fail("1: the Write of object %d returned ErrNotPublished without an index", id)
 		}
@@ -591,6 +611,9 @@ func (r *nodeRig) ackCheck(nd *mnode, id, index uint64) {
 	if _, _, ok := nd.objs.Get(nd.db.ReadTxn(), itemByID.Query(id)); !ok {
 		r.fail("1: the Write of object %d returned, a read on its node does not hold it", id)
 	}
+	if r.v.forward {
+		r.readOwn(nd, id, index)
+	}
 	var own raft.Log
 	if err := nd.logs.GetLog(index, &own); err != nil {
 		if first, _ := nd.logs.FirstIndex(); first > index {
@@ -622,6 +645,29 @@ func (r *nodeRig) ackCheck(nd *mnode, id, index uint64) {
 	}
 	if holders < 2 {
 		r.fail("1: the Write of object %d returned index %d, which %d of 3 logs hold", id, index, holders)
+	}
+}
+
+// readOwn checks invariant 8: the object id, acknowledged by nd at
+// index, is read on the next node with ReadAtLeast. A node cut off from
+// the leader may not get there within the wait: only a read that returns
+// is checked.
+func (r *nodeRig) readOwn(nd *mnode, id, index uint64) {
+	o := r.nodes[(nd.i+1)%len(r.nodes)]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	txn, err := o.node.ReadAtLeast(ctx, index)
+	if err != nil {
+		if !r.v.faults {
+			// Every node is reachable: 5 s is ample, but for a
+			// commit that no notice announced (idle-commits).
+			r.fail("8: %s's ReadAtLeast(%d) of object %d, acknowledged by %s: %v", o.id, index, id, nd.id, err)
+		}
+		return
+	}
+	nodeCoverage.Add("read-own")
+	if _, _, ok := o.objs.Get(txn, itemByID.Query(id)); !ok {
+		r.fail("8: %s's ReadAtLeast(%d) does not hold object %d, acknowledged by %s at that index", o.id, index, id, nd.id)
 	}
 }
 
@@ -659,7 +705,10 @@ func (r *nodeRig) settle() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				ok := true
 				for _, nd := range r.nodes {
-					if nd.node.WaitApplied(ctx, target) != nil {
+					// ReadAtLeast, not WaitApplied: a follower that
+					// waits asks for a commit notice (variant
+					// idle-commits).
+					if _, err := nd.node.ReadAtLeast(ctx, target); err != nil {
 						ok = false
 					}
 				}

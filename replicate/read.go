@@ -132,6 +132,9 @@ func (n *Node) ReadTxn(ctx context.Context, opts ...ReadOption) (strata.ReadTxn,
 // (Write's, ReadIndex's): one of an entry without a command (a no-op, a
 // barrier) is reached only with the next command.
 func (n *Node) ReadAtLeast(ctx context.Context, index uint64) (strata.ReadTxn, error) {
+	if n.published.Load() < index && n.raft.State() != raft.Leader {
+		n.askNotice(index)
+	}
 	if err := n.waitPublished(ctx, index); err != nil {
 		return nil, err
 	}
@@ -207,7 +210,11 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	if err := n.verifyLeader(ctx, term); err != nil {
 		return 0, err
 	}
-	return n.readIndex(commit)
+	index, err := n.readIndex(commit)
+	if err == nil {
+		n.announce(commit) // the follower waits to publish index
+	}
+	return index, err
 }
 
 // readIndex returns the index of the last command entry at or below
