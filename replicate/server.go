@@ -51,10 +51,33 @@ type ServerConfig struct {
 	DB     *strata.DB
 	Tables []Binding
 	// Raft, if not nil, adjusts raft's configuration (timeouts, snapshot
-	// thresholds) before the node starts; LocalID and Logger are set.
+	// thresholds) before the node starts: RaftConfig's, with LocalID and
+	// Logger set.
 	Raft func(*raft.Config)
 	// Logger receives raft's log; nil: hclog's default logger at Warn.
 	Logger hclog.Logger
+}
+
+// RaftConfig returns the raft configuration StartServer starts from, and
+// the one to start from when building a Node by hand: raft's
+// DefaultConfig with the heartbeat and leader-lease timeouts at half the
+// election timeout (500 ms and 1 s).
+//
+// raft v1.7.2 refuses a vote, and a pre-vote, while the voter still knows
+// a leader, and a follower forgets its leader only when its own
+// heartbeat timer fires, one to three heartbeat timeouts after the
+// leader's last contact. So the heartbeat timeout decides how soon a
+// dead leader is replaced: with raft's equal timeouts, writes through a
+// cluster of three processes were acknowledged again 2.4 to 2.6 election
+// timeouts after SIGKILL of the leader (median), with the heartbeat
+// timeout at half of it 1.0 to 1.2 (replicate/BENCH.md, "Failover"). The
+// leader lease may not exceed the heartbeat timeout; a leader cut off
+// from a quorum steps down after it.
+func RaftConfig() *raft.Config {
+	conf := raft.DefaultConfig()
+	conf.HeartbeatTimeout = conf.ElectionTimeout / 2
+	conf.LeaderLeaseTimeout = conf.HeartbeatTimeout
+	return conf
 }
 
 // Peer is a member of a cluster, as ServerConfig.Peers gives it.
@@ -129,7 +152,7 @@ func StartServer(cfg ServerConfig) (_ *Server, err error) {
 		forwards[raft.ServerAddress(p.RaftAddr)] = p.ForwardAddr
 	}
 	s.fwd = NewNetForwarder(StaticResolver(forwards, nil), WithRequestTimeout(cfg.ForwardTimeout))
-	conf := raft.DefaultConfig()
+	conf := RaftConfig()
 	conf.LocalID = cfg.ID
 	conf.Logger = logger
 	if cfg.Raft != nil {

@@ -39,6 +39,24 @@ func (m *serverMember) start(t *testing.T) {
 // timeouts.
 func serverRaft(c *raft.Config) { testTimeouts(c) }
 
+// TestRaftConfig: RaftConfig is raft's DefaultConfig with the heartbeat
+// and leader-lease timeouts at half the election timeout, and raft takes
+// it.
+func TestRaftConfig(t *testing.T) {
+	c, d := RaftConfig(), raft.DefaultConfig()
+	if c.ElectionTimeout != d.ElectionTimeout || c.HeartbeatTimeout != c.ElectionTimeout/2 || c.LeaderLeaseTimeout != c.HeartbeatTimeout {
+		t.Errorf("RaftConfig: election %v (raft's %v), heartbeat %v, lease %v; want the heartbeat and lease at half the election timeout",
+			c.ElectionTimeout, d.ElectionTimeout, c.HeartbeatTimeout, c.LeaderLeaseTimeout)
+	}
+	if c.CommitTimeout != d.CommitTimeout || c.MaxAppendEntries != d.MaxAppendEntries || c.TrailingLogs != d.TrailingLogs {
+		t.Errorf("RaftConfig changed more than the timeouts: %+v", c)
+	}
+	c.LocalID = "n1"
+	if err := raft.ValidateConfig(c); err != nil {
+		t.Errorf("raft refuses RaftConfig: %v", err)
+	}
+}
+
 // TestStartServer runs three members on loopback TCP through StartServer
 // alone: a write through each member (followers forward theirs), every
 // member equal, a member closed and started again on its directory with
@@ -67,7 +85,15 @@ func testStartServer(t *testing.T, durable bool) {
 		members[i] = &serverMember{cfg: ServerConfig{
 			ID: p.ID, NodeNumber: uint16(i + 1), Dir: filepath.Join(dir, string(p.ID)),
 			RaftAddr: p.RaftAddr, ForwardAddr: p.ForwardAddr, Peers: peers,
-			Raft: serverRaft, Logger: hclog.NewNullLogger(), Durable: durable,
+			Raft: func(c *raft.Config) {
+				// StartServer starts from RaftConfig.
+				if want := RaftConfig(); c.HeartbeatTimeout != want.HeartbeatTimeout || c.ElectionTimeout != want.ElectionTimeout || c.LeaderLeaseTimeout != want.LeaderLeaseTimeout {
+					t.Errorf("StartServer's raft timeouts: heartbeat %v, election %v, lease %v; RaftConfig's %v, %v, %v",
+						c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout, want.HeartbeatTimeout, want.ElectionTimeout, want.LeaderLeaseTimeout)
+				}
+				serverRaft(c)
+			},
+			Logger: hclog.NewNullLogger(), Durable: durable,
 			Persist: func(o *persist.Options) { o.Logger = slog.New(slog.DiscardHandler) },
 		}}
 		members[i].start(t)

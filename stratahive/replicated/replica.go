@@ -52,7 +52,8 @@ type Options struct {
 	// closes it, after the hive stopped.
 	Transport raft.Transport
 	// Raft, if not nil, changes raft's configuration after the Cell set
-	// its own (LocalID, the logger): timeouts, snapshot thresholds.
+	// its own (replicate.RaftConfig, with LocalID and the logger):
+	// timeouts, snapshot thresholds.
 	Raft func(*raft.Config)
 	// Forwarder, if not nil, carries this node's forwarded writes instead
 	// of a replicate.NetForwarder resolving --strata-raft-peers. One that
@@ -223,7 +224,7 @@ func (r *Replica) open(run *running) (*replicate.Node, error) {
 		run.netFwd = replicate.NewNetForwarder(r.resolve)
 		fwd = run.netFwd
 	}
-	conf := raft.DefaultConfig()
+	conf := replicate.RaftConfig()
 	conf.LocalID = raft.ServerID(cfg.StrataRaftID)
 	conf.Logger = rlog
 	if r.opts.Raft != nil {

@@ -119,8 +119,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.api, "api", "", "address of the HTTP API (required)")
 	fs.StringVar(&o.dir, "dir", "", "data directory: raft's log and snapshots, and the tables' store with -durable (required)")
 	fs.BoolVar(&o.durable, "durable", false, "keep the tables in a persist store in -dir: a restart loads them and replays only the log after them")
-	fs.DurationVar(&o.timeout, "timeout", time.Second, "raft's election timeout, and its heartbeat and leader-lease timeouts unless -heartbeat")
-	fs.DurationVar(&o.heartbeat, "heartbeat", 0, "raft's heartbeat and leader-lease timeout (default -timeout): a follower starts an election one to three of them after the leader's last contact; lower fails over sooner, and steps a stalled leader down sooner")
+	fs.DurationVar(&o.timeout, "timeout", time.Second, "raft's election timeout; the heartbeat and leader-lease timeouts are half of it unless -heartbeat")
+	fs.DurationVar(&o.heartbeat, "heartbeat", 0, "raft's heartbeat and leader-lease timeout (default half of -timeout, as replicate.RaftConfig): a follower starts an election one to three of them after the leader's last contact; lower fails over sooner, and steps a stalled leader down sooner")
 	fs.Uint64Var(&o.snapN, "snapshot-threshold", 8192, "log entries between raft snapshots")
 	fs.DurationVar(&o.snapInt, "snapshot-interval", 30*time.Second, "how often raft checks -snapshot-threshold")
 	fs.Uint64Var(&o.trailing, "trailing-logs", 10240, "log entries kept behind a snapshot")
@@ -147,7 +147,7 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("-snapshot-interval must be positive")
 	}
 	if o.heartbeat == 0 {
-		o.heartbeat = o.timeout
+		o.heartbeat = o.timeout / 2
 	}
 	if o.logLevel = hclog.LevelFromString(level); o.logLevel == hclog.NoLevel {
 		return nil, fmt.Errorf("-log %q: not one of off, error, warn, info, debug", level)
@@ -218,7 +218,7 @@ func startMember(o *options, logger hclog.Logger, store *replicate.LogStore, sta
 	if m.objects, err = strata.NewTable(m.db, "objects", objectByKey); err != nil {
 		return nil, err
 	}
-	conf := raft.DefaultConfig()
+	conf := replicate.RaftConfig()
 	conf.LocalID = o.peers[o.self].id
 	conf.HeartbeatTimeout = o.heartbeat
 	conf.ElectionTimeout = o.timeout
