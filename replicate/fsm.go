@@ -87,6 +87,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 			n.st.pending[e.Changes[i].ID].state = stateApplying
 		}
 		n.mu.Unlock()
+		n.at(holdStore, holdFSM)
 		err := n.persistEntry(l.Index, &e, nil)
 		n.mu.Lock()
 		if err != nil {

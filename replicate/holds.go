@@ -107,6 +107,11 @@ const (
 	// waits past DiskStallTimeout, so only by the stall tests
 	// (TestFenceHoldStallEnds), not by TestNodeInterleavings.
 	holdFence
+	// holdStore: the FSM marked the node's own batches of an entry
+	// applying, released Node.mu, and is about to write the entry to the
+	// durable store (fsm.Apply; Config.Store only): the window in which
+	// the batches are settled by nothing but this goroutine.
+	holdStore
 	// holdAnnounce: the leader's announcer is about to append a barrier
 	// that makes the followers learn its commit index (notice.go).
 	holdAnnounce
@@ -120,8 +125,8 @@ const (
 var holdPointNames = [numHoldPoints]string{
 	"wait", "waited", "take", "submit", "submitted", "future", "apply",
 	"foreign", "applied", "leadership", "ready", "forward", "replay",
-	"forwarded", "snapshot", "persist", "restore", "fence", "announce",
-	"notice",
+	"forwarded", "snapshot", "persist", "restore", "fence", "store",
+	"announce", "notice",
 }
 
 // String returns the point's name, as the test logs it.

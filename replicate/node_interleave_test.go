@@ -46,6 +46,9 @@ package replicate
 //     writes through followers and the settling at the end complete
 //     only through the commit notices (notice.go); without faults, each
 //     such read and each Write must end within its 5 s.
+//  9. A durable node's store holds its tables: in variant durable, each
+//     node's persist store, opened again after the node closed, loads
+//     exactly the objects, revisions and table revisions the node held.
 //
 // Running it: go test -run TestNodeInterleavings ./replicate runs
 // -replicate.interleavings seeds per variant (default 12);
@@ -58,6 +61,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -66,6 +70,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/internal/holdtest"
@@ -86,6 +91,12 @@ type nodeVariant struct {
 	twoTables bool
 	// faults: the test cuts nodes off and heals them.
 	faults bool
+	// durable: each node keeps its tables in a persist store (Pebble on
+	// an in-memory file system, inside the bubble; Config.Store), so the
+	// FSM writes every entry to it, its own outside Node.mu (hold point
+	// store); at the end each store, opened again, holds its node's
+	// tables (invariant 9).
+	durable bool
 	// idleCommits: raft's CommitTimeout is an hour, so that a follower
 	// learns a commit only from new entries: a wait for one (a Write
 	// through a follower, ReadAtLeast) ends only through the commit
@@ -131,6 +142,9 @@ var nodeVariants = []nodeVariant{
 	// while failing is needed by about one seed in 150.
 	{name: "re-elected", writers: 3, rounds: 8, faults: true, reelect: true, inFlight: 3, seedsX: 5},
 	{name: "faults/snapshots", writers: 4, rounds: 5, faults: true, inFlight: 2, snapshots: true, seedsX: 2},
+	{name: "faults/durable", writers: 4, rounds: 4, faults: true, inFlight: 2, durable: true},
+	{name: "faults/snapshots/durable", writers: 4, rounds: 5, faults: true, inFlight: 2, snapshots: true, durable: true},
+	{name: "re-elected/durable/two-tables", writers: 3, rounds: 6, faults: true, reelect: true, twoTables: true, inFlight: 3, durable: true},
 }
 
 // nodeCoverage counts the releases at each hold point, and the outcomes
@@ -152,7 +166,7 @@ func TestNodeInterleavings(t *testing.T) {
 			}
 			want = append(want, p.String())
 		}
-		want = append(want, "acked", "ambiguous", "refused", "overtaken", "cut", "isolated", "re-elected", "read-own")
+		want = append(want, "acked", "ambiguous", "refused", "overtaken", "cut", "isolated", "re-elected", "read-own", "store-checked")
 		t.Logf("coverage: %s", nodeCoverage)
 		least := 5
 		if testing.Short() {
@@ -256,6 +270,9 @@ type mnode struct {
 	trans *raft.InmemTransport
 	fwd   *LocalForwarder // variant forward: the nodes this node reaches
 	node  *Node
+	// state and fs: variant durable's store, and the file system it is on.
+	state *persist.Store
+	fs    vfs.FS
 	// seen is the highest published index a reader saw, and the objects
 	// it held then.
 	seen     uint64
@@ -395,6 +412,9 @@ func runNodeModel(t *testing.T, v nodeVariant, seed int64) string {
 		}
 		nd.trans.DisconnectAll()
 		must(t, nd.trans.Close())
+		if nd.state != nil {
+			r.checkStore(nd)
+		}
 	}
 	if r.hasFailed() {
 		return r.sched.History()
@@ -435,6 +455,12 @@ func (r *nodeRig) newNode(i int, hold func(holdPoint, int)) *mnode {
 	if r.v.forward {
 		nd.fwd = NewLocalForwarder()
 		cfg.Forwarder = nd.fwd
+	}
+	if r.v.durable {
+		nd.fs = vfs.NewMem()
+		nd.state, err = persist.Open("state", persist.Options{FS: nd.fs, Logger: slog.New(slog.DiscardHandler)})
+		must(t, err)
+		cfg.Store = nd.state
 	}
 	nd.node, err = NewNode(cfg)
 	must(t, err)
@@ -669,6 +695,55 @@ func (r *nodeRig) readOwn(nd *mnode, id, index uint64) {
 	if _, _, ok := o.objs.Get(txn, itemByID.Query(id)); !ok {
 		r.fail("8: %s's ReadAtLeast(%d) does not hold object %d, acknowledged by %s at that index", o.id, index, id, nd.id)
 	}
+}
+
+// checkStore checks invariant 9 on nd, closed: its store, closed and
+// opened again as a restart would, loads the tables nd holds, object for
+// object and revision for revision.
+func (r *nodeRig) checkStore(nd *mnode) {
+	if err := nd.state.Close(); err != nil {
+		r.fail("9: %s: closing the store: %v", nd.id, err)
+		return
+	}
+	state, err := persist.Open("state", persist.Options{FS: nd.fs, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		r.fail("9: %s: opening the store again: %v", nd.id, err)
+		return
+	}
+	defer state.Close()
+	db := strata.New()
+	var pbs []persist.TableBinding
+	var metas []strata.TableMeta
+	for _, m := range nd.metas {
+		tbl, err := strata.NewTable(db, m.Name(), itemByID, itemByTag)
+		must(r.t, err)
+		pbs = append(pbs, persist.Table(tbl, persist.JSON[*item]()))
+		metas = append(metas, tbl)
+	}
+	a, err := state.LoadApplied(pbs...)
+	if err != nil {
+		r.fail("9: %s: loading the store: %v", nd.id, err)
+		return
+	}
+	if got, want := dumpTables(db, metas), dumpTables(nd.db, nd.metas); got != want {
+		r.fail("9: %s: its store (at index %d) holds\n%s\nthe node held\n%s", nd.id, a.Position(), got, want)
+	}
+	nodeCoverage.Add("store-checked")
+}
+
+// dumpTables returns the objects of every table of metas in db, with
+// their revisions, and each table's revision.
+func dumpTables(db *strata.DB, metas []strata.TableMeta) string {
+	txn := db.ReadTxn()
+	var b strings.Builder
+	for _, m := range metas {
+		fmt.Fprintf(&b, "%s@%d:", m.Name(), m.Revision(txn))
+		for o, rev := range m.(strata.RWTable[*item]).All(txn) {
+			fmt.Fprintf(&b, " %d=%s@%d", o.ID, o.Val, rev)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // read checks invariant 6 on every node.
