@@ -42,7 +42,7 @@ var (
 	faultsTrials = flag.Int("replicate.faults.trials", 0,
 		"trials of each TestFaultProgress scenario (default 1, 20 with -replicate.faults.long)")
 	faultsHeartbeat = flag.Duration("replicate.faults.heartbeat", 0,
-		"raft's heartbeat and leader-lease timeouts in TestFaultProgress and TestFaultFlapping (default: the election timeout, as testRaftConfig)")
+		"raft's heartbeat and leader-lease timeouts in TestFaultProgress and TestFaultFlapping (default: half the election timeout, as replicate.RaftConfig; the election timeout for raft's own shape)")
 	faultsFlap = flag.Duration("replicate.faults.flap", 0,
 		"how long TestFaultFlapping flaps a follower (default 4s, 1m with -replicate.faults.long)")
 	faultsDown = flag.Duration("replicate.faults.down", 0,

@@ -25,13 +25,16 @@ import (
 )
 
 // faultConf is the raft configuration of TestFaultProgress and
-// TestFaultFlapping: testRaftConfig, with -replicate.faults.heartbeat
-// as its heartbeat and leader-lease timeouts if set.
+// TestFaultFlapping: testRaftConfig, with the heartbeat and leader-lease
+// timeouts at -replicate.faults.heartbeat, by default half the election
+// timeout as in RaftConfig (the configuration a member runs by default).
 func faultConf(conf *raft.Config) {
-	if hb := *faultsHeartbeat; hb > 0 {
-		conf.HeartbeatTimeout = hb
-		conf.LeaderLeaseTimeout = hb
+	hb := *faultsHeartbeat
+	if hb <= 0 {
+		hb = conf.ElectionTimeout / 2
 	}
+	conf.HeartbeatTimeout = hb
+	conf.LeaderLeaseTimeout = hb
 }
 
 // progressBound is how long a trial of TestFaultProgress waits for a
@@ -48,6 +51,10 @@ type progressFault struct {
 	long    bool
 	cut     func(c *fcluster, ld, f1, f2 *rnode) string
 	durable bool
+	// goal is the bound, in election timeouts, the figures
+	// count the trials within: 2 for a leader lost (stopped, its disk
+	// stalled), 3 for a link cut (0 is 3).
+	goal float64
 }
 
 var progressFaults = []progressFault{
@@ -75,13 +82,13 @@ var progressFaults = []progressFault{
 		c.isolate(ld)
 		return fmt.Sprintf("%s isolated", ld.id)
 	}},
-	{name: "leader-disk-stalled", cut: func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "leader-disk-stalled", goal: 2, cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// The leader's log stops taking writes (a disk that hangs);
 		// every link stays up.
 		c.storeOps.stall(ld.id)
 		return fmt.Sprintf("%s's log stalled", ld.id)
 	}},
-	{name: "leader-store-stalled", durable: true, cut: func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "leader-store-stalled", durable: true, goal: 2, cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// The leader's persist store stops taking writes, its log does
 		// not: its FSM stops at the entry whose store commit waits.
 		// Pebble buffers a few dozen entries first
@@ -91,7 +98,7 @@ var progressFaults = []progressFault{
 		c.waitApplyStuck(ld)
 		return fmt.Sprintf("%s's store stalled, its apply stuck at index %d", ld.id, ld.node.AppliedIndex())
 	}},
-	{name: "leader-stopped", cut: func(c *fcluster, ld, f1, f2 *rnode) string {
+	{name: "leader-stopped", goal: 2, cut: func(c *fcluster, ld, f1, f2 *rnode) string {
 		// The reference for leader-disk-stalled: the leader's node
 		// closes, as a process killed would (TestProcess kills them).
 		c.stopNode(ld)
@@ -146,7 +153,11 @@ func TestFaultProgress(t *testing.T) {
 					return
 				}
 			}
-			t.Logf("%s: progress after the cut, in election timeouts (%v): %s", pf.name, faultElection, figures(ds, faultElection, 3))
+			goal := pf.goal
+			if goal == 0 {
+				goal = 3
+			}
+			t.Logf("%s: progress after the cut, in election timeouts (%v): %s", pf.name, faultElection, figures(ds, faultElection, goal))
 		})
 	}
 }
