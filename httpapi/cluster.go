@@ -84,12 +84,16 @@ type ClusterStatus struct {
 // knows, of each follower, whether it answers its heartbeats; raft (as of
 // hashicorp/raft v1.7.2) keeps each follower's replication progress (the
 // index it matched, its last contact while it answers) to itself, so a
-// follower's own applied index is known only on that follower (its own
-// /v1/cluster). Lag is therefore derived, where it can be, from what the
-// node knows:
+// member's applied index is known where the member tells it: a node that
+// can reach the others (package replicate's Forwarder) asks each for it
+// when it builds the status. Lag is therefore derived, where it can be,
+// from what the node knows:
 //
 //   - for the node itself: its CommitIndex less its AppliedIndex, the
 //     committed entries it has yet to apply;
+//   - for a member that answered: the node's CommitIndex less the
+//     member's AppliedIndex, as the member told it (0 if the member is
+//     ahead): exact to the time of the question;
 //   - for a follower whose heartbeats fail, seen from the leader: the
 //     entries the leader committed since they began failing, which the
 //     follower cannot have if it heard nothing since (a partition), so a
@@ -110,7 +114,7 @@ type ClusterMember struct {
 	Leader bool `json:"leader,omitempty"`
 	Self   bool `json:"self,omitempty"`
 	// AppliedIndex is the last log index the member applied, where the
-	// node knows it: for itself only.
+	// node knows it: for itself, and for a member it asked that answered.
 	AppliedIndex *uint64 `json:"appliedIndex,omitempty"`
 	// Lag is how many committed entries the member has yet to apply,
 	// where the node can tell (see ClusterMember); absent otherwise.

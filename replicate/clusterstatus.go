@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -21,12 +22,16 @@ import (
 //	h := httpapi.New(db, httpapi.Options{Cluster: node.ClusterStatus})
 //
 // Where a member's lag comes from is httpapi.ClusterMember's to say: the
-// node's own is its commit index less its applied index; that of a
-// follower whose heartbeats fail, seen from the leader, is what the
-// leader committed since they began failing (Heartbeats.
-// FailingCommitIndex); any other is unknown, since raft v1.7.2 does not
-// tell a leader how far a follower's log is. It fails with ctx's error,
-// or ErrShutdown once the node closed; it does not block otherwise.
+// node's own is its commit index less its applied index; a node with a
+// Forwarder asks every other member for its applied index
+// (Forwarder.AppliedIndex, all at once, each within ctx and
+// MemberQueryTimeout), and a member's lag is the node's commit index less
+// the index it answered; that of a follower whose heartbeats fail, seen
+// from the leader, is what the leader committed since they began failing
+// (Heartbeats.FailingCommitIndex); any other is unknown, since raft
+// v1.7.2 does not tell a leader how far a follower's log is. It fails
+// with ctx's error, or ErrShutdown once the node closed; it blocks only
+// for the members' answers.
 func (n *Node) ClusterStatus(ctx context.Context) (httpapi.ClusterStatus, error) {
 	if err := ctx.Err(); err != nil {
 		return httpapi.ClusterStatus{}, err
@@ -86,7 +91,39 @@ func (n *Node) ClusterStatus(ctx context.Context) (httpapi.ClusterStatus, error)
 		}
 		st.Members = append(st.Members, cm)
 	}
+	n.askApplied(ctx, &st)
 	return st, nil
+}
+
+// MemberQueryTimeout bounds how long ClusterStatus waits for a member's
+// answer: one that has not answered by then is left unknown.
+const MemberQueryTimeout = time.Second
+
+// askApplied asks every member of st but the node itself, and those the
+// leader knows unreachable, for its applied index through the Forwarder,
+// all at once, and sets the AppliedIndex and Lag of those that answer.
+func (n *Node) askApplied(ctx context.Context, st *httpapi.ClusterStatus) {
+	if n.fwd == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, MemberQueryTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range st.Members {
+		cm := &st.Members[i]
+		if cm.Self || cm.State == httpapi.ClusterUnreachable {
+			continue
+		}
+		wg.Go(func() {
+			applied, err := n.fwd.AppliedIndex(ctx, raft.ServerAddress(cm.Address))
+			if err != nil {
+				return
+			}
+			lag := behind(st.CommitIndex, applied)
+			cm.AppliedIndex, cm.Lag = &applied, &lag
+		})
+	}
+	wg.Wait()
 }
 
 // behind returns a less b, 0 if b is ahead.

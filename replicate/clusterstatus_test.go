@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-db/strata/httpapi"
@@ -170,4 +171,98 @@ func TestClusterStatus(t *testing.T) {
 	if _, err := ld.node.ClusterStatus(cctx); err != context.Canceled {
 		t.Errorf("ClusterStatus with a cancelled context: %v", err)
 	}
+}
+
+// TestClusterStatusAsksMembers: a node with a Forwarder asks every other
+// member for its applied index, so that its status shows each member's
+// applied index and lag, exact to the question: equal after the cluster
+// converged, and, for a follower whose FSM is held while the leader
+// commits, that follower's stuck applied index and a lag of at least the
+// entries committed since. A member that is closed is left unknown.
+func TestClusterStatusAsksMembers(t *testing.T) {
+	t.Parallel()
+	forEachForwarder(t, func(t *testing.T, mode string) {
+		t.Parallel()
+		// held is 1 + the index of the node whose FSM waits at apply
+		// until release is closed, 0 for none.
+		var held atomic.Int32
+		release := make(chan struct{})
+		holds := make([]func(holdPoint, int), 3)
+		for i := range holds {
+			holds[i] = func(p holdPoint, _ int) {
+				if p == holdApply && held.Load() == int32(i+1) {
+					<-release
+				}
+			}
+		}
+		c, _ := newForwardCluster(t, 3, mode, holds...)
+		released := false
+		defer func() {
+			if !released {
+				close(release)
+			}
+		}()
+		ctx := context.Background()
+		ld := c.leader()
+		fs := c.followers(ld)
+		f, g := fs[0], fs[1]
+		_, err := put(ctx, ld, 1, "x")
+		must(t, err)
+		c.converge()
+
+		check := func(view *rnode, nd *rnode, st httpapi.ClusterStatus) httpapi.ClusterMember {
+			t.Helper()
+			m := member(t, st, nd)
+			if m.AppliedIndex == nil || m.Lag == nil {
+				t.Fatalf("%s's status of %s: applied %v, lag %s; want both", view.id, nd.id, m.AppliedIndex, fmtLag(m.Lag))
+			}
+			if *m.Lag != behind(st.CommitIndex, *m.AppliedIndex) {
+				t.Errorf("%s's status of %s: lag %d, applied %d, commit index %d", view.id, nd.id, *m.Lag, *m.AppliedIndex, st.CommitIndex)
+			}
+			return m
+		}
+		for _, view := range c.nodes {
+			st, err := view.node.ClusterStatus(ctx)
+			must(t, err)
+			for _, nd := range c.nodes {
+				if m := check(view, nd, st); *m.AppliedIndex != nd.node.AppliedIndex() {
+					t.Errorf("%s's status of %s: applied %d, the node applied %d", view.id, nd.id, *m.AppliedIndex, nd.node.AppliedIndex())
+				}
+			}
+		}
+
+		// f's FSM stops at its next entry; the leader commits on with g.
+		for i, nd := range c.nodes {
+			if nd == f {
+				held.Store(int32(i + 1))
+			}
+		}
+		stuck := f.node.AppliedIndex()
+		const writes = 5
+		for i := range writes {
+			_, err := put(ctx, ld, uint64(10+i), "y")
+			must(t, err)
+		}
+		st, err := ld.node.ClusterStatus(ctx)
+		must(t, err)
+		if m := check(ld, f, st); *m.AppliedIndex != stuck || *m.Lag < writes {
+			t.Errorf("the leader's status of the held follower: applied %d (held at %d), lag %d after %d writes", *m.AppliedIndex, stuck, *m.Lag, writes)
+		}
+		check(ld, g, st)
+
+		held.Store(0)
+		close(release)
+		released = true
+		c.converge()
+
+		c.stop(g)
+		st, err = ld.node.ClusterStatus(ctx)
+		must(t, err)
+		// Unknown; or, once the leader saw its heartbeats fail, the
+		// lower bound of an unreachable member's lag.
+		if m := member(t, st, g); m.AppliedIndex != nil || m.Lag != nil && m.State != httpapi.ClusterUnreachable {
+			t.Errorf("the leader's status of a closed member: %s, applied %v, lag %s; want unknown", m.State, m.AppliedIndex, fmtLag(m.Lag))
+		}
+		check(ld, f, st)
+	})
 }

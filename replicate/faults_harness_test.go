@@ -235,6 +235,14 @@ func (f *faultForwarder) Forward(ctx context.Context, leader raft.ServerAddress,
 	return index, err
 }
 
+// AppliedIndex fails with an *UnreachableError when either link is down.
+func (f *faultForwarder) AppliedIndex(ctx context.Context, member raft.ServerAddress) (uint64, error) {
+	if !f.net.up(f.from, member) || !f.net.up(member, f.from) {
+		return 0, &UnreachableError{Leader: member, Err: errLinkDown}
+	}
+	return f.local.AppliedIndex(ctx, member)
+}
+
 // NoticeCommit fails with an *UnreachableError when either link is down.
 func (f *faultForwarder) NoticeCommit(ctx context.Context, leader raft.ServerAddress, index uint64) error {
 	if !f.net.up(f.from, leader) {

@@ -64,7 +64,8 @@ import (
 
 // Forwarder carries a follower's requests to the leader: its change sets
 // (Node.Write), its linearizable reads' read index (ReadLinearizable) and
-// its requests for commit notices (ReadAtLeast, notice.go).
+// its requests for commit notices (ReadAtLeast, notice.go); and any
+// node's questions to another member (AppliedIndex, ClusterStatus).
 // LocalForwarder is the in-process one, NetForwarder the one over TCP
 // (ForwardServer on the leader).
 //
@@ -87,6 +88,9 @@ type Forwarder interface {
 	// that waits for it here (notice.go). It is a hint: an error only
 	// makes the follower ask again.
 	NoticeCommit(ctx context.Context, leader raft.ServerAddress, index uint64) error
+	// AppliedIndex asks the node at raft address member, any member, for
+	// its applied index (Node.AppliedIndex), for ClusterStatus.
+	AppliedIndex(ctx context.Context, member raft.ServerAddress) (uint64, error)
 }
 
 var (
@@ -552,6 +556,16 @@ func (f *LocalForwarder) ReadIndex(ctx context.Context, leader raft.ServerAddres
 	}
 	index, err := n.ReadIndex(ctx)
 	return decodeResult(encodeResult(nil, index, err))
+}
+
+// AppliedIndex returns the applied index of the node registered at
+// member: ErrShutdown once it closed, its *StoppedError if it stopped.
+func (f *LocalForwarder) AppliedIndex(ctx context.Context, member raft.ServerAddress) (uint64, error) {
+	n, err := f.node(member)
+	if err != nil {
+		return 0, err
+	}
+	return decodeResult(encodeResult(nil, n.AppliedIndex(), n.liveErr()))
 }
 
 // NoticeCommit calls AnnounceCommit on the node registered at leader.

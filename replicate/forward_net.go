@@ -23,12 +23,13 @@ import (
 // own discovery): raft's address is the only one a follower learns of
 // its leader.
 //
-// The protocol is HTTP/1.1 (net/http), three POST requests:
+// The protocol is HTTP/1.1 (net/http), four POST requests:
 //
 //	/strata/v1/forward    body: the change set (an entry of one change
 //	                      set, AppendEntry's encoding); ApplyForwarded
 //	/strata/v1/readindex  no body; ReadIndex
 //	/strata/v1/notice     body: an index (a uvarint); AnnounceCommit
+//	/strata/v1/applied    no body; AppliedIndex (of any member)
 //
 // Each answers 200 with a result: one byte of outcome, a uvarint (the
 // index; for a stopped node the index it stopped at, for a conflict the
@@ -55,6 +56,7 @@ const (
 	forwardPath   = "/strata/v1/forward"
 	readIndexPath = "/strata/v1/readindex"
 	noticePath    = "/strata/v1/notice"
+	appliedPath   = "/strata/v1/applied"
 	// maxForwardBody bounds a request's body: a change set is at most
 	// MaxEntrySize, and the entry's header is 3 bytes.
 	maxForwardBody = MaxEntrySize + 16
@@ -181,6 +183,7 @@ func ServeForward(n *Node, ln net.Listener) *ForwardServer {
 	mux.HandleFunc("POST "+forwardPath, s.forward)
 	mux.HandleFunc("POST "+readIndexPath, s.readIndex)
 	mux.HandleFunc("POST "+noticePath, s.notice)
+	mux.HandleFunc("POST "+appliedPath, s.applied)
 	s.srv = &http.Server{
 		Handler:           mux,
 		BaseContext:       func(net.Listener) context.Context { return base },
@@ -220,6 +223,10 @@ func (s *ForwardServer) notice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write(encodeResult(nil, 0, s.n.AnnounceCommit(r.Context(), index)))
+}
+
+func (s *ForwardServer) applied(w http.ResponseWriter, _ *http.Request) {
+	_, _ = w.Write(encodeResult(nil, s.n.AppliedIndex(), s.n.liveErr()))
 }
 
 // Close stops the server: it closes the listener, ends the requests in
@@ -316,6 +323,12 @@ func (f *NetForwarder) ReadIndex(ctx context.Context, leader raft.ServerAddress)
 func (f *NetForwarder) NoticeCommit(ctx context.Context, leader raft.ServerAddress, index uint64) error {
 	_, err := f.call(ctx, leader, noticePath, binary.AppendUvarint(nil, index), false)
 	return err
+}
+
+// AppliedIndex asks the ForwardServer of the node at member for its
+// applied index.
+func (f *NetForwarder) AppliedIndex(ctx context.Context, member raft.ServerAddress) (uint64, error) {
+	return f.call(ctx, member, appliedPath, nil, false)
 }
 
 // call makes one request. Once a connection is made, a failure is

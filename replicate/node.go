@@ -442,6 +442,18 @@ func (n *Node) Stopped() error {
 	return nil
 }
 
+// liveErr returns ErrShutdown once the node closed, the *StoppedError of
+// a stopped node, or nil.
+func (n *Node) liveErr() error {
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if e := n.stopErr.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
 // Entries returns how many entries the node proposed, and how many of
 // them carried more than one change set.
 func (n *Node) Entries() (entries, combined uint64) {

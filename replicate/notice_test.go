@@ -44,11 +44,19 @@ func TestCommitNotices(t *testing.T) {
 		}},
 		{"forwarded-write", func(t *testing.T, ld *rnode, fs []*rnode, id uint64) {
 			// Write through a follower returns once the follower
-			// published it. (Per-object preconditions: a follower's
-			// tip may not hold the other follower's write yet.)
+			// published it. (Per-object preconditions, and a retry
+			// of a conflict: the other follower's write may apply
+			// here while the transaction runs.)
 			for i, f := range fs {
 				ctx, cancel := noticeWait()
-				index, err := putWith(ctx, f, id+uint64(i)*1000, "follower", ObjectConflicts())
+				var index uint64
+				var err error
+				for range 5 {
+					index, err = putWith(ctx, f, id+uint64(i)*1000, "follower", ObjectConflicts())
+					if !errors.Is(err, ErrConflict) {
+						break
+					}
+				}
 				cancel()
 				if err != nil {
 					t.Fatalf("Write through %s: %v", f.id, err)
