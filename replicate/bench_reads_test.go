@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,16 +80,10 @@ func BenchmarkClusterReads(b *testing.B) {
 			})
 		})
 	}
+	ftbl := follower.tables[0]
 	b.Run("read-own-write/follower", func(b *testing.B) {
-		var next atomic.Uint64
-		next.Store(1 << 32)
-		ftbl := follower.tables[0]
-		lats := make([]time.Duration, 0, b.N)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for range b.N {
+		timeEach(b, 1<<32, func(id uint64) time.Duration {
 			b.StopTimer()
-			id := next.Add(1)
 			index, err := ld.node.Write(ctx, []strata.TableMeta{tbl}, func(txn strata.WriteTxn) error {
 				_, _, err := tbl.Insert(txn, &benchObj{ID: id, Val: benchVal})
 				return err
@@ -100,34 +93,37 @@ func BenchmarkClusterReads(b *testing.B) {
 			start := time.Now()
 			txn, err := follower.node.ReadAtLeast(ctx, index)
 			must(b, err)
-			lats = append(lats, time.Since(start))
+			lat := time.Since(start)
 			if _, _, found := ftbl.Get(txn, benchObjByID.Query(id)); !found {
 				b.Fatalf("the follower's read at least %d lacks object %d", index, id)
 			}
-		}
-		b.StopTimer()
-		reportLatencies(b, lats)
+			return lat
+		})
 	})
 	b.Run("write/follower", func(b *testing.B) {
-		var next atomic.Uint64
-		next.Store(1 << 33)
-		ftbl := follower.tables[0]
-		lats := make([]time.Duration, 0, b.N)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for range b.N {
-			id := next.Add(1)
+		timeEach(b, 1<<33, func(id uint64) time.Duration {
 			start := time.Now()
 			_, err := follower.node.Write(ctx, []strata.TableMeta{ftbl}, func(txn strata.WriteTxn) error {
 				_, _, err := ftbl.Insert(txn, &benchObj{ID: id, Val: benchVal})
 				return err
 			}, ObjectConflicts())
 			must(b, err)
-			lats = append(lats, time.Since(start))
-		}
-		b.StopTimer()
-		reportLatencies(b, lats)
+			return time.Since(start)
+		})
 	})
+}
+
+// timeEach runs op b.N times, with the ids from first on, and reports the
+// p50 and p99 of the latencies it returns.
+func timeEach(b *testing.B, first uint64, op func(id uint64) time.Duration) {
+	lats := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range uint64(b.N) {
+		lats = append(lats, op(first+i))
+	}
+	b.StopTimer()
+	reportLatencies(b, lats)
 }
 
 // runReaders runs b.N reads split over readers goroutines, read(i)

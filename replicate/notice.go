@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -48,15 +49,19 @@ import (
 
 // announce asks the announcer to make the followers learn that index
 // committed. index must be committed (invariant 1). It never blocks.
-func (n *Node) announce(index uint64) {
+func (n *Node) announce(index uint64) { raiseAndWake(&n.noticeWant, index, n.noticeWake) }
+
+// raiseAndWake raises v to x, if x is higher, and wakes the goroutine
+// that waits on wake, without blocking.
+func raiseAndWake(v *atomic.Uint64, x uint64, wake chan<- struct{}) {
 	for {
-		cur := n.noticeWant.Load()
-		if cur >= index || n.noticeWant.CompareAndSwap(cur, index) {
+		cur := v.Load()
+		if cur >= x || v.CompareAndSwap(cur, x) {
 			break
 		}
 	}
 	select {
-	case n.noticeWake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 }
@@ -137,18 +142,8 @@ func (n *Node) AnnounceCommit(ctx context.Context, index uint64) error {
 // commit of index: a follower's ReadAtLeast that waits for it. It never
 // blocks; without a Forwarder it does nothing.
 func (n *Node) askNotice(index uint64) {
-	if n.fwd == nil {
-		return
-	}
-	for {
-		cur := n.noticeAsk.Load()
-		if cur >= index || n.noticeAsk.CompareAndSwap(cur, index) {
-			break
-		}
-	}
-	select {
-	case n.askWake <- struct{}{}:
-	default:
+	if n.fwd != nil {
+		raiseAndWake(&n.noticeAsk, index, n.askWake)
 	}
 }
 

@@ -106,17 +106,27 @@ func noticeWait() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
+// idleWritten starts a cluster of TestCommitNotices's (CommitTimeout 30
+// s) with forwarders of kind mode, writes one object through its leader,
+// and returns the cluster, its leader, a context of noticeWait's and the
+// write's index.
+func idleWritten(t *testing.T, mode string) (*rcluster, *fwdNodes, *rnode, context.Context, uint64) {
+	t.Helper()
+	c, f := newForwardClusterWith(t, 3, mode, raftCommitTimeout(30*time.Second))
+	ld := c.leader()
+	ctx, cancel := noticeWait()
+	t.Cleanup(cancel)
+	index, err := put(ctx, ld, 1, "x")
+	must(t, err)
+	return c, f, ld, ctx, index
+}
+
 // TestCommitNoticesShared: 32 readers on each follower that wait for the
 // same index make the leader append one barrier, not one each or one per
 // follower (invariants 2 and 3 of notice.go).
 func TestCommitNoticesShared(t *testing.T) {
 	t.Parallel()
-	c, _ := newForwardClusterWith(t, 3, fwdLocal, raftCommitTimeout(30*time.Second))
-	ld := c.leader()
-	ctx, cancel := noticeWait()
-	defer cancel()
-	index, err := put(ctx, ld, 1, "x")
-	must(t, err)
+	c, _, ld, ctx, index := idleWritten(t, fwdLocal)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for _, f := range c.followers(ld) {
@@ -154,12 +164,7 @@ func TestCommitNoticesShared(t *testing.T) {
 // uvarint is refused with 400.
 func TestAnnounceCommitRefusals(t *testing.T) {
 	t.Parallel()
-	c, f := newForwardClusterWith(t, 3, fwdNet, raftCommitTimeout(30*time.Second))
-	ld := c.leader()
-	ctx, cancel := noticeWait()
-	defer cancel()
-	index, err := put(ctx, ld, 1, "x")
-	must(t, err)
+	c, f, ld, ctx, index := idleWritten(t, fwdNet)
 	fl := c.followers(ld)[0]
 	if err := fl.node.AnnounceCommit(ctx, index); !errors.Is(err, ErrNotLeader) {
 		t.Errorf("AnnounceCommit on a follower: %v, want ErrNotLeader", err)
