@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"sync"
@@ -31,21 +32,40 @@ type ServerConfig struct {
 	Durable bool
 	// Persist, if not nil, adjusts the persist store's options (Durable).
 	Persist func(*persist.Options)
-	// RaftAddr is the host:port raft listens on and the other nodes reach
-	// this one at: an address they can dial, not 0.0.0.0.
-	RaftAddr string
+	// RaftAddr is the host:port raft listens on. The other nodes reach
+	// this one at RaftAdvertise, or at RaftAddr if that is empty, which
+	// must then be an address they can dial (not 0.0.0.0). Neither is
+	// used with a Transport.
+	RaftAddr      string
+	RaftAdvertise string
 	// ForwardAddr is the host:port of the node's ForwardServer, which
 	// takes the writes and read-index requests of the followers when this
-	// node leads.
+	// node leads, and answers the other members' questions
+	// (ClusterStatus). Empty: no forward server (a Forwarder that reaches
+	// the node without one, as LocalForwarder does, must be given).
 	ForwardAddr string
-	// Peers are every member of the cluster, this node included. A node
-	// that has no raft state bootstraps the cluster with them; one that
-	// has state ignores them, but for the forward addresses of the other
-	// members, which its NetForwarder uses.
+	// Peers are the members of the cluster. A node that has no raft
+	// state bootstraps the cluster with them, unless Join (they must then
+	// include this node, at its addresses), or alone if there are none;
+	// the NetForwarder finds the other members' forward addresses in
+	// them.
 	Peers []Peer
+	// Join: the node does not bootstrap a cluster; a member adds it
+	// (Node.AddVoter, AddNonvoter), and it takes the leader's log.
+	Join bool
 	// ForwardTimeout bounds each request this node's NetForwarder sends
 	// to the leader (WithRequestTimeout); 0: DefaultForwardTimeout.
 	ForwardTimeout time.Duration
+	// Transport, if not nil, is raft's transport instead of TCP at
+	// RaftAddr (raft.InmemTransport in tests); the program closes it,
+	// after Close.
+	Transport raft.Transport
+	// Forwarder, if not nil, carries the node's requests to the other
+	// members instead of a NetForwarder over the Peers' forward
+	// addresses. One with the methods Register and Unregister
+	// (LocalForwarder) is given the node once it started and takes it
+	// back first thing in Close.
+	Forwarder Forwarder
 	// DB and Tables are Config's: the database and the tables the node
 	// replicates.
 	DB     *strata.DB
@@ -55,7 +75,10 @@ type ServerConfig struct {
 	// Logger set.
 	Raft func(*raft.Config)
 	// Logger receives raft's log; nil: hclog's default logger at Warn.
-	Logger hclog.Logger
+	// StoreLogger is the log store's (Options.Logger) and the persist
+	// store's, unless Persist sets one; nil: theirs by default.
+	Logger      hclog.Logger
+	StoreLogger *slog.Logger
 }
 
 // RaftConfig returns the raft configuration StartServer starts from, and
@@ -82,8 +105,9 @@ func RaftConfig() *raft.Config {
 
 // Peer is a member of a cluster, as ServerConfig.Peers gives it.
 type Peer struct {
-	ID          raft.ServerID
-	RaftAddr    string
+	ID       raft.ServerID
+	RaftAddr string
+	// ForwardAddr is the member's forward server; empty if it has none.
 	ForwardAddr string
 }
 
@@ -97,19 +121,47 @@ type Server struct {
 	tcp    *raft.NetworkTransport
 	fwd    *NetForwarder
 	fwdSrv *ForwardServer
+	// reg is the Forwarder the node is registered with, and addr its
+	// address there; handedOver is set by Handover.
+	reg        registrar
+	addr       raft.ServerAddress
+	handedOver bool
 }
 
+// registrar is a Forwarder that must be told the nodes it reaches
+// (LocalForwarder).
+type registrar interface {
+	Register(raft.ServerAddress, *Node)
+	Unregister(raft.ServerAddress)
+}
+
+// ListenError is StartServer's failure to listen at one of its addresses:
+// Part is "raft" (RaftAddr) or "forward" (ForwardAddr).
+type ListenError struct {
+	Part, Addr string
+	Err        error
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("replicate: listening for %s at %q: %v", e.Part, e.Addr, e.Err)
+}
+
+// Unwrap returns the listener's error.
+func (e *ListenError) Unwrap() error { return e.Err }
+
 // StartServer opens a node's stores in cfg.Dir, starts raft on TCP at
-// cfg.RaftAddr and the forward server at cfg.ForwardAddr, and bootstraps
-// the cluster from cfg.Peers unless the node has raft state already. It
-// is the whole of what a program needs to run a member of a cluster; the
-// parts (Open, NewTCPTransport, NewNode, ServeForward, NewNetForwarder,
-// Bootstrap) remain for a program that wants them otherwise.
+// cfg.RaftAddr (or on cfg.Transport) and the forward server at
+// cfg.ForwardAddr, and bootstraps the cluster from cfg.Peers unless the
+// node has raft state already or joins one. It is the whole of what a
+// program needs to run a member of a cluster; the parts (Open,
+// NewTCPTransport, NewNode, ServeForward, NewNetForwarder, Bootstrap)
+// remain for a program that wants them otherwise.
 //
-// A config that names no ID, directory or address, no table, or peers
-// that do not include this node at its addresses is refused with
-// ErrInvalidServerConfig, before anything is opened; an error opening a
-// part closes what was opened.
+// A config that names no ID or directory, no raft address or transport,
+// no table, or peers that do not include this node at its addresses
+// (unless it joins) is refused with ErrInvalidServerConfig before
+// anything is opened; an address it cannot listen at is a *ListenError;
+// an error opening a part closes what was opened.
 func StartServer(cfg ServerConfig) (_ *Server, err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -119,16 +171,20 @@ func StartServer(cfg ServerConfig) (_ *Server, err error) {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn})
 	}
 	s := &Server{}
+	var fwdLn net.Listener
 	defer func() {
 		if err != nil {
+			if fwdLn != nil && s.fwdSrv == nil {
+				fwdLn.Close()
+			}
 			err = errors.Join(err, s.close())
 		}
 	}()
-	if s.store, err = Open(filepath.Join(cfg.Dir, "raft-log"), Options{}); err != nil {
+	if s.store, err = Open(filepath.Join(cfg.Dir, "raft-log"), Options{Logger: cfg.StoreLogger}); err != nil {
 		return nil, err
 	}
 	if cfg.Durable {
-		var po persist.Options
+		po := persist.Options{Logger: cfg.StoreLogger}
 		if cfg.Persist != nil {
 			cfg.Persist(&po)
 		}
@@ -140,42 +196,101 @@ func StartServer(cfg ServerConfig) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.tcp, err = NewTCPTransport(cfg.RaftAddr, logger); err != nil {
-		return nil, err
+	trans := cfg.Transport
+	if trans == nil {
+		if s.tcp, err = listenRaft(&cfg, logger); err != nil {
+			return nil, err
+		}
+		trans = s.tcp
 	}
-	fwdLn, err := net.Listen("tcp", cfg.ForwardAddr)
-	if err != nil {
-		return nil, fmt.Errorf("replicate: the forward server at %s: %w", cfg.ForwardAddr, err)
+	if cfg.ForwardAddr != "" {
+		if fwdLn, err = net.Listen("tcp", cfg.ForwardAddr); err != nil {
+			return nil, &ListenError{Part: "forward", Addr: cfg.ForwardAddr, Err: err}
+		}
 	}
-	forwards := make(map[raft.ServerAddress]string, len(cfg.Peers))
-	for _, p := range cfg.Peers {
-		forwards[raft.ServerAddress(p.RaftAddr)] = p.ForwardAddr
+	fwd := cfg.Forwarder
+	if fwd == nil {
+		forwards := make(map[raft.ServerAddress]string, len(cfg.Peers))
+		for _, p := range cfg.Peers {
+			if p.ForwardAddr != "" {
+				forwards[raft.ServerAddress(p.RaftAddr)] = p.ForwardAddr
+			}
+		}
+		s.fwd = NewNetForwarder(StaticResolver(forwards, nil), WithRequestTimeout(cfg.ForwardTimeout))
+		fwd = s.fwd
 	}
-	s.fwd = NewNetForwarder(StaticResolver(forwards, nil), WithRequestTimeout(cfg.ForwardTimeout))
 	conf := RaftConfig()
 	conf.LocalID = cfg.ID
 	conf.Logger = logger
 	if cfg.Raft != nil {
 		cfg.Raft(conf)
 	}
-	s.node, err = NewNode(Config{
+	if s.node, err = NewNode(Config{
 		DB: cfg.DB, Tables: cfg.Tables, NodeNumber: cfg.NodeNumber, Raft: conf,
-		LogStore: s.store, StableStore: s.store, Snapshots: snaps, Transport: s.tcp,
-		Forwarder: s.fwd, Store: s.state,
-	})
-	if err != nil {
-		fwdLn.Close()
+		LogStore: s.store, StableStore: s.store, Snapshots: snaps, Transport: trans,
+		Forwarder: fwd, Store: s.state,
+	}); err != nil {
+		s.node = nil
 		return nil, err
 	}
-	s.fwdSrv = ServeForward(s.node, fwdLn)
-	servers := make([]raft.Server, len(cfg.Peers))
-	for i, p := range cfg.Peers {
-		servers[i] = raft.Server{ID: p.ID, Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter}
+	if fwdLn != nil {
+		s.fwdSrv = ServeForward(s.node, fwdLn)
 	}
-	if err := s.node.Bootstrap(servers); err != nil && !errors.Is(err, ErrAlreadyBootstrapped) {
-		return nil, err
+	if reg, ok := fwd.(registrar); ok {
+		s.reg, s.addr = reg, trans.LocalAddr()
+		reg.Register(s.addr, s.node)
+	}
+	if !cfg.Join {
+		if err := s.bootstrap(cfg.Peers); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// listenRaft opens raft's TCP transport at cfg.RaftAddr, advertised at
+// cfg.RaftAdvertise or at the address it listens at.
+func listenRaft(cfg *ServerConfig, logger hclog.Logger) (*raft.NetworkTransport, error) {
+	var adv net.Addr
+	if cfg.RaftAdvertise != "" {
+		a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertise)
+		if err != nil {
+			return nil, fmt.Errorf("%w: RaftAdvertise %q: %w", ErrInvalidServerConfig, cfg.RaftAdvertise, err)
+		}
+		adv = a
+	}
+	ln, err := net.Listen("tcp", cfg.RaftAddr)
+	if err != nil {
+		return nil, &ListenError{Part: "raft", Addr: cfg.RaftAddr, Err: err}
+	}
+	if adv == nil {
+		adv = ln.Addr()
+	}
+	if a, ok := adv.(*net.TCPAddr); !ok || a.IP == nil || a.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("%w: raft listens at %q, and %s is not an address other nodes can dial: set RaftAdvertise",
+			ErrInvalidServerConfig, cfg.RaftAddr, adv)
+	}
+	return NewTCPTransportOn(ln, adv, logger), nil
+}
+
+// bootstrap makes peers (or this node alone, without any) the cluster's
+// first configuration; a node that has raft state leaves it as it is.
+func (s *Server) bootstrap(peers []Peer) error {
+	var err error
+	if len(peers) == 0 {
+		err = s.node.BootstrapSelf()
+	} else {
+		servers := make([]raft.Server, len(peers))
+		for i, p := range peers {
+			servers[i] = raft.Server{ID: p.ID, Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter}
+		}
+		err = s.node.Bootstrap(servers)
+	}
+	if errors.Is(err, ErrAlreadyBootstrapped) {
+		return nil
+	}
+	return err
 }
 
 // ErrInvalidServerConfig is StartServer's refusal of a ServerConfig.
@@ -190,43 +305,80 @@ func (cfg *ServerConfig) check() error {
 		return bad("no ID")
 	case cfg.Dir == "":
 		return bad("no Dir")
-	case cfg.RaftAddr == "" || cfg.ForwardAddr == "":
-		return bad("RaftAddr and ForwardAddr are both needed")
+	case cfg.RaftAddr == "" && cfg.Transport == nil:
+		return bad("no RaftAddr and no Transport")
+	case cfg.ForwardAddr == "" && cfg.Forwarder == nil:
+		return bad("no ForwardAddr and no Forwarder")
 	case cfg.DB == nil || len(cfg.Tables) == 0:
 		return bad("no DB or no table")
 	}
+	if cfg.Join || len(cfg.Peers) == 0 {
+		return nil
+	}
+	raftAddr := cfg.RaftAdvertise
+	if raftAddr == "" {
+		raftAddr = cfg.RaftAddr
+	}
+	if cfg.Transport != nil {
+		raftAddr = string(cfg.Transport.LocalAddr())
+	}
 	for _, p := range cfg.Peers {
 		if p.ID == cfg.ID {
-			if p.RaftAddr != cfg.RaftAddr || p.ForwardAddr != cfg.ForwardAddr {
-				return bad("peer %s is at %s (forward %s), not at RaftAddr %s (ForwardAddr %s)",
-					p.ID, p.RaftAddr, p.ForwardAddr, cfg.RaftAddr, cfg.ForwardAddr)
+			if p.RaftAddr != raftAddr || p.ForwardAddr != cfg.ForwardAddr {
+				return bad("peer %s is at %s (forward %q), not at this node's raft address %s (ForwardAddr %q)",
+					p.ID, p.RaftAddr, p.ForwardAddr, raftAddr, cfg.ForwardAddr)
 			}
 			return nil
 		}
 	}
-	return bad("Peers do not include %s", cfg.ID)
+	return bad("Peers do not include %s, which does not join", cfg.ID)
 }
 
 // Node returns the server's node.
 func (s *Server) Node() *Node { return s.node }
 
-// Close hands the leadership over if the node leads (Node.Shutdown, within
-// ctx), then closes the node and everything StartServer opened. The node
-// is closed whatever the handover returned (the last node of a cluster
-// that lost its quorum cannot hand over); Close returns the handover's
-// error with the others.
-func (s *Server) Close(ctx context.Context) error {
-	return errors.Join(s.node.Shutdown(ctx), s.close())
+// Handover prepares the server's close: it takes the node back from a
+// Forwarder it was registered with, and hands the leadership over if the
+// node leads (Node.Shutdown, within ctx), which closes the node. It
+// returns the handover's error: the last node of a cluster that lost its
+// quorum cannot hand over. Close then closes the rest, without a second
+// attempt.
+func (s *Server) Handover(ctx context.Context) error {
+	if s.handedOver {
+		return nil
+	}
+	s.handedOver = true
+	if s.reg != nil {
+		// First: a follower's write is not sent to a node on its way
+		// out.
+		s.reg.Unregister(s.addr)
+		s.reg = nil
+	}
+	return s.node.Shutdown(ctx)
 }
 
-// close closes what StartServer opened, in reverse order.
+// Close hands the leadership over if Handover did not (within ctx), then
+// closes the node and everything StartServer opened. The node is closed
+// whatever the handover returned; Close returns the handover's error
+// with the others.
+func (s *Server) Close(ctx context.Context) error {
+	return errors.Join(s.Handover(ctx), s.close())
+}
+
+// close closes what StartServer opened, in reverse order: the node before
+// the forward server, so that the followers' requests in flight end with
+// the node's answer (ErrShutdown: they ask the next leader).
 func (s *Server) close() error {
 	var errs []error
-	if s.fwdSrv != nil {
-		errs = append(errs, s.fwdSrv.Close())
+	if s.reg != nil {
+		s.reg.Unregister(s.addr)
+		s.reg = nil
 	}
 	if s.node != nil {
 		errs = append(errs, s.node.Close())
+	}
+	if s.fwdSrv != nil {
+		errs = append(errs, s.fwdSrv.Close())
 	}
 	if s.fwd != nil {
 		s.fwd.Close()

@@ -113,10 +113,19 @@ func testStartServer(t *testing.T, durable bool) {
 	defer cancel()
 	write := func(m *serverMember, id uint64) uint64 {
 		t.Helper()
-		index, err := m.srv.Node().Write(ctx, []strata.TableMeta{m.objs}, func(txn strata.WriteTxn) error {
-			_, _, err := m.objs.Insert(txn, &item{ID: id, Val: string(m.cfg.ID)})
-			return err
-		}, ObjectConflicts())
+		var index uint64
+		var err error
+		for range 5 {
+			// A conflict is a follower's that applied an entry while
+			// its transaction ran (ObjectConflicts): written again.
+			index, err = m.srv.Node().Write(ctx, []strata.TableMeta{m.objs}, func(txn strata.WriteTxn) error {
+				_, _, err := m.objs.Insert(txn, &item{ID: id, Val: string(m.cfg.ID)})
+				return err
+			}, ObjectConflicts())
+			if !errors.Is(err, ErrConflict) {
+				break
+			}
+		}
 		if err != nil {
 			t.Fatalf("write %d through %s: %v", id, m.cfg.ID, err)
 		}
