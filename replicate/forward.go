@@ -208,11 +208,13 @@ func ObjectConflicts() WriteOption { return func(m *writeMode) { m.objects = tru
 
 // objectPreconditions replaces cs's table preconditions by preconditions
 // on the objects it writes (ObjectConflicts), found in the node's
-// published state, for each table that state still holds at the revision
-// the transaction read (on a node that does not lead, only the FSM writes
-// bound tables; if it did since, the transaction's reads cannot be told
-// apart and the table's revision stays the precondition), and that has no
-// OpDeleteAll.
+// published state, for each table that state holds at the revision the
+// transaction read, and that has no OpDeleteAll. Enqueue calls it while
+// the transaction still holds its tables' locks, so that the FSM (on a
+// node that does not lead, the only writer of bound tables) cannot have
+// written them since: the published state differs only if the
+// transaction read an FSM commit not yet published, and the table's
+// revision then stays the precondition.
 func (n *Node) objectPreconditions(cs *ChangeSet) {
 	txn := n.db.ReadTxn()
 	for j := range cs.Tables {
@@ -241,10 +243,7 @@ func (n *Node) objectPreconditions(cs *ChangeSet) {
 // forward sends the change set cs, which a Write on this node recorded
 // and did not publish, to the leader, and waits until this node published
 // the index it committed at.
-func (n *Node) forward(ctx context.Context, cs ChangeSet, objects bool) (uint64, error) {
-	if objects {
-		n.objectPreconditions(&cs)
-	}
+func (n *Node) forward(ctx context.Context, cs ChangeSet) (uint64, error) {
 	cs.ID = NewChangeSetID(n.st.node, n.nextSeq.Add(1))
 	data, err := AppendEntry(nil, &Entry{Kind: KindChanges, Changes: []ChangeSet{cs}})
 	if err != nil {

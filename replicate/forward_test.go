@@ -703,3 +703,51 @@ func TestForwardMixedWrite(t *testing.T) {
 	c.converge()
 	c.checkEqual(false)
 }
+
+// TestForwardObjectConflictsAfterApply: with ObjectConflicts, a
+// follower's write is checked on the objects it wrote as its transaction
+// found them, even when the follower applies another write to the same
+// table between its commit and the forward (held at hold point forward
+// while it does): no conflict. Enqueue takes the objects' revisions while
+// the transaction holds the table's lock; taken at the forward, after the
+// follower applied the other write, they fell back to the table's
+// revision and conflicted (a mutation that takes them after the hold
+// fails this test).
+func TestForwardObjectConflictsAfterApply(t *testing.T) {
+	t.Parallel()
+	forEachForwarder(t, func(t *testing.T, mode string) {
+		t.Parallel()
+		var armed atomic.Bool
+		reached, release := make(chan struct{}), make(chan struct{})
+		hold := func(p holdPoint, _ int) {
+			if p == holdForward && armed.CompareAndSwap(true, false) {
+				close(reached)
+				<-release
+			}
+		}
+		c, _ := newForwardCluster(t, 3, mode, hold, hold, hold)
+		ld := c.leader()
+		ctx := context.Background()
+		_, err := put(ctx, ld, 1, "first")
+		must(t, err)
+		c.converge()
+		f := c.followers(ld)[0]
+		armed.Store(true)
+		done := make(chan error, 1)
+		go func() {
+			_, err := putWith(ctx, f, 2, "follower", ObjectConflicts())
+			done <- err
+		}()
+		<-reached
+		index, err := put(ctx, ld, 3, "leader")
+		must(t, err)
+		_, err = f.node.ReadAtLeast(ctx, index)
+		must(t, err)
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("the follower's write of an object nobody else wrote: %v", err)
+		}
+		c.converge()
+		c.checkEqual(true)
+	})
+}

@@ -75,8 +75,9 @@ type batch struct {
 	done  chan struct{}
 
 	// forward: a Node.Write that forwards waits for the batch
-	// (forward.go); proposed: it was submitted to raft (under Node.mu).
-	forward, proposed bool
+	// (forward.go), objects: with ObjectConflicts; proposed: it was
+	// submitted to raft (under Node.mu).
+	forward, objects, proposed bool
 }
 
 // table returns the batch's part for table name, opening it (with read as
@@ -96,7 +97,7 @@ func (b *batch) noteRevision(name string, rev uint64) {
 	n := b.n
 	n.mu.Lock()
 	if s := n.st.wanted[slotKey{name, rev}]; s != nil && s.b == nil {
-		s.b, b.forward = b, s.forward
+		s.b, b.forward, b.objects = b, s.forward, s.objects
 	}
 	n.mu.Unlock()
 }
@@ -128,6 +129,11 @@ func (b *batch) Enqueue() error {
 	}
 	if n.raft.State() != raft.Leader {
 		if b.forward {
+			if b.objects {
+				// The tables are still locked: their published state
+				// is the one the transaction read.
+				n.objectPreconditions(&b.cs)
+			}
 			return errForward
 		}
 		return n.notLeader(nil)
@@ -349,10 +355,11 @@ type slot struct {
 	key     slotKey
 	b       *batch
 	forward bool // the Write forwards a change set it cannot propose
+	objects bool // with ObjectConflicts
 }
 
-func (n *Node) want(name string, rev uint64, forward bool) *slot {
-	s := &slot{key: slotKey{name, rev}, forward: forward}
+func (n *Node) want(name string, rev uint64, forward, objects bool) *slot {
+	s := &slot{key: slotKey{name, rev}, forward: forward, objects: objects}
 	n.mu.Lock()
 	n.st.wanted[s.key] = s
 	n.mu.Unlock()

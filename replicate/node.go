@@ -643,7 +643,7 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 			continue
 		}
 		if rev != before[i] && s == nil {
-			s = n.want(name, rev, mode.forward)
+			s = n.want(name, rev, mode.forward, mode.objects)
 		}
 	}
 	err = n.commitContext(ctx, txn)
@@ -672,7 +672,7 @@ func (n *Node) write(ctx context.Context, tables []strata.TableMeta, fn func(str
 			if unbound {
 				return 0, nil, ErrMixedWrite
 			}
-			index, err := n.forward(ctx, b.cs, mode.objects)
+			index, err := n.forward(ctx, b.cs)
 			return index, nil, err
 		}
 		return 0, b, err
