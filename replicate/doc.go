@@ -88,9 +88,11 @@
 //     directory, raft's TCP transport (NewTCPTransport, whose stream layer
 //     closes the connections it accepted), the forward server and a
 //     NetForwarder, and bootstraps the cluster from its peers on a first
-//     start; Server.Close hands the leadership over and closes it all.
+//     start (or alone, or not at all for a member that joins later);
+//     Server.Close hands the leadership over and closes it all.
 //     Node.WaitLeader waits for the cluster's first election.
-//     example/server is the smallest complete program.
+//     example/server is the smallest complete program, and the hive cell
+//     (stratahive/replicated) runs its node through StartServer too.
 //   - Durable nodes (durable.go): with Config.Store (ServerConfig.Durable)
 //     the bound tables live in a persist store too, loaded by NewNode
 //     (persist.Store.LoadApplied); every entry the FSM applies is written

@@ -41,8 +41,9 @@ type ServerConfig struct {
 	// ForwardAddr is the host:port of the node's ForwardServer, which
 	// takes the writes and read-index requests of the followers when this
 	// node leads, and answers the other members' questions
-	// (ClusterStatus). Empty: no forward server (a Forwarder that reaches
-	// the node without one, as LocalForwarder does, must be given).
+	// (ClusterStatus). Empty: no forward server; the other members reach
+	// the node only through a Forwarder that needs none (LocalForwarder),
+	// or not at all (a cluster of one).
 	ForwardAddr string
 	// Peers are the members of the cluster. A node that has no raft
 	// state bootstraps the cluster with them, unless Join (they must then
@@ -158,9 +159,9 @@ func (e *ListenError) Unwrap() error { return e.Err }
 // remain for a program that wants them otherwise.
 //
 // A config that names no ID or directory, no raft address or transport,
-// no table, or peers that do not include this node at its addresses
-// (unless it joins) is refused with ErrInvalidServerConfig before
-// anything is opened; an address it cannot listen at is a *ListenError;
+// or no table is refused with ErrInvalidServerConfig before anything is
+// opened, and so are peers that do not include this node at its
+// addresses (unless it joins), with ErrInvalidMembership too; an address it cannot listen at is a *ListenError;
 // an error opening a part closes what was opened.
 func StartServer(cfg ServerConfig) (_ *Server, err error) {
 	if err := cfg.check(); err != nil {
@@ -307,8 +308,6 @@ func (cfg *ServerConfig) check() error {
 		return bad("no Dir")
 	case cfg.RaftAddr == "" && cfg.Transport == nil:
 		return bad("no RaftAddr and no Transport")
-	case cfg.ForwardAddr == "" && cfg.Forwarder == nil:
-		return bad("no ForwardAddr and no Forwarder")
 	case cfg.DB == nil || len(cfg.Tables) == 0:
 		return bad("no DB or no table")
 	}
@@ -322,16 +321,22 @@ func (cfg *ServerConfig) check() error {
 	if cfg.Transport != nil {
 		raftAddr = string(cfg.Transport.LocalAddr())
 	}
+	// Bootstrap would refuse a membership without this node at its raft
+	// address (ErrInvalidMembership): refused here, before anything
+	// opens, as both.
+	member := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %w: %s", ErrInvalidServerConfig, ErrInvalidMembership, fmt.Sprintf(format, args...))
+	}
 	for _, p := range cfg.Peers {
 		if p.ID == cfg.ID {
-			if p.RaftAddr != raftAddr || p.ForwardAddr != cfg.ForwardAddr {
-				return bad("peer %s is at %s (forward %q), not at this node's raft address %s (ForwardAddr %q)",
+			if p.RaftAddr != raftAddr || p.ForwardAddr != "" && p.ForwardAddr != cfg.ForwardAddr {
+				return member("peer %s is at %s (forward %q), not at this node's raft address %s (ForwardAddr %q)",
 					p.ID, p.RaftAddr, p.ForwardAddr, raftAddr, cfg.ForwardAddr)
 			}
 			return nil
 		}
 	}
-	return bad("Peers do not include %s, which does not join", cfg.ID)
+	return member("Peers do not include %s, which does not join", cfg.ID)
 }
 
 // Node returns the server's node.

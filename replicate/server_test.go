@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,17 +201,23 @@ func TestStartServerRefuses(t *testing.T) {
 		"no ID":               func(c *ServerConfig) { c.ID = "" },
 		"no Dir":              func(c *ServerConfig) { c.Dir = "" },
 		"no RaftAddr":         func(c *ServerConfig) { c.RaftAddr = "" },
-		"no ForwardAddr":      func(c *ServerConfig) { c.ForwardAddr = "" },
 		"no DB":               func(c *ServerConfig) { c.DB = nil },
 		"no table":            func(c *ServerConfig) { c.Tables = nil },
 		"not among the peers": func(c *ServerConfig) { c.Peers[0].ID = "n2" },
 		"peer elsewhere":      func(c *ServerConfig) { c.Peers[0].RaftAddr = "127.0.0.1:3" },
+		"forward elsewhere":   func(c *ServerConfig) { c.ForwardAddr = "127.0.0.1:4" },
+		"advertised elsewhere": func(c *ServerConfig) {
+			c.RaftAdvertise = "127.0.0.1:5"
+		},
 	} {
 		cfg := good()
 		change(&cfg)
 		srv, err := StartServer(cfg)
 		if !errors.Is(err, ErrInvalidServerConfig) || srv != nil {
 			t.Errorf("%s: StartServer returned %v, %v; want ErrInvalidServerConfig", name, srv, err)
+		}
+		if membership := strings.Contains(name, "peer") || strings.Contains(name, "elsewhere"); membership != errors.Is(err, ErrInvalidMembership) {
+			t.Errorf("%s: StartServer returned %v; ErrInvalidMembership %v", name, err, membership)
 		}
 		if cfg.Dir != "" {
 			if entries, _ := filepath.Glob(filepath.Join(cfg.Dir, "*")); len(entries) > 0 {
@@ -221,7 +229,72 @@ func TestStartServerRefuses(t *testing.T) {
 	// and what was opened before it is closed (goleak, TestMain).
 	cfg := good()
 	cfg.RaftAddr, cfg.Peers[0].RaftAddr = "0.0.0.0:0", "0.0.0.0:0"
-	if srv, err := StartServer(cfg); err == nil || srv != nil {
-		t.Errorf("a raft address of 0.0.0.0: StartServer returned %v, %v; want an error", srv, err)
+	if srv, err := StartServer(cfg); !errors.Is(err, ErrInvalidServerConfig) || srv != nil {
+		t.Errorf("a raft address of 0.0.0.0: StartServer returned %v, %v; want ErrInvalidServerConfig", srv, err)
+	}
+	// Addresses taken: a *ListenError naming the part.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer taken.Close()
+	for _, part := range []string{"raft", "forward"} {
+		cfg := good()
+		cfg.Peers = nil
+		cfg.RaftAddr, cfg.ForwardAddr = "127.0.0.1:0", "127.0.0.1:0"
+		if part == "raft" {
+			cfg.RaftAddr = taken.Addr().String()
+		} else {
+			cfg.ForwardAddr = taken.Addr().String()
+		}
+		var le *ListenError
+		if srv, err := StartServer(cfg); !errors.As(err, &le) || le.Part != part || le.Addr != taken.Addr().String() || srv != nil {
+			t.Errorf("%s address taken: StartServer returned %v, %v; want a *ListenError of part %s", part, srv, err, part)
+		}
+	}
+}
+
+// TestStartServerShapes: a member alone (no peers, no forward server),
+// listening on every interface and advertising loopback, bootstraps a
+// cluster of itself; a second member joins it (Join: it bootstraps
+// nothing) once the first adds it, takes its log, and writes through it
+// (its Peers name the first's forward address).
+func TestStartServerShapes(t *testing.T) {
+	t.Parallel()
+	addrs := freePorts(t, 3)
+	_, port, _ := net.SplitHostPort(addrs[0])
+	first := &serverMember{cfg: ServerConfig{
+		ID: "n1", NodeNumber: 1, Dir: t.TempDir(),
+		RaftAddr: "0.0.0.0:" + port, RaftAdvertise: addrs[0], ForwardAddr: addrs[1],
+		Raft: serverRaft, Logger: hclog.NewNullLogger(),
+	}}
+	first.start(t)
+	defer first.srv.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ld := first.srv.Node()
+	if addr, id, err := ld.WaitLeader(ctx); err != nil || id != "n1" || string(addr) != addrs[0] {
+		t.Fatalf("the member alone: leader %s at %s (%v), want n1 at %s", id, addr, err, addrs[0])
+	}
+	second := &serverMember{cfg: ServerConfig{
+		ID: "n2", NodeNumber: 2, Dir: t.TempDir(), RaftAddr: addrs[2], Join: true,
+		Peers: []Peer{{ID: "n1", RaftAddr: addrs[0], ForwardAddr: addrs[1]}},
+		Raft:  serverRaft, Logger: hclog.NewNullLogger(),
+	}}
+	second.start(t)
+	defer second.srv.Close(context.Background())
+	if cfg, err := second.srv.Node().Raft().GetConfiguration().Configuration(), second.srv.Node().Raft().GetConfiguration().Error(); err != nil || len(cfg.Servers) != 0 {
+		t.Fatalf("a joining member bootstrapped: %+v (%v)", cfg, err)
+	}
+	must(t, ld.AddVoter(ctx, "n2", raft.ServerAddress(addrs[2])))
+	index, err := second.srv.Node().Write(ctx, []strata.TableMeta{second.objs}, func(txn strata.WriteTxn) error {
+		_, _, err := second.objs.Insert(txn, &item{ID: 1, Val: "joined"})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("a write through the member that joined: %v", err)
+	}
+	txn, err := ld.ReadAtLeast(ctx, index)
+	must(t, err)
+	if o, _, ok := first.objs.Get(txn, itemByID.Query(1)); !ok || o.Val != "joined" {
+		t.Errorf("the first member reads %v, %v", o, ok)
 	}
 }

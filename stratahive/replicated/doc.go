@@ -24,9 +24,10 @@
 // the followers' forwarded writes on --strata-raft-forward, forwards its
 // own to the leader's forward address as --strata-raft-peers gives it,
 // and, with --strata-raft-bootstrap, bootstraps the cluster of
-// --strata-raft-peers (or of itself alone). When the hive stops, the node
-// shuts down gracefully (a leader hands its leadership over first,
-// replicate.Node.Shutdown) and everything it ran on closes. Replica.Node
+// --strata-raft-peers (or of itself alone): replicate.StartServer, from
+// the flags. When the hive stops, the node shuts down gracefully (a
+// leader hands its leadership over first, replicate.Server.Handover) and
+// everything it ran on closes. Replica.Node
 // returns the running replicate.Node: write with its Write (which a
 // follower forwards to the leader), read with ReadTxn, ReadAtLeast or
 // ReadLinearizable, change the membership with AddVoter and

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-db/strata"
-	"github.com/strata-db/strata/persist"
 	"github.com/strata-db/strata/replicate"
 )
 
@@ -62,12 +59,6 @@ type Options struct {
 	Forwarder replicate.Forwarder
 }
 
-// registrar is a Forwarder that must know the nodes it reaches
-// (replicate.LocalForwarder).
-type registrar interface {
-	Register(raft.ServerAddress, *replicate.Node)
-	Unregister(raft.ServerAddress)
-}
 
 // ErrNoTables is the start error of a Cell with no table declared with
 // Table: a node replicates at least one.
@@ -98,15 +89,10 @@ type Replica struct {
 	run  *running
 }
 
-// running is what start opened and stop closes, in reverse order.
+// running is the server start started and stop closes, and the health
+// watch on its node.
 type running struct {
-	store     *replicate.LogStore
-	state     *persist.Store // --strata-raft-durable
-	transport raft.Transport
-	tcp       *raft.NetworkTransport // the transport, if the Cell opened it
-	netFwd    *replicate.NetForwarder
-	fwdSrv    *replicate.ForwardServer
-	reg       registrar
+	srv       *replicate.Server
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
 }
@@ -178,126 +164,44 @@ func (r *Replica) start(ctx cell.HookContext) error {
 	if len(r.tables) == 0 {
 		return ErrNoTables
 	}
-	run := &running{}
-	n, err := r.open(run)
+	srv, err := r.open()
 	if err != nil {
-		return errors.Join(err, run.close())
+		return err
 	}
-	r.node, r.run = n, run
+	run := &running{srv: srv}
+	r.node, r.run = srv.Node(), run
 	r.watchHealth(run)
 	return nil
 }
 
-// open opens, into run, what the node runs on, and starts the node.
-func (r *Replica) open(run *running) (*replicate.Node, error) {
+// open starts the node with replicate.StartServer, from the flags and
+// the Options. StartServer's refusals and listen errors name its
+// fields; open names the flags.
+func (r *Replica) open() (*replicate.Server, error) {
 	cfg := r.cfg
-	rlog := raftLogger(r.log)
-	var err error
-	run.store, err = replicate.Open(filepath.Join(cfg.StrataRaftDir, "raft-log"), replicate.Options{Logger: r.log})
-	if err != nil {
-		return nil, err
+	peers := make([]replicate.Peer, len(r.peers))
+	for i, p := range r.peers {
+		peers[i] = replicate.Peer{ID: p.ID, RaftAddr: string(p.Address), ForwardAddr: p.Forward}
 	}
-	if cfg.StrataRaftDurable {
-		if run.state, err = persist.Open(filepath.Join(cfg.StrataRaftDir, "state"), persist.Options{Logger: r.log}); err != nil {
-			return nil, err
-		}
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.StrataRaftDir, 2, rlog)
-	if err != nil {
-		return nil, err
-	}
-	if run.transport = r.opts.Transport; run.transport == nil {
-		t, err := tcpTransport(cfg, rlog)
-		if err != nil {
-			return nil, err
-		}
-		run.transport, run.tcp = t, t
-	}
-	var fwdLn net.Listener
-	if cfg.StrataRaftForward != "" {
-		if fwdLn, err = net.Listen("tcp", cfg.StrataRaftForward); err != nil {
-			return nil, fmt.Errorf("replicated: --strata-raft-forward: %w", err)
-		}
-	}
-	fwd := r.opts.Forwarder
-	if fwd == nil {
-		run.netFwd = replicate.NewNetForwarder(r.resolve)
-		fwd = run.netFwd
-	}
-	conf := replicate.RaftConfig()
-	conf.LocalID = raft.ServerID(cfg.StrataRaftID)
-	conf.Logger = rlog
-	if r.opts.Raft != nil {
-		r.opts.Raft(conf)
-	}
-	n, err := replicate.NewNode(replicate.Config{
-		DB: r.db, Tables: r.tables, NodeNumber: uint16(cfg.StrataRaftNodeNumber), Raft: conf,
-		LogStore: run.store, StableStore: run.store, Snapshots: snaps, Transport: run.transport,
-		Forwarder: fwd, Store: run.state,
+	srv, err := replicate.StartServer(replicate.ServerConfig{
+		ID: raft.ServerID(cfg.StrataRaftID), NodeNumber: uint16(cfg.StrataRaftNodeNumber),
+		Dir: cfg.StrataRaftDir, Durable: cfg.StrataRaftDurable,
+		RaftAddr: cfg.StrataRaftBind, RaftAdvertise: cfg.StrataRaftAdvertise, ForwardAddr: cfg.StrataRaftForward,
+		Peers: peers, Join: !cfg.StrataRaftBootstrap,
+		Transport: r.opts.Transport, Forwarder: r.opts.Forwarder,
+		DB: r.db, Tables: r.tables, Raft: r.opts.Raft,
+		Logger: raftLogger(r.log), StoreLogger: r.log,
 	})
-	if err != nil {
-		if fwdLn != nil {
-			fwdLn.Close()
-		}
-		return nil, err
+	var le *replicate.ListenError
+	switch {
+	case errors.As(err, &le) && le.Part == "raft":
+		return nil, fmt.Errorf("replicated: raft transport on --strata-raft-bind=%q: %w", cfg.StrataRaftBind, le.Err)
+	case errors.As(err, &le) && le.Part == "forward":
+		return nil, fmt.Errorf("replicated: --strata-raft-forward: %w", le.Err)
+	case errors.Is(err, replicate.ErrInvalidServerConfig):
+		return nil, fmt.Errorf("%w: %w (flags --strata-raft-bind, --strata-raft-advertise, --strata-raft-forward, --strata-raft-peers)", ErrInvalidConfig, err)
 	}
-	if fwdLn != nil {
-		run.fwdSrv = replicate.ServeForward(n, fwdLn)
-	}
-	if reg, ok := fwd.(registrar); ok {
-		reg.Register(run.transport.LocalAddr(), n)
-		run.reg = reg
-	}
-	if cfg.StrataRaftBootstrap {
-		if err := r.bootstrap(n); err != nil {
-			return nil, errors.Join(err, r.closeNode(n, run))
-		}
-	}
-	return n, nil
-}
-
-// bootstrap makes the peers (or this node alone) the first configuration
-// of the cluster; a node that has state already leaves it as it is.
-func (r *Replica) bootstrap(n *replicate.Node) error {
-	var err error
-	if len(r.peers) == 0 {
-		err = n.BootstrapSelf()
-	} else {
-		servers := make([]raft.Server, len(r.peers))
-		for i, p := range r.peers {
-			servers[i] = raft.Server{ID: p.ID, Address: p.Address, Suffrage: raft.Voter}
-		}
-		err = n.Bootstrap(servers)
-	}
-	if errors.Is(err, replicate.ErrAlreadyBootstrapped) {
-		return nil
-	}
-	return err
-}
-
-// closeNode closes n when its start failed after it was created.
-func (r *Replica) closeNode(n *replicate.Node, run *running) error {
-	if run.reg != nil {
-		run.reg.Unregister(run.transport.LocalAddr())
-		run.reg = nil
-	}
-	var errs []error
-	if run.fwdSrv != nil {
-		errs = append(errs, run.fwdSrv.Close())
-		run.fwdSrv = nil
-	}
-	return errors.Join(append(errs, n.Close())...)
-}
-
-// resolve is the NetForwarder's resolver: the forward address of a raft
-// address, from --strata-raft-peers.
-func (r *Replica) resolve(addr raft.ServerAddress) (string, bool) {
-	for _, p := range r.peers {
-		if p.Address == addr && p.Forward != "" {
-			return p.Forward, true
-		}
-	}
-	return "", false
+	return srv, err
 }
 
 func (r *Replica) stop(ctx cell.HookContext) error {
@@ -310,50 +214,17 @@ func (r *Replica) stop(ctx cell.HookContext) error {
 	r.run = nil
 	run.stopWatch()
 	<-run.watchDone
-	if run.reg != nil {
-		// Before the shutdown: a follower's write is not sent to a node
-		// on its way out.
-		run.reg.Unregister(run.transport.LocalAddr())
-		run.reg = nil
-	}
-	// The leader hands its leadership over, then the node closes; the
-	// forward server after, so that the followers' writes in flight end
-	// with the node's answer. The node is closed whatever Shutdown
-	// returns, and its error can only be the handover's (raft's Shutdown
-	// has none): one that failed, as the last node of a cluster that
-	// lost its quorum must, is not a failure to stop.
-	if err := r.node.Shutdown(ctx); err != nil {
+	// The leader hands its leadership over, and the node closes
+	// (replicate.Server.Handover). Its error can only be the handover's:
+	// one that failed, as the last node of a cluster that lost its
+	// quorum must, is not a failure to stop.
+	if err := run.srv.Handover(ctx); err != nil {
 		r.log.Warn("replicated: the leadership was not handed over", "error", err)
 	}
 	if r.health != nil {
 		r.health.Stopped("node closed")
 	}
-	return run.close()
-}
-
-// close closes what open opened, but the node, in reverse order.
-func (run *running) close() error {
-	var errs []error
-	if run.fwdSrv != nil {
-		errs = append(errs, run.fwdSrv.Close())
-	}
-	if run.netFwd != nil {
-		run.netFwd.Close()
-	}
-	if run.tcp != nil {
-		// raft's Shutdown closed it (its listener and the connections it
-		// accepted) unless the node failed to start; its connections to
-		// the other nodes are closed here.
-		errs = append(errs, run.tcp.Close())
-		run.tcp.CloseStreams()
-	}
-	if run.store != nil {
-		errs = append(errs, run.store.Close())
-	}
-	if run.state != nil {
-		errs = append(errs, run.state.Close())
-	}
-	return errors.Join(errs...)
+	return run.srv.Close(ctx)
 }
 
 // raftLogger is raft's logger: its warnings and errors, line by line, to
