@@ -59,7 +59,6 @@ type Options struct {
 	Forwarder replicate.Forwarder
 }
 
-
 // ErrNoTables is the start error of a Cell with no table declared with
 // Table: a node replicates at least one.
 var ErrNoTables = errors.New("replicated: no table declared with replicated.Table")
