@@ -329,9 +329,10 @@ func (cfg *ServerConfig) check() error {
 	}
 	for _, p := range cfg.Peers {
 		if p.ID == cfg.ID {
-			if p.RaftAddr != raftAddr || p.ForwardAddr != "" && p.ForwardAddr != cfg.ForwardAddr {
-				return member("peer %s is at %s (forward %q), not at this node's raft address %s (ForwardAddr %q)",
-					p.ID, p.RaftAddr, p.ForwardAddr, raftAddr, cfg.ForwardAddr)
+			// (Its forward address may differ from ForwardAddr: the one
+			// the others dial, the other the one listened at.)
+			if p.RaftAddr != raftAddr {
+				return member("peer %s is at %s, not at this node's raft address %s", p.ID, p.RaftAddr, raftAddr)
 			}
 			return nil
 		}
@@ -341,6 +342,10 @@ func (cfg *ServerConfig) check() error {
 
 // Node returns the server's node.
 func (s *Server) Node() *Node { return s.node }
+
+// LogStore returns the raft log store the server opened, for what a
+// program reads of it (FirstIndex, LastIndex); raft writes it.
+func (s *Server) LogStore() *LogStore { return s.store }
 
 // Handover prepares the server's close: it takes the node back from a
 // Forwarder it was registered with, and hands the leadership over if the

@@ -205,7 +205,6 @@ func TestStartServerRefuses(t *testing.T) {
 		"no table":            func(c *ServerConfig) { c.Tables = nil },
 		"not among the peers": func(c *ServerConfig) { c.Peers[0].ID = "n2" },
 		"peer elsewhere":      func(c *ServerConfig) { c.Peers[0].RaftAddr = "127.0.0.1:3" },
-		"forward elsewhere":   func(c *ServerConfig) { c.ForwardAddr = "127.0.0.1:4" },
 		"advertised elsewhere": func(c *ServerConfig) {
 			c.RaftAdvertise = "127.0.0.1:5"
 		},

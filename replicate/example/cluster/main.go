@@ -1,9 +1,8 @@
 // Command cluster runs one node of a replicated Strata database as its
-// own process: a raft member on TCP (raft.NewTCPTransport), its log on
-// Pebble (replicate.Open), its snapshots in files
-// (raft.NewFileSnapshotStore), writes from any node forwarded to the
-// leader over HTTP (replicate.NetForwarder, replicate.ServeForward), and a
-// small HTTP API to write, read and watch one table of objects.
+// own process, started by replicate.StartServer: a raft member on TCP,
+// its log on Pebble, its snapshots in files, writes from any node
+// forwarded to the leader over HTTP; and a small HTTP API to write, read
+// and watch one table of objects.
 //
 // Three nodes on one machine (demo.sh does this, then kills the leader):
 //
@@ -18,7 +17,8 @@
 // Every node bootstraps the cluster from -peers on its first start (the
 // same configuration on every node, which raft allows) and restarts from
 // its data directory: the state is in memory, rebuilt from raft's latest
-// snapshot and the log after it. The API is in api.go.
+// snapshot and the log after it (with -durable, loaded from its persist
+// store and the log after it). The API is in api.go.
 package main
 
 import (
@@ -31,7 +31,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -202,122 +201,48 @@ func parsePeers(s string) ([]peer, error) {
 	return peers, nil
 }
 
-// member is the node of this process and the database it replicates.
-type member struct {
-	db      *strata.DB
-	objects strata.RWTable[*object]
-	node    *replicate.Node
-}
-
-// startMember creates the database and its table, starts the node on
-// raft's stores and transport, and bootstraps the cluster of -peers on
-// the node's first start (on a restart, raft has it in the log already).
-func startMember(o *options, logger hclog.Logger, store *replicate.LogStore, state *persist.Store, snaps raft.SnapshotStore, trans raft.Transport, fwd replicate.Forwarder) (*member, error) {
-	m := &member{db: strata.New()}
-	var err error
-	if m.objects, err = strata.NewTable(m.db, "objects", objectByKey); err != nil {
-		return nil, err
-	}
-	conf := replicate.RaftConfig()
-	conf.LocalID = o.peers[o.self].id
-	conf.HeartbeatTimeout = o.heartbeat
-	conf.ElectionTimeout = o.timeout
-	conf.LeaderLeaseTimeout = o.heartbeat
-	conf.SnapshotThreshold = o.snapN
-	conf.SnapshotInterval = o.snapInt
-	conf.TrailingLogs = o.trailing
-	conf.Logger = logger
-	m.node, err = replicate.NewNode(replicate.Config{
-		DB:         m.db,
-		Tables:     []replicate.Binding{replicate.Bind(m.objects, persist.JSON[*object]())},
-		NodeNumber: uint16(o.self + 1),
-		Raft:       conf,
-		LogStore:   store, StableStore: store, Snapshots: snaps, Transport: trans,
-		Forwarder: fwd, Store: state,
-	})
-	if err != nil {
-		return nil, err
-	}
-	var servers []raft.Server
-	for _, p := range o.peers {
-		servers = append(servers, raft.Server{ID: p.id, Address: raft.ServerAddress(p.raft)})
-	}
-	if err := m.node.Bootstrap(servers); err != nil && !errors.Is(err, replicate.ErrAlreadyBootstrapped) {
-		return nil, errors.Join(err, m.node.Close())
-	}
-	return m, nil
-}
-
-// forwardAddrs maps each peer's raft address to its forward address: a
-// follower learns its leader's raft address only.
-func (o *options) forwardAddrs() map[raft.ServerAddress]string {
-	addrs := map[raft.ServerAddress]string{}
-	for _, p := range o.peers {
-		addrs[raft.ServerAddress(p.raft)] = p.forward
-	}
-	return addrs
-}
-
 // run starts the node, serves until SIGINT or SIGTERM, then shuts down
 // gracefully (a leader hands its leadership over first).
 func run(o *options) (err error) {
 	logger := hclog.New(&hclog.LoggerOptions{Name: o.id, Level: o.logLevel, Output: os.Stderr})
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return err
-	}
-	store, err := replicate.Open(filepath.Join(o.dir, "raft"), replicate.Options{
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-	})
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, store.Close()) }()
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(o.dir, 2, logger.Named("snapshots"))
+	db := strata.New()
+	objects, err := strata.NewTable(db, "objects", objectByKey)
 	if err != nil {
 		return err
 	}
 	self := o.peers[o.self]
-	advertise, err := net.ResolveTCPAddr("tcp", self.raft)
-	if err != nil {
-		return fmt.Errorf("raft address %s: %w", self.raft, err)
+	peers := make([]replicate.Peer, len(o.peers))
+	for i, p := range o.peers {
+		peers[i] = replicate.Peer{ID: p.id, RaftAddr: p.raft, ForwardAddr: p.forward}
 	}
-	trans, err := raft.NewTCPTransportWithLogger(o.raftBind, advertise, 3, 10*time.Second, logger.Named("transport"))
+	// A member with the tables in -dir (and in Pebble with -durable),
+	// raft on TCP at -raft advertised at its -peers address, the forward
+	// server at -forward; it bootstraps the cluster of -peers on its
+	// first start (on a restart, raft has it in the log already).
+	srv, err := replicate.StartServer(replicate.ServerConfig{
+		ID: self.id, NodeNumber: uint16(o.self + 1), Dir: o.dir, Durable: o.durable,
+		RaftAddr: o.raftBind, RaftAdvertise: self.raft, ForwardAddr: o.fwdBind, Peers: peers,
+		DB: db, Tables: []replicate.Binding{replicate.Bind(objects, persist.JSON[*object]())},
+		Raft: func(conf *raft.Config) {
+			conf.HeartbeatTimeout = o.heartbeat
+			conf.ElectionTimeout = o.timeout
+			conf.LeaderLeaseTimeout = o.heartbeat
+			conf.SnapshotThreshold = o.snapN
+			conf.SnapshotInterval = o.snapInt
+			conf.TrailingLogs = o.trailing
+		},
+		Logger:      logger,
+		StoreLogger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, trans.Close()) }()
-
-	fwd := replicate.NewNetForwarder(replicate.StaticResolver(o.forwardAddrs(), nil))
-	defer fwd.Close()        // after the node (Shutdown, in the return)
-	var state *persist.Store // -durable: the tables' store
-	if o.durable {
-		state, err = persist.Open(filepath.Join(o.dir, "state"), persist.Options{
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		})
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, state.Close()) }()
-	}
-	m, err := startMember(o, logger, store, state, snaps, trans, fwd)
-	if err != nil {
-		return err
-	}
-	node := m.node
-
-	fwdLn, err := net.Listen("tcp", o.fwdBind)
-	if err != nil {
-		_ = node.Close()
-		return err
-	}
-	fwdSrv := replicate.ServeForward(node, fwdLn)
+	node := srv.Node()
 	apiLn, err := net.Listen("tcp", o.api)
 	if err != nil {
-		_ = fwdSrv.Close()
-		_ = node.Close()
-		return err
+		return errors.Join(err, srv.Close(context.Background()))
 	}
-	a := newAPI(o.id, node, m.db, m.objects, store)
+	a := newAPI(o.id, node, db, objects, srv.LogStore())
 	apiDone := make(chan error, 1)
 	go func() { apiDone <- a.serve(apiLn) }()
 	logger.Info("serving", "raft", self.raft, "forward", self.forward, "api", o.api)
@@ -332,5 +257,5 @@ func run(o *options) (err error) {
 	a.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*o.timeout+time.Second)
 	defer cancel()
-	return errors.Join(err, node.Shutdown(ctx), fwdSrv.Close())
+	return errors.Join(err, srv.Close(ctx))
 }
