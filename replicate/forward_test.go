@@ -303,13 +303,8 @@ func testForwardConcurrent(t *testing.T, mode string, opts ...WriteOption) {
 func TestForwardConflict(t *testing.T) {
 	t.Parallel()
 	forEachForwarder(t, func(t *testing.T, mode string) {
-		c, _ := newForwardCluster(t, 3, mode)
-		ld := c.leader()
+		c, ld, f := firstWritten(t, mode)
 		ctx := context.Background()
-		_, err := put(ctx, ld, 1, "first")
-		must(t, err)
-		c.converge()
-		f := c.followers(ld)[0]
 		revB := f.tables[1].Revision(f.db.ReadTxn())
 		attempt := 0
 		fn := func(txn strata.WriteTxn) error {
@@ -327,7 +322,7 @@ func TestForwardConflict(t *testing.T) {
 			_, _, err := f.tables[1].Insert(txn, &item{ID: 4, Val: "follower"})
 			return err
 		}
-		_, err = f.node.Write(ctx, f.metas[:2], fn)
+		_, err := f.node.Write(ctx, f.metas[:2], fn)
 		if !errors.Is(err, ErrConflict) {
 			t.Fatalf("a forwarded write of a table written meanwhile: %v, want ErrConflict", err)
 		}
@@ -379,6 +374,19 @@ func TestForwardConflict(t *testing.T) {
 	})
 }
 
+// firstWritten starts a forwarding cluster with holds, writes object 1
+// ("first") through its leader, waits until every node applied it, and
+// returns the cluster, its leader and a follower.
+func firstWritten(t *testing.T, mode string, holds ...func(holdPoint, int)) (*rcluster, *rnode, *rnode) {
+	t.Helper()
+	c, _ := newForwardCluster(t, 3, mode, holds...)
+	ld := c.leader()
+	_, err := put(context.Background(), ld, 1, "first")
+	must(t, err)
+	c.converge()
+	return c, ld, c.followers(ld)[0]
+}
+
 // TestForwardObjectConflicts: with ObjectConflicts, a follower's write
 // commits although its table changed since it read it, when the objects
 // it writes did not, at the leader's next revisions (the nodes converge
@@ -387,13 +395,8 @@ func TestForwardConflict(t *testing.T) {
 func TestForwardObjectConflicts(t *testing.T) {
 	t.Parallel()
 	forEachForwarder(t, func(t *testing.T, mode string) {
-		c, _ := newForwardCluster(t, 3, mode)
-		ld := c.leader()
+		c, ld, f := firstWritten(t, mode)
 		ctx := context.Background()
-		_, err := put(ctx, ld, 1, "first")
-		must(t, err)
-		c.converge()
-		f := c.followers(ld)[0]
 		// write inserts id through f, after the leader wrote other (in
 		// the same table) once f's transaction read the table.
 		write := func(id, other uint64) error {
@@ -725,13 +728,8 @@ func TestForwardObjectConflictsAfterApply(t *testing.T) {
 				<-release
 			}
 		}
-		c, _ := newForwardCluster(t, 3, mode, hold, hold, hold)
-		ld := c.leader()
+		c, ld, f := firstWritten(t, mode, hold, hold, hold)
 		ctx := context.Background()
-		_, err := put(ctx, ld, 1, "first")
-		must(t, err)
-		c.converge()
-		f := c.followers(ld)[0]
 		armed.Store(true)
 		done := make(chan error, 1)
 		go func() {
