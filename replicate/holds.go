@@ -12,8 +12,9 @@ package replicate
 //   - the awaiter (Node.await), which waits for each entry's future and
 //     settles the batches of an entry that failed;
 //   - raft's FSM goroutine, in fsm.Apply: it marks the node's own change
-//     sets applied, or fails the pending ones and applies a change set of
-//     another node;
+//     sets applied (on a durable node, writing them to its store outside
+//     Node.mu first), or fails the pending ones and applies a change set
+//     of another node;
 //   - the leadership watcher (Node.watchLeadership), which decides when
 //     the node may propose (journalState.ready);
 //   - raft's FSM goroutine again, in fsm.Snapshot, which waits for the
