@@ -41,6 +41,7 @@ type untypedTable interface {
 	anyCount(txn ReadTxn, pos int, q AnyQuery, watch bool) (int, <-chan struct{}, error)
 	anyInsert(txn WriteTxn, obj any) (old any, hadOld bool, err error)
 	anyDelete(txn WriteTxn, obj any) (old any, hadOld bool, err error)
+	anyDeleteEach(txn WriteTxn, objs iter.Seq[AnyObject]) (int, error)
 	decodeJSON(data []byte) (any, error)
 	anyChanges(txn WriteTxn, opts []FeedOption) (AnyChangeIterator, error)
 	// anyPrimaryKey serves AnyTable.PrimaryKey (anyinspect.go).
@@ -331,6 +332,17 @@ func (t AnyTable) Delete(txn WriteTxn, obj any) (old any, hadOld bool, err error
 	return t.Meta.untyped().anyDelete(txn, obj)
 }
 
+// DeleteEach removes, in txn, every object objs yields, as DeleteEach of
+// the typed table does: objs is read to its end before the first change
+// (so it may be a read of the table through txn itself, And's, In's or
+// Or's among them), an object is found by its primary key, one the table
+// does not hold is skipped, and the count of objects removed is returned.
+// An object of another type fails with an error that wraps ErrObjectType,
+// before anything changed.
+func (t AnyTable) DeleteEach(txn WriteTxn, objs iter.Seq[AnyObject]) (int, error) {
+	return t.Meta.untyped().anyDeleteEach(txn, objs)
+}
+
 // DecodeJSON decodes data, as encoding/json does, into a new object of the
 // table's type. The error wraps the decoder's.
 func (t AnyTable) DecodeJSON(data []byte) (any, error) {
@@ -404,6 +416,28 @@ func (t *table[Obj]) anyDelete(txn WriteTxn, obj any) (any, bool, error) {
 		return nil, false, err
 	}
 	return old, true, err
+}
+
+func (t *table[Obj]) anyDeleteEach(txn WriteTxn, objs iter.Seq[AnyObject]) (int, error) {
+	tt, err := t.txnFor(txn)
+	if err != nil {
+		return 0, err
+	}
+	var typed []Obj
+	for o := range objs {
+		obj, ok := o.Object.(Obj)
+		if !ok {
+			return 0, t.objectTypeError(o.Object)
+		}
+		typed = append(typed, obj)
+	}
+	return tt.removeEach(func(yield func(Obj, Revision) bool) {
+		for _, o := range typed {
+			if !yield(o, 0) {
+				return
+			}
+		}
+	})
 }
 
 func (t *table[Obj]) objectTypeError(obj any) error {

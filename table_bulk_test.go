@@ -341,3 +341,48 @@ func TestModifyEachErrors(t *testing.T) {
 		t.Fatalf("ModifyEach on a committed transaction: %v, want ErrTransactionClosed", err)
 	}
 }
+
+// TestAnyDeleteEach: AnyTable.DeleteEach removes what a combined read of
+// the table through the same transaction selects, and refuses an object
+// of another type before anything changed.
+func TestAnyDeleteEach(t *testing.T) {
+	db := New()
+	tbl := newTestTable(t, db, "t", nameIndex, tagsIndex, valueIndex)
+	objs := map[uint64]*testObject{}
+	for i := range uint64(20) {
+		o := &testObject{ID: i, Name: fmt.Sprint("n", i), Value: int(i % 4), Tags: part.NewSet(fmt.Sprint("t", i%3))}
+		objs[i] = o
+		mustInsertAll(t, db, tbl, o)
+	}
+	at := AnyTable{Meta: tbl}
+	q := func(ix, key string) AnyQuery {
+		k, err := at.ParseKey(ix, key)
+		must(t, err)
+		return AnyQuery{Index: ix, Key: k, Op: QueryList}
+	}
+	txn := db.WriteTxn(tbl)
+	seq, err := at.And(txn, q("tags", "t1"), q("value", "2"))
+	must(t, err)
+	n, err := at.DeleteEach(txn, seq)
+	want := 0
+	for id, o := range objs {
+		if o.ID%3 == 1 && o.Value == 2 {
+			delete(objs, id)
+			want++
+		}
+	}
+	if err != nil || n != want || want == 0 {
+		t.Fatalf("DeleteEach of an And = %d, %v; want %d", n, err, want)
+	}
+	rtxn := mustCommit(t, txn)
+	checkModel(t, "after AnyTable.DeleteEach", tbl, rtxn, objs)
+
+	txn = db.WriteTxn(tbl)
+	mixed := func(yield func(AnyObject) bool) {
+		_ = yield(AnyObject{Object: objs[0]}) && yield(AnyObject{Object: "not an object"})
+	}
+	if n, err := at.DeleteEach(txn, mixed); !errors.Is(err, ErrObjectType) || n != 0 {
+		t.Fatalf("DeleteEach of an object of another type = %d, %v; want ErrObjectType", n, err)
+	}
+	checkModel(t, "after a refused DeleteEach", tbl, mustCommit(t, txn), objs)
+}
