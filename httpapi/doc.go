@@ -23,6 +23,7 @@
 //	GET    /v1/tables/{table}/or         Page: the objects any q= selects
 //	POST   /v1/tables/{table}/objects    insert the body's JSON objects (NDJSON)
 //	DELETE /v1/tables/{table}/object     delete the object with primary key=
+//	DELETE /v1/tables/{table}/and        delete what GET would return (also /in, /or)
 //	GET    /v1/tables/{table}/changes    the change stream (below)
 //	GET    /v1/dump[?table=T...]         strata.WriteJSON of one snapshot
 //	GET    /v1/snapshot                  Options.Snapshot of one snapshot
@@ -52,7 +53,10 @@
 // and after are refused). No q= is strata.ErrNoQueries, a query of an
 // LPM index strata.ErrInvalidQuery, /in's queries of several indexes
 // strata.ErrMixedIndexes (each 400); an unknown index is
-// strata.ErrIndexNotFound (404), as on /objects.
+// strata.ErrIndexNotFound (404), as on /objects. DELETE on /and, /in or
+// /or deletes what GET returns, in one write transaction that reads the
+// query itself (strata.AnyTable.DeleteEach), and answers a WriteResult
+// with the count; it takes q= and raw=, not waitRev=.
 //
 // # Blocking reads
 //

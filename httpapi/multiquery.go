@@ -60,6 +60,45 @@ func (h *Handler) getMulti(op string) endpoint {
 	}
 }
 
+// deleteMulti returns the DELETE endpoint of op: it deletes, in one write
+// transaction, every object the combined read op selects in that
+// transaction (strata.AnyTable.DeleteEach), and answers a WriteResult
+// with the count. It takes q (and raw), not a wait.
+func (h *Handler) deleteMulti(op string) endpoint {
+	return func(w http.ResponseWriter, r *http.Request, vals url.Values) error {
+		t, err := h.table(r)
+		if err != nil {
+			return err
+		}
+		if vals.Has("waitRev") || vals.Has("wait") {
+			return fmt.Errorf("%w: a delete takes q (and raw) only", ErrBadRequest)
+		}
+		qs, _, err := h.parseMulti(vals, t)
+		if err != nil {
+			return err
+		}
+		wtxn, err := h.writer.WriteTxnContext(r.Context(), t.Meta)
+		if err != nil {
+			return err
+		}
+		defer wtxn.Abort()
+		seq, err := multiOps[op].read(t, wtxn, qs...)
+		if err != nil {
+			return err
+		}
+		n, err := t.DeleteEach(wtxn, seq)
+		if err != nil {
+			return err
+		}
+		txn, err := wtxn.Commit()
+		if err != nil {
+			return err
+		}
+		setRevision(w, t.Revision(txn))
+		return writeJSON(w, WriteResult{Revision: t.Revision(txn), Deleted: n})
+	}
+}
+
 // parseMulti reads the queries of a combined read of t, and its wait. An
 // unknown index fails before any key is parsed; no queries at all is left
 // to the read (strata.ErrNoQueries).

@@ -261,3 +261,59 @@ func TestMultiQueryBlocking(t *testing.T) {
 		res.problem(t, 400, "strata.ErrMixedIndexes")
 	})
 }
+
+// TestMultiQueryDelete: DELETE on /and, /in and /or deletes what the
+// combined read selects, in one transaction, and says how many; a bad
+// request is refused with its typed error and deletes nothing, and so is
+// a delete without write access.
+func TestMultiQueryDelete(t *testing.T) {
+	f := newFixture(t, Options{Authorize: Allow(AccessRead, AccessWrite)})
+	tbl, rev := addServers(t, f.db)
+	names := func() []string {
+		var got []string
+		for s := range tbl.All(f.db.ReadTxn()) {
+			got = append(got, s.Name)
+		}
+		return got
+	}
+	for _, bad := range []struct {
+		path   string
+		status int
+		name   string
+	}{
+		{"/v1/tables/servers/and", 400, "strata.ErrNoQueries"},
+		{multiPath("in", []string{"zone=eu", "status=up"}), 400, "strata.ErrMixedIndexes"},
+		{multiPath("or", []string{"nope=x"}), 404, "strata.ErrIndexNotFound"},
+		{multiPath("and", []string{"zone=eu"}, "wait=1s"), 400, "httpapi.ErrBadRequest"},
+	} {
+		f.do(t, "DELETE", bad.path, nil).problem(t, bad.status, bad.name)
+	}
+	if got := names(); len(got) != 6 || tbl.Revision(f.db.ReadTxn()) != rev {
+		t.Fatalf("refused deletes changed the table: %v at revision %d, was %d", got, tbl.Revision(f.db.ReadTxn()), rev)
+	}
+	for _, tc := range []struct {
+		op   string
+		qs   []string
+		n    int
+		left []string
+	}{
+		{"and", []string{"zone=eu", "status=down"}, 2, []string{"s1", "s2", "s4", "s5"}},
+		{"in", []string{"zone=ap", "zone=mars"}, 1, []string{"s1", "s2", "s5"}},
+		{"or", []string{"s1", "tags=y"}, 3, nil},
+	} {
+		var res WriteResult
+		path := multiPath(tc.op, tc.qs)
+		r := f.do(t, "DELETE", path, nil)
+		r.decode(t, 200, &res)
+		if res.Deleted != tc.n || res.Revision != tbl.Revision(f.db.ReadTxn()) || r.header.Get("Strata-Revision") != itoa(res.Revision) {
+			t.Errorf("DELETE %s: %+v (header %q), want %d deleted at the table's revision %d", path, res, r.header.Get("Strata-Revision"), tc.n, tbl.Revision(f.db.ReadTxn()))
+		}
+		if got := names(); !slices.Equal(got, tc.left) {
+			t.Errorf("after DELETE %s: %v, want %v", path, got, tc.left)
+		}
+	}
+
+	ro := newFixture(t, Options{})
+	addServers(t, ro.db)
+	ro.do(t, "DELETE", multiPath("or", []string{"s1"}), nil).problem(t, 403, "httpapi.ErrForbidden")
+}
