@@ -77,25 +77,14 @@ func (h *Handler) deleteMulti(op string) endpoint {
 		if err != nil {
 			return err
 		}
-		wtxn, err := h.writer.WriteTxnContext(r.Context(), t.Meta)
-		if err != nil {
-			return err
-		}
-		defer wtxn.Abort()
-		seq, err := multiOps[op].read(t, wtxn, qs...)
-		if err != nil {
-			return err
-		}
-		n, err := t.DeleteEach(wtxn, seq)
-		if err != nil {
-			return err
-		}
-		txn, err := wtxn.Commit()
-		if err != nil {
-			return err
-		}
-		setRevision(w, t.Revision(txn))
-		return writeJSON(w, WriteResult{Revision: t.Revision(txn), Deleted: n})
+		return h.commitWrite(w, r, t, func(wtxn strata.WriteTxn) (WriteResult, error) {
+			seq, err := multiOps[op].read(t, wtxn, qs...)
+			if err != nil {
+				return WriteResult{}, err
+			}
+			n, err := t.DeleteEach(wtxn, seq)
+			return WriteResult{Deleted: n}, err
+		})
 	}
 }
 

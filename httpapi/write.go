@@ -53,22 +53,37 @@ func (h *Handler) postObjects(w http.ResponseWriter, r *http.Request, vals url.V
 	if len(objs) == 0 {
 		return fmt.Errorf("%w: no object in the body", ErrBadRequest)
 	}
+	return h.commitWrite(w, r, t, func(wtxn strata.WriteTxn) (WriteResult, error) {
+		for i, obj := range objs {
+			if _, _, err := t.Insert(wtxn, obj); err != nil {
+				return WriteResult{}, fmt.Errorf("object %d: %w", i+1, err)
+			}
+		}
+		return WriteResult{Inserted: len(objs)}, nil
+	})
+}
+
+// commitWrite runs write in a write transaction of t, commits it, and
+// answers write's WriteResult with the table's revision after the commit
+// (also in the Strata-Revision header). An error of write's aborts the
+// transaction and is served.
+func (h *Handler) commitWrite(w http.ResponseWriter, r *http.Request, t strata.AnyTable, write func(strata.WriteTxn) (WriteResult, error)) error {
 	wtxn, err := h.writer.WriteTxnContext(r.Context(), t.Meta)
 	if err != nil {
 		return err
 	}
 	defer wtxn.Abort()
-	for i, obj := range objs {
-		if _, _, err := t.Insert(wtxn, obj); err != nil {
-			return fmt.Errorf("object %d: %w", i+1, err)
-		}
+	res, err := write(wtxn)
+	if err != nil {
+		return err
 	}
 	txn, err := wtxn.Commit()
 	if err != nil {
 		return err
 	}
-	setRevision(w, t.Revision(txn))
-	return writeJSON(w, WriteResult{Revision: t.Revision(txn), Inserted: len(objs)})
+	res.Revision = t.Revision(txn)
+	setRevision(w, res.Revision)
+	return writeJSON(w, res)
 }
 
 // deleteObject deletes the object with the primary key key (text, or raw
@@ -85,29 +100,21 @@ func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request, vals url.
 	if err != nil {
 		return err
 	}
-	wtxn, err := h.writer.WriteTxnContext(r.Context(), t.Meta)
-	if err != nil {
-		return err
-	}
-	defer wtxn.Abort()
-	seq, err := t.Read(wtxn, req.q)
-	if err != nil {
-		return err
-	}
-	var obj any
-	for o := range seq {
-		obj = o.Object
-	}
-	if obj == nil {
-		return fmt.Errorf("table %q: no object with key %q: %w", t.Name(), vals.Get("key"), strata.ErrObjectNotFound)
-	}
-	if _, _, err := t.Delete(wtxn, obj); err != nil {
-		return err
-	}
-	txn, err := wtxn.Commit()
-	if err != nil {
-		return err
-	}
-	setRevision(w, t.Revision(txn))
-	return writeJSON(w, WriteResult{Revision: t.Revision(txn), Deleted: 1})
+	return h.commitWrite(w, r, t, func(wtxn strata.WriteTxn) (WriteResult, error) {
+		seq, err := t.Read(wtxn, req.q)
+		if err != nil {
+			return WriteResult{}, err
+		}
+		var obj any
+		for o := range seq {
+			obj = o.Object
+		}
+		if obj == nil {
+			return WriteResult{}, fmt.Errorf("table %q: no object with key %q: %w", t.Name(), vals.Get("key"), strata.ErrObjectNotFound)
+		}
+		if _, _, err := t.Delete(wtxn, obj); err != nil {
+			return WriteResult{}, err
+		}
+		return WriteResult{Deleted: 1}, nil
+	})
 }
