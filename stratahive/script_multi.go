@@ -2,7 +2,6 @@ package stratahive
 
 import (
 	"fmt"
-	"io"
 	"iter"
 	"strings"
 
@@ -87,23 +86,7 @@ func multiCmd(db *strata.DB, name string) script.Cmd {
 					}
 				}
 			}
-			if o.format == "" {
-				o.format = defaultFormat(t)
-			}
-			out, err := o.write(s, func(w io.Writer) error {
-				return writeObjects(w, t, objs, o.format, o.columns)
-			})
-			if err != nil {
-				return nil, err
-			}
-			if del {
-				n, err := deleteAll(db, t, objs)
-				if err != nil {
-					return nil, err
-				}
-				s.Logf("deleted %d objects\n", n)
-			}
-			return func(*script.State) (string, string, error) { return out, "", nil }, nil
+			return showObjects(s, db, t, objs, o, del)
 		},
 	)
 }

@@ -66,28 +66,11 @@ func queryCmd(db *strata.DB, op queryOp) script.Cmd {
 			if err != nil {
 				return nil, err
 			}
-			if o.format == "" {
-				o.format = defaultFormat(t)
-			}
-			txn := db.ReadTxn()
-			objs, err := runQuery(t, txn, op, indexName, args[1])
+			objs, err := runQuery(t, db.ReadTxn(), op, indexName, args[1])
 			if err != nil {
 				return nil, err
 			}
-			out, err := o.write(s, func(w io.Writer) error {
-				return writeObjects(w, t, objs, o.format, o.columns)
-			})
-			if err != nil {
-				return nil, err
-			}
-			if del {
-				n, err := deleteAll(db, t, objs)
-				if err != nil {
-					return nil, err
-				}
-				s.Logf("deleted %d objects\n", n)
-			}
-			return func(*script.State) (string, string, error) { return out, "", nil }, nil
+			return showObjects(s, db, t, objs, o, del)
 		},
 	)
 }
@@ -114,6 +97,29 @@ func runQuery(t strata.AnyTable, txn strata.ReadTxn, op queryOp, indexName, key 
 }
 
 // deleteAll deletes objs in one transaction, or none of them.
+// showObjects writes objs as o says (in t's default format unless o
+// names one) and, with del, deletes them in one transaction and logs how
+// many: the end of db/get, db/list, ... and of db/and, db/in, db/or.
+func showObjects(s *script.State, db *strata.DB, t strata.AnyTable, objs iter.Seq2[any, strata.Revision], o output, del bool) (script.WaitFunc, error) {
+	if o.format == "" {
+		o.format = defaultFormat(t)
+	}
+	out, err := o.write(s, func(w io.Writer) error {
+		return writeObjects(w, t, objs, o.format, o.columns)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if del {
+		n, err := deleteAll(db, t, objs)
+		if err != nil {
+			return nil, err
+		}
+		s.Logf("deleted %d objects\n", n)
+	}
+	return func(*script.State) (string, string, error) { return out, "", nil }, nil
+}
+
 func deleteAll(db *strata.DB, t strata.AnyTable, objs iter.Seq2[any, strata.Revision]) (int, error) {
 	wtxn := db.WriteTxn(t.Meta)
 	defer wtxn.Abort()
