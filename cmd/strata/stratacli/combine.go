@@ -168,12 +168,7 @@ func (a *app) combineRemote(ctx context.Context, addr string, i int, table strin
 		if err != nil {
 			return err
 		}
-		row := fields{}
-		if o.Key != "" {
-			row = append(row, field{"key", o.Key})
-		}
-		row = append(row, field{"revision", o.Revision}, field{"object", o.Object})
-		if more, err := p.emit(row, nil); err != nil || !more {
+		if more, err := p.emit(o.row(), nil); err != nil || !more {
 			return err
 		}
 	}

@@ -98,6 +98,16 @@ type RemoteObject struct {
 	Next string
 }
 
+// row is o as the pager prints it: its key (if the API gave it), its
+// revision and the object.
+func (o RemoteObject) row() fields {
+	row := fields{}
+	if o.Key != "" {
+		row = append(row, field{"key", o.Key})
+	}
+	return append(row, field{"revision", o.Revision}, field{"object", o.Object})
+}
+
 // RemoteChange is a change of a remote table: an object upserted, or
 // deleted (then Object is the object as it was); or, with Relist set, a
 // mark that the stream lists the table (again).
@@ -184,12 +194,7 @@ func (a *app) dumpRemote(ctx context.Context, addr, table string, q *queryFlags,
 		if err != nil {
 			return err
 		}
-		row := fields{}
-		if o.Key != "" {
-			row = append(row, field{"key", o.Key})
-		}
-		row = append(row, field{"revision", o.Revision}, field{"object", o.Object})
-		if more, err := p.emit(row, nil); err != nil || !more {
+		if more, err := p.emit(o.row(), nil); err != nil || !more {
 			return err
 		}
 		if o.Next != "" {
