@@ -1,17 +1,12 @@
 package stratahive_test
 
 import (
-	"context"
 	"errors"
-	"net/netip"
 	"strings"
 	"testing"
 
-	"github.com/cilium/hive/script"
-
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/index"
-	"github.com/strata-db/strata/stratahive"
 )
 
 // TestMultiCommandsErrors: db/and, db/in and db/or refuse a query of an
@@ -19,28 +14,7 @@ import (
 // key that does not parse and an unknown index, with --delete too, and
 // write nothing (multi.txtar has db/in of several indexes).
 func TestMultiCommandsErrors(t *testing.T) {
-	byID := strata.Index[*route, uint64]{
-		Name:       "id",
-		FromObject: func(r *route) index.KeySet { return index.KeySetOf(index.Uint64(r.ID)) },
-		FromKey:    index.Uint64,
-		Unique:     true,
-	}
-	byDst := strata.LPMIndex[*route]{
-		Name:       "prefix",
-		FromObject: func(r *route) strata.PrefixSet { return strata.PrefixSetOf(r.Dst) },
-	}
-	db := strata.New()
-	routes, err := strata.NewTable(db, "routes", byID, byDst)
-	must(t, err)
-	wtxn := db.WriteTxn(routes)
-	_, _, err = routes.Insert(wtxn, &route{ID: 1, Dst: netip.MustParsePrefix("10.0.0.0/8")})
-	must(t, err)
-	txn, err := wtxn.Commit()
-	must(t, err)
-	rev := routes.Revision(txn)
-	e := &script.Engine{Cmds: stratahive.Commands(db, stratahive.NewRegistry())}
-	s, err := script.NewState(context.Background(), t.TempDir(), nil)
-	must(t, err)
+	db, routes, rev, e, s := routesScript(t)
 	for _, tc := range []struct {
 		line string
 		want error

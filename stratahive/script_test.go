@@ -110,13 +110,12 @@ type route struct {
 	Dst netip.Prefix `yaml:"dst"`
 }
 
-// TestQueriesAsMigratingSays: what MIGRATING.md says of text queries
-// through the db/* commands. On an LPM index an address is a
-// longest-prefix match and a prefix an exact query (statedb's
-// NetIPPrefixIndex does a longest-prefix match for both); an index
-// without FromString parses its key from text when the key type has a
-// text form (statedb's fails).
-func TestQueriesAsMigratingSays(t *testing.T) {
+// routesScript returns a database with a table "routes" of one route,
+// 10.0.0.0/8 with ID 1, indexed by ID (no FromString) and by an LPM
+// index "prefix", its revision, and a script engine of the database's
+// commands with a state to run them in.
+func routesScript(t *testing.T) (*strata.DB, strata.RWTable[*route], strata.Revision, *script.Engine, *script.State) {
+	t.Helper()
 	byID := strata.Index[*route, uint64]{ // no FromString
 		Name:       "id",
 		FromObject: func(r *route) index.KeySet { return index.KeySetOf(index.Uint64(r.ID)) },
@@ -133,11 +132,22 @@ func TestQueriesAsMigratingSays(t *testing.T) {
 	wtxn := db.WriteTxn(routes)
 	_, _, err = routes.Insert(wtxn, &route{ID: 1, Dst: netip.MustParsePrefix("10.0.0.0/8")})
 	must(t, err)
-	_, err = wtxn.Commit()
+	txn, err := wtxn.Commit()
 	must(t, err)
 	e := &script.Engine{Cmds: stratahive.Commands(db, stratahive.NewRegistry())}
 	s, err := script.NewState(context.Background(), t.TempDir(), nil)
 	must(t, err)
+	return db, routes, routes.Revision(txn), e, s
+}
+
+// TestQueriesAsMigratingSays: what MIGRATING.md says of text queries
+// through the db/* commands. On an LPM index an address is a
+// longest-prefix match and a prefix an exact query (statedb's
+// NetIPPrefixIndex does a longest-prefix match for both); an index
+// without FromString parses its key from text when the key type has a
+// text form (statedb's fails).
+func TestQueriesAsMigratingSays(t *testing.T) {
+	_, _, _, e, s := routesScript(t)
 	for _, tc := range []struct {
 		line  string
 		found bool
