@@ -713,37 +713,22 @@ func (r *nodeRig) checkStore(nd *mnode) {
 	defer state.Close()
 	db := strata.New()
 	var pbs []persist.TableBinding
-	var metas []strata.TableMeta
+	var loaded, held []strata.RWTable[*item]
 	for _, m := range nd.metas {
 		tbl, err := strata.NewTable(db, m.Name(), itemByID, itemByTag)
 		must(r.t, err)
 		pbs = append(pbs, persist.Table(tbl, persist.JSON[*item]()))
-		metas = append(metas, tbl)
+		loaded, held = append(loaded, tbl), append(held, m.(strata.RWTable[*item]))
 	}
 	a, err := state.LoadApplied(pbs...)
 	if err != nil {
 		r.fail("9: %s: loading the store: %v", nd.id, err)
 		return
 	}
-	if got, want := dumpTables(db, metas), dumpTables(nd.db, nd.metas); got != want {
+	if got, want := dumpItems(db, loaded, false), dumpItems(nd.db, held, false); got != want {
 		r.fail("9: %s: its store (at index %d) holds\n%s\nthe node held\n%s", nd.id, a.Position(), got, want)
 	}
 	nodeCoverage.Add("store-checked")
-}
-
-// dumpTables returns the objects of every table of metas in db, with
-// their revisions, and each table's revision.
-func dumpTables(db *strata.DB, metas []strata.TableMeta) string {
-	txn := db.ReadTxn()
-	var b strings.Builder
-	for _, m := range metas {
-		fmt.Fprintf(&b, "%s@%d:", m.Name(), m.Revision(txn))
-		for o, rev := range m.(strata.RWTable[*item]).All(txn) {
-			fmt.Fprintf(&b, " %d=%s@%d", o.ID, o.Val, rev)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
 }
 
 // read checks invariant 6 on every node.

@@ -238,17 +238,24 @@ func (c *rcluster) converge() uint64 {
 
 // dump is a node's tables: per table its revision and every object with
 // its revision, in primary key and in revision order.
-func (nd *rnode) dump() string {
+func (nd *rnode) dump() string { return dumpItems(nd.db, nd.tables, true) }
+
+// dumpItems returns, per table of tables in db, its revision and every
+// object with its revision in primary key order, and, with byRevision
+// (the tables have a RevisionIndex), in revision order too.
+func dumpItems(db *strata.DB, tables []strata.RWTable[*item], byRevision bool) string {
 	var b strings.Builder
-	txn := nd.db.ReadTxn()
-	for _, tbl := range nd.tables {
+	txn := db.ReadTxn()
+	for _, tbl := range tables {
 		fmt.Fprintf(&b, "%s@%d:", tbl.Name(), tbl.Revision(txn))
 		for o, rev := range tbl.All(txn) {
 			fmt.Fprintf(&b, " %d=%s/%s@%d", o.ID, o.Val, o.Tag, rev)
 		}
-		b.WriteString(" |")
-		for o, rev := range tbl.LowerBound(txn, strata.ByRevision[*item](0)) {
-			fmt.Fprintf(&b, " %d@%d", o.ID, rev)
+		if byRevision {
+			b.WriteString(" |")
+			for o, rev := range tbl.LowerBound(txn, strata.ByRevision[*item](0)) {
+				fmt.Fprintf(&b, " %d@%d", o.ID, rev)
+			}
 		}
 		b.WriteString("\n")
 	}
