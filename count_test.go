@@ -278,12 +278,7 @@ func countChecks(r *rand.Rand, tbl RWTable[*testObject]) []countCheck {
 // one, and the number of objects the table's read of the same query
 // returns; AnyTable.Count and the Watch forms agree.
 func TestCountModel(t *testing.T) {
-	seed := *countSeedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -strata.count.seed=%d)", seed, seed)
-	r := rand.New(rand.NewPCG(seed, 30))
+	r := seededRand(t, *countSeedFlag, "strata.count.seed", 30)
 	db := New()
 	tbl := newTestTable(t, db, "count", nameIndex, valueIndex, tagsIndex)
 	any := AnyTable{Meta: tbl}

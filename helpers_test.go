@@ -128,3 +128,15 @@ func concWait(t *testing.T, wg *sync.WaitGroup, progress *atomic.Uint64, stall t
 		}
 	}
 }
+
+// seededRand returns a source of seed (from the flag named flag), or of a
+// random seed if it is 0, on stream stream, and logs the seed with the
+// flag that reruns it.
+func seededRand(t *testing.T, seed uint64, flag string, stream uint64) *rand.Rand {
+	t.Helper()
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d (rerun with -%s=%d)", seed, flag, seed)
+	return rand.New(rand.NewPCG(seed, stream))
+}

@@ -235,12 +235,7 @@ type multiWatch struct {
 // that wrote objects of this table none of which matches a query may
 // close it (counted, and logged).
 func TestMultiQueryModel(t *testing.T) {
-	seed := *multiSeedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -strata.multi.seed=%d)", seed, seed)
-	r := rand.New(rand.NewPCG(seed, 30))
+	r := seededRand(t, *multiSeedFlag, "strata.multi.seed", 30)
 	db := New()
 	tbl := newTestTable(t, db, "multi", nameIndex, tagsIndex, valueIndex)
 	other := newTestTable(t, db, "other", nameIndex, tagsIndex, valueIndex)

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -28,12 +27,7 @@ import (
 // objects, every index entry (checkModel), each object written at a
 // revision of its own, and a change feed's view of the table.
 func TestBulkModel(t *testing.T) {
-	seed := *multiSeedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (rerun with -strata.multi.seed=%d)", seed, seed)
-	r := rand.New(rand.NewPCG(seed, 31))
+	r := seededRand(t, *multiSeedFlag, "strata.multi.seed", 31)
 	db := New()
 	tbl := newTestTable(t, db, "multi", nameIndex, tagsIndex, valueIndex)
 	txn := db.WriteTxn(tbl)
