@@ -306,9 +306,25 @@ func (n *Node) waitRevision(ctx context.Context, name string, rev uint64) {
 
 // forwardReadIndex is a follower's LeaderIndexer over the Forwarder.
 func (n *Node) forwardReadIndex(ctx context.Context) (uint64, error) {
-	index, err := n.withLeader(ctx, func(leader raft.ServerAddress) (uint64, error) {
+	return n.heldReadIndex(ctx, func(leader raft.ServerAddress) (uint64, error) {
 		return n.fwd.ReadIndex(ctx, leader)
 	})
+}
+
+// heldLeaderIndex returns f (Config.LeaderIndex) held as the Forwarder's
+// read index is: asked once this node knows a leader, and again while it
+// fails with an error that says no read index was taken (retryable),
+// until the hold ends.
+func (n *Node) heldLeaderIndex(f LeaderIndexer) LeaderIndexer {
+	return func(ctx context.Context) (uint64, error) {
+		return n.heldReadIndex(ctx, func(raft.ServerAddress) (uint64, error) { return f(ctx) })
+	}
+}
+
+// heldReadIndex asks for the leader's read index through withLeader, and
+// of this node itself when it leads now.
+func (n *Node) heldReadIndex(ctx context.Context, ask func(raft.ServerAddress) (uint64, error)) (uint64, error) {
+	index, err := n.withLeader(ctx, ask)
 	if err == errRerun {
 		return n.ReadIndex(ctx) // this node leads now
 	}

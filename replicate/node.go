@@ -41,9 +41,12 @@ type Config struct {
 	// see trailingError).
 	MaxInFlight int
 	// LeaderIndex is how a follower's ReadLinearizable learns the
-	// leader's read index (Node.ReadIndex, on the leader). Nil: through
-	// the Forwarder, or, without one, a follower's ReadLinearizable fails
-	// with a *NotLeaderError.
+	// leader's read index (Node.ReadIndex, on the leader). The node asks
+	// it once it knows a leader, and again while it fails with an error
+	// that says the leader took no read index (a *NotLeaderError,
+	// ErrNotReady, an *UnreachableError), for up to ForwardHold. Nil:
+	// through the Forwarder, or, without one, a follower's
+	// ReadLinearizable fails with a *NotLeaderError.
 	LeaderIndex LeaderIndexer
 	// Forwarder carries Node.Write's change sets from a follower to the
 	// leader (forward.go), and a follower's linearizable reads' read
@@ -240,7 +243,10 @@ func NewNode(cfg Config) (*Node, error) {
 	if n.maxInFlight <= 0 {
 		n.maxInFlight = defaultMaxInFlight
 	}
-	if n.leaderIndex == nil && n.fwd != nil {
+	switch {
+	case n.leaderIndex != nil:
+		n.leaderIndex = n.heldLeaderIndex(n.leaderIndex)
+	case n.fwd != nil:
 		n.leaderIndex = n.forwardReadIndex
 	}
 	n.inflight = make(chan *proposal, n.maxInFlight)

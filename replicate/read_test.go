@@ -532,3 +532,47 @@ func TestReadLinearizableSharesRounds(t *testing.T) {
 		t.Fatalf("%d rounds for %d reads", rounds, reads*20)
 	}
 }
+
+// TestReadLinearizableWaitsForLeader: a follower that knows no leader
+// (cut off long enough to stop following one) holds a linearizable read
+// while it learns the leader again, as a forwarded Write does, rather than
+// failing at once with a *NotLeaderError; the read then sees the write the
+// leader committed meanwhile. It holds so whether its read index comes
+// from Config.LeaderIndex or from a Forwarder. CI found the refusal: a
+// follower that had not yet heard of the first leader refused the read.
+func TestReadLinearizableWaitsForLeader(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"leader-index", fwdLocal, fwdNet} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			var c *rcluster
+			if mode == "leader-index" {
+				c = newRCluster(t, 3)
+			} else {
+				c, _ = newForwardCluster(t, 3, mode)
+			}
+			ld := c.leader()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := put(ctx, ld, 1, "before")
+			must(t, err)
+			f := c.followers(ld)[0]
+			c.partition(f)
+			deadline := time.Now().Add(10 * time.Second)
+			for addr, _ := f.node.Raft().LeaderWithID(); addr != ""; addr, _ = f.node.Raft().LeaderWithID() {
+				if time.Now().After(deadline) {
+					t.Fatal("a partitioned follower still knows a leader after 10 s")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			_, err = put(ctx, ld, 1, "during")
+			must(t, err)
+			c.heal(f)
+			txn, err := f.node.ReadLinearizable(ctx)
+			must(t, err)
+			if got := get(f, txn, 1); got != "during" {
+				t.Fatalf("read %q, want %q", got, "during")
+			}
+		})
+	}
+}
