@@ -28,11 +28,12 @@ import (
 // share the nodes the batch copied; order=random, the expiries are
 // unrelated to the keys (random IDs), so that nearly every delete copies
 // nodes of its own, fewer per object the larger the batch.
+//
+// The table holds -strata.memobjects objects (1,000,000 by default), a
+// tenth of them expired.
 func BenchmarkExpire(b *testing.B) {
-	const (
-		size    = 1_000_000
-		expired = 100_000
-	)
+	size := *benchMemObjects
+	expired := size / 10
 	lat := make([]int64, 0, 4<<20)
 	for _, order := range []string{"key", "random"} {
 		db := New()
