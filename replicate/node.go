@@ -44,9 +44,9 @@ type Config struct {
 	// leader's read index (Node.ReadIndex, on the leader). The node asks
 	// it once it knows a leader, and again while it fails with an error
 	// that says the leader took no read index (a *NotLeaderError,
-	// ErrNotReady, an *UnreachableError), for up to ForwardHold. Nil:
-	// through the Forwarder, or, without one, a follower's
-	// ReadLinearizable fails with a *NotLeaderError.
+	// ErrNotReady, ErrShutdown, an *UnreachableError), for up to
+	// ForwardHold. Nil: through the Forwarder, or, without one, a
+	// follower's ReadLinearizable fails with a *NotLeaderError.
 	LeaderIndex LeaderIndexer
 	// Forwarder carries Node.Write's change sets from a follower to the
 	// leader (forward.go), and a follower's linearizable reads' read
